@@ -1,0 +1,104 @@
+//! `exactly-once-effects`: one business effect per logical operation.
+//!
+//! The logical operation is a turn of a conversation, whatever messageIds, retries and
+//! duplicates carried it. Its applied effects at the ledger must be at most one; exactly one
+//! when any attempt was acknowledged `ok`; none when every attempt was refused (`fail`: the
+//! client was told it did not happen, so it may do it again); zero or one when the outcome
+//! was unknown (`info`). Exercised: turns that were retried, duplicated, refused or left
+//! unknown, where double or phantom effects could happen.
+
+use std::collections::BTreeMap;
+
+use crate::check::{turn_label, Checker, Finding, Violation};
+use crate::cluster::RunRecord;
+use crate::history::{OpKind, Outcome};
+
+/// The exactly-once-effects checker.
+pub struct ExactlyOnce;
+
+impl Checker for ExactlyOnce {
+    fn describe(&self) -> &'static str {
+        "per turn: effects <= 1; exactly 1 when acknowledged ok; 0 when refused; 0 or 1 when unknown"
+    }
+
+    fn check(&self, run: &RunRecord) -> Finding {
+        let mut attempts: BTreeMap<(String, u32), Vec<&Outcome>> = BTreeMap::new();
+        for op in &run.history {
+            if let OpKind::Send { conversation, turn, .. } = &op.kind {
+                attempts
+                    .entry((conversation.clone(), *turn))
+                    .or_default()
+                    .push(&op.outcome);
+            }
+        }
+        let mut effects: BTreeMap<(String, u32), Vec<String>> = BTreeMap::new();
+        for e in run.effects.iter().filter(|e| e.applied) {
+            effects
+                .entry((e.request.conversation.clone(), e.request.turn))
+                .or_default()
+                .push(format!("{} at {} ms", e.request.replica, e.at_ms));
+        }
+        let mut violations = Vec::new();
+        let mut exercised = 0;
+        for ((conversation, turn), outcomes) in &attempts {
+            let what = turn_label(conversation, *turn);
+            let done = effects.get(&(conversation.clone(), *turn));
+            let n = done.map_or(0, Vec::len);
+            let ok = outcomes.iter().any(|o| matches!(o, Outcome::Ok));
+            let info = outcomes.iter().any(|o| matches!(o, Outcome::Info { .. }));
+            let words: Vec<&str> = outcomes.iter().map(|o| o.word()).collect();
+            if outcomes.len() > 1 || !ok {
+                exercised += 1;
+            }
+            let at = || done.map(|d| d.join(", ")).unwrap_or_default();
+            if n > 1 {
+                violations.push(Violation {
+                    invariant: "",
+                    detail: format!(
+                        "{what} took effect {n} times ({}); the client saw [{}]",
+                        at(),
+                        words.join(", ")
+                    ),
+                });
+            } else if ok && n == 0 {
+                violations.push(Violation {
+                    invariant: "",
+                    detail: format!("{what} was acknowledged ok but never took effect at the ledger"),
+                });
+            } else if !ok && !info && n == 1 {
+                let refusal = outcomes
+                    .iter()
+                    .find_map(|o| match o {
+                        Outcome::Fail { code, message } => Some(format!("{code} {message}")),
+                        _ => None,
+                    })
+                    .unwrap_or_default();
+                violations.push(Violation {
+                    invariant: "",
+                    detail: format!(
+                        "{what} was refused ({refusal}) yet took effect ({}): a client that retries does it twice",
+                        at()
+                    ),
+                });
+            }
+        }
+        // Effects no client operation accounts for (a turn the client never sent).
+        for ((conversation, turn), list) in &effects {
+            if !attempts.contains_key(&(conversation.clone(), *turn)) {
+                violations.push(Violation {
+                    invariant: "",
+                    detail: format!(
+                        "{} took effect ({}) but the client never sent it",
+                        turn_label(conversation, *turn),
+                        list.join(", ")
+                    ),
+                });
+            }
+        }
+        Finding {
+            invariant: "exactly-once-effects",
+            violations,
+            exercised,
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! `no-lost-writes`: every acknowledged turn survives.
+//!
+//! A turn the client saw `ok` (its artifact `turn-N` and its message) must be present in the
+//! final authoritative task (the shared store's copy, or the memory of a live pod) and in
+//! every later successful read or write answer of that task. Exercised: acknowledged turns
+//! whose task was touched again afterwards (a later turn or read), where a stale snapshot,
+//! an overwrite or a dead pod could lose them.
+
+use crate::check::{turn_label, Checker, Finding, Violation};
+use crate::cluster::RunRecord;
+use crate::history::{OpKind, Outcome};
+
+/// The no-lost-writes checker.
+pub struct NoLostWrites;
+
+impl Checker for NoLostWrites {
+    fn describe(&self) -> &'static str {
+        "every turn acknowledged ok is in the final task and in every later successful read"
+    }
+
+    fn check(&self, run: &RunRecord) -> Finding {
+        let mut violations = Vec::new();
+        let mut exercised = 0;
+        for ack in &run.history {
+            let (OpKind::Send { conversation, turn, message_id, .. }, Outcome::Ok, Some(view)) =
+                (&ack.kind, &ack.outcome, &ack.task)
+            else {
+                continue;
+            };
+            let artifact = format!("turn-{turn}");
+            if !view.artifacts.contains(&artifact) {
+                // A non-blocking answer: nothing was promised yet beyond the message.
+                continue;
+            }
+            let by = ack.replica.as_deref().unwrap_or("?");
+            let what = turn_label(conversation, *turn);
+            let later: Vec<_> = run
+                .history
+                .iter()
+                .filter(|o| o.invoke_ms > ack.complete_ms && o.outcome == Outcome::Ok)
+                .filter(|o| o.task.as_ref().is_some_and(|t| t.id == view.id))
+                .collect();
+            if !later.is_empty() {
+                exercised += 1;
+            }
+            for read in later {
+                let seen = read.task.as_ref().expect("filtered");
+                if !seen.artifacts.contains(&artifact) {
+                    violations.push(Violation {
+                        invariant: "",
+                        detail: format!(
+                            "{what}, acknowledged by {by} at {} ms, is missing from a later answer ({} at {} ms from {}): task {} has artifacts [{}]",
+                            ack.complete_ms,
+                            read.kind.label(),
+                            read.complete_ms,
+                            read.replica.as_deref().unwrap_or("?"),
+                            seen.id,
+                            seen.artifacts.join(", ")
+                        ),
+                    });
+                }
+            }
+            match run.final_tasks.get(&view.id) {
+                None => violations.push(Violation {
+                    invariant: "",
+                    detail: format!(
+                        "{what}, acknowledged by {by} at {} ms, is lost: task {} no longer exists anywhere at the end of the run",
+                        ack.complete_ms, view.id
+                    ),
+                }),
+                Some(task) => {
+                    let names = crate::store::artifact_names(task);
+                    let has_message = task
+                        .history
+                        .iter()
+                        .flatten()
+                        .any(|m| &m.message_id == message_id);
+                    if !names.contains(&artifact) || !has_message {
+                        violations.push(Violation {
+                            invariant: "",
+                            detail: format!(
+                                "{what}, acknowledged by {by} at {} ms, is missing from the final task {} (artifacts [{}]{})",
+                                ack.complete_ms,
+                                view.id,
+                                names.join(", "),
+                                if has_message { "" } else { "; its message is gone from the history" }
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+        Finding {
+            invariant: "no-lost-writes",
+            violations,
+            exercised,
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! The A2A client used by workloads and scenarios: JSON-RPC 1.0 through the router.
+//!
+//! Every call is recorded in the [`History`] with its outcome. Outcomes are classified
+//! conservatively: anything that leaves the client unsure whether the server acted is
+//! `info` (a timeout, a broken connection, a gateway error from the router, a cut stream).
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use a2a::{Message, Part, Role, Task, TaskState};
+use serde_json::{json, Value};
+
+use crate::history::{History, Op, OpKind, Outcome, TaskView};
+use crate::net::{self, Call};
+use crate::replica::{TurnInfo, REPLICA_HEADER};
+use crate::router::{self, CONTEXT_HEADER, TARGET_HEADER};
+use crate::trace::{now_ms, Trace};
+
+/// How to reach the cluster.
+pub struct Client {
+    pub history: History,
+    pub trace: Trace,
+    pub timeout: Duration,
+    next_rpc_id: Cell<u64>,
+}
+
+/// What a call returned.
+pub struct Answer {
+    pub outcome: Outcome,
+    pub task: Option<Task>,
+}
+
+impl Client {
+    /// A client recording into `history`, with a timeout per call.
+    pub fn new(history: History, trace: Trace, timeout: Duration) -> Rc<Self> {
+        Rc::new(Client {
+            history,
+            trace,
+            timeout,
+            next_rpc_id: Cell::new(1),
+        })
+    }
+
+    /// The user message for a turn.
+    pub fn turn_message(
+        info: &TurnInfo,
+        message_id: &str,
+        context_id: &str,
+        task_id: Option<&str>,
+    ) -> Message {
+        Message {
+            message_id: message_id.to_string(),
+            context_id: Some(context_id.to_string()),
+            task_id: task_id.map(str::to_string),
+            role: Role::User,
+            parts: vec![
+                Part::text(format!("turn {} of {}", info.turn, info.conversation)),
+                info.to_part(),
+            ],
+            metadata: None,
+            extensions: None,
+            reference_task_ids: None,
+        }
+    }
+
+    fn call(&self, method: &str, params: Value, context: Option<&str>, target: Option<&str>) -> Call {
+        let id = self.next_rpc_id.get();
+        self.next_rpc_id.set(id + 1);
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut call = Call::post_json(
+            "router",
+            router::PORT,
+            "/",
+            serde_json::to_vec(&body).expect("requests serialise"),
+            self.timeout,
+        )
+        .header("a2a-version", "1.0");
+        if let Some(c) = context {
+            call = call.header(CONTEXT_HEADER, c);
+        }
+        if let Some(t) = target {
+            call = call.header(TARGET_HEADER, t);
+        }
+        call
+    }
+
+    /// A unary JSON-RPC call, recorded as `kind`.
+    pub async fn unary(
+        &self,
+        kind: OpKind,
+        method: &str,
+        params: Value,
+        context: Option<&str>,
+        target: Option<&str>,
+    ) -> Answer {
+        let op_id = self.history.invoke();
+        let invoke_ms = now_ms();
+        let call = self.call(method, params, context, target);
+        let (outcome, replica, task) = match net::send(&call).await {
+            Err(e) => (Outcome::Info { why: e.to_string() }, None, None),
+            Ok(reply) => {
+                let replica = reply
+                    .headers
+                    .get(REPLICA_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string);
+                let (outcome, task) = classify(reply.status.as_u16(), &reply.body);
+                (outcome, replica, task)
+            }
+        };
+        self.trace.record(
+            "client",
+            format!(
+                "{} -> {}{}",
+                kind.label(),
+                outcome.word(),
+                match &outcome {
+                    Outcome::Fail { code, .. } => format!(" {code}"),
+                    Outcome::Info { why } => format!(" ({why})"),
+                    Outcome::Ok => String::new(),
+                }
+            ),
+        );
+        self.history.complete(Op {
+            id: op_id,
+            kind,
+            invoke_ms,
+            complete_ms: now_ms(),
+            outcome: outcome.clone(),
+            replica,
+            task: task.as_ref().map(TaskView::of),
+            stream_states: Vec::new(),
+        });
+        Answer { outcome, task }
+    }
+
+    /// A streaming call (SSE), recorded as `kind`: `ok` when the stream ends at a terminal or
+    /// interrupted state, `info` when it is cut or times out first.
+    pub async fn stream(
+        &self,
+        kind: OpKind,
+        method: &str,
+        params: Value,
+        context: Option<&str>,
+        target: Option<&str>,
+        stream_timeout: Duration,
+    ) -> Answer {
+        let op_id = self.history.invoke();
+        let invoke_ms = now_ms();
+        let call = self.call(method, params, context, target);
+        let mut states = Vec::new();
+        let mut task: Option<Task> = None;
+        let mut replica = None;
+        let outcome = match tokio::time::timeout(stream_timeout, async {
+            let head = net::send_streaming(&call).await.map_err(|e| Outcome::Info { why: e.to_string() })?;
+            replica = head
+                .headers
+                .get(REPLICA_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let is_sse = head
+                .headers
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.starts_with("text/event-stream"));
+            if !is_sse {
+                let body = net::read_body(head.body, net::BODY_BYTES_MAX)
+                    .await
+                    .map_err(|e| Outcome::Info { why: e.to_string() })?;
+                let (outcome, t) = classify(head.status.as_u16(), &body);
+                task = t;
+                return Err(outcome);
+            }
+            let mut reader = crate::sse::Reader::new(head.body);
+            loop {
+                match reader.next_event().await {
+                    Ok(Some(data)) => {
+                        let value: Value = serde_json::from_str(&data)
+                            .map_err(|e| Outcome::Info { why: format!("bad event: {e}") })?;
+                        apply_event(&value["result"], &mut task, &mut states);
+                    }
+                    Ok(None) => return Ok(()),
+                    Err(e) => return Err(Outcome::Info { why: e }),
+                }
+            }
+        })
+        .await
+        {
+            Err(_) => Outcome::Info { why: "stream timed out".into() },
+            Ok(Err(outcome)) => outcome,
+            Ok(Ok(())) => match states.last() {
+                Some(s) if s.is_terminal() || *s == TaskState::InputRequired || *s == TaskState::AuthRequired => Outcome::Ok,
+                _ => Outcome::Info { why: "stream ended before a final state".into() },
+            },
+        };
+        self.trace.record("client", format!("{} -> {} ({} events)", kind.label(), outcome.word(), states.len()));
+        self.history.complete(Op {
+            id: op_id,
+            kind,
+            invoke_ms,
+            complete_ms: now_ms(),
+            outcome: outcome.clone(),
+            replica,
+            task: task.as_ref().map(TaskView::of),
+            stream_states: states,
+        });
+        Answer { outcome, task }
+    }
+}
+
+/// Folds one stream event into the running view of the task.
+fn apply_event(result: &Value, task: &mut Option<Task>, states: &mut Vec<TaskState>) {
+    if let Some(t) = result.get("task").and_then(|v| serde_json::from_value::<Task>(v.clone()).ok()) {
+        states.push(t.status.state.clone());
+        *task = Some(t);
+    } else if let Some(s) = result.get("statusUpdate") {
+        if let Ok(status) = serde_json::from_value::<a2a::TaskStatus>(s["status"].clone()) {
+            states.push(status.state.clone());
+            if let Some(t) = task.as_mut() {
+                t.status = status;
+            }
+        }
+    } else if let Some(a) = result.get("artifactUpdate") {
+        if let (Ok(artifact), Some(t)) = (serde_json::from_value::<a2a::Artifact>(a["artifact"].clone()), task.as_mut()) {
+            t.artifacts.get_or_insert_with(Vec::new).push(artifact);
+        }
+    }
+}
+
+/// Classifies an HTTP answer from the router.
+fn classify(status: u16, body: &[u8]) -> (Outcome, Option<Task>) {
+    if status >= 500 {
+        // The router could not get an answer from the replica: it may have acted.
+        return (Outcome::Info { why: format!("HTTP {status} from the router") }, None);
+    }
+    let value: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => return (Outcome::Info { why: format!("unreadable answer: {e}") }, None),
+    };
+    if status != 200 {
+        let message = value["error"]["message"].as_str().unwrap_or("").to_string();
+        return (Outcome::Fail { code: i64::from(status), message }, None);
+    }
+    if let Some(err) = value.get("error") {
+        return (
+            Outcome::Fail {
+                code: err["code"].as_i64().unwrap_or(0),
+                message: err["message"].as_str().unwrap_or("").to_string(),
+            },
+            None,
+        );
+    }
+    let result = &value["result"];
+    let task = result
+        .get("task")
+        .or(Some(result))
+        .and_then(|v| serde_json::from_value::<Task>(v.clone()).ok());
+    (Outcome::Ok, task)
+}

@@ -1,0 +1,449 @@
+//! One simulated run: the turmoil world, its hosts, the driver loop and what it leaves behind.
+//!
+//! Hosts: `client` (workload drivers), `router`, `replica-0..N-1`, `store` (the shared task
+//! store as a service, so latency and partitions apply between replicas and store), `ledger`
+//! (the business-effect sink) and `webhook` (push receiver). One u64 seed drives turmoil's
+//! `rng_seed`, every host's tokio runtime (built with `tokio_unstable`), the fault plan, the
+//! workload and every id; the epoch is fixed. The same seed gives the same trace hash in any
+//! process.
+//!
+//! The driver steps the simulation one 1 ms tick at a time and applies faults between ticks:
+//! the planned ones at their time, and the ones a scripted scenario asks for as it reaches
+//! them. At the end it collects ground truth from the hosts that do not lie about
+//! themselves: the store's tasks and save log (or each live pod's memory), the ledger, the
+//! webhook.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::time::{Duration, UNIX_EPOCH};
+
+use a2a::Task;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::client::Client;
+use crate::faults::{Action, FaultSpec, PlanInput, Scheduled};
+use crate::history::{History, Op};
+use crate::ledger::{self, Effect, LedgerState};
+use crate::model::{Placement, Profile};
+use crate::replica::{self, Replica, Timing};
+use crate::router::{self, RouterControl};
+use crate::store::{self, SaveRecord, SharedState, StoreState, TaskStore};
+use crate::trace::{Trace, TraceEvent};
+use crate::webhook::{self, Delivery, WebhookMode, WebhookState};
+use crate::workload::{self, WorkloadSpec};
+
+/// The fixed simulated epoch: 2026-01-01T00:00:00Z.
+pub const EPOCH_SECS: u64 = 1_767_225_600;
+
+/// Simulated time one step advances.
+pub const TICK: Duration = Duration::from_millis(1);
+
+/// Network latency bounds per message (ms), outside latency faults.
+pub const LATENCY_MS: (u64, u64) = (1, 4);
+
+/// What the client host runs.
+#[derive(Clone)]
+pub enum Workload {
+    /// Generated conversations.
+    Generated(WorkloadSpec),
+    /// A scripted scenario's steps.
+    Scripted(Rc<crate::scenario::Script>),
+}
+
+/// Everything one run needs.
+#[derive(Clone)]
+pub struct RunSpec {
+    pub seed: u64,
+    pub profile: Rc<Profile>,
+    pub routing: String,
+    pub replicas: usize,
+    pub workload: Workload,
+    pub faults: FaultSpec,
+    pub timing: Timing,
+    pub webhook: WebhookMode,
+    /// Keep every trace event (for replay), not only the hash.
+    pub keep_trace: bool,
+    /// Simulated time after which an unfinished run is reported as not terminating.
+    pub budget: Duration,
+}
+
+/// What a run leaves behind for the checkers and the report.
+#[derive(Debug, Clone)]
+pub struct RunRecord {
+    pub seed: u64,
+    pub model: String,
+    pub routing: String,
+    pub replicas: usize,
+    /// Every client operation.
+    pub history: Vec<Op>,
+    /// Every effect that reached the ledger.
+    pub effects: Vec<Effect>,
+    /// The authoritative copy of every task at the end (store, or live pods' memory).
+    pub final_tasks: BTreeMap<String, Task>,
+    /// Every accepted save (shared store, and the memory of pods that are still alive).
+    pub saves: Vec<SaveRecord>,
+    /// Every push delivery that reached the webhook.
+    pub deliveries: Vec<Delivery>,
+    /// The fault rates this seed ran with.
+    pub fault_rates: BTreeMap<String, f64>,
+    /// Fault actions applied, with their time.
+    pub faults: Vec<(u64, String)>,
+    /// Conversation → task id, as the client learned it.
+    pub conversations: BTreeMap<String, String>,
+    /// When the liveness phase began (everything healed), simulated ms.
+    pub healed_at_ms: u64,
+    pub trace_hash: String,
+    pub trace: Vec<TraceEvent>,
+    /// Simulated time the run took.
+    pub sim_ms: u64,
+    /// Steps the driver took.
+    pub steps: u64,
+    /// Why the run did not finish normally (a host error, the budget), if it did not.
+    pub error: Option<String>,
+}
+
+/// Shared state between the driver and a scripted client.
+#[derive(Clone, Default)]
+pub struct DriverLink {
+    /// Actions the client asks the driver to apply after the current tick.
+    pub commands: Rc<RefCell<VecDeque<Action>>>,
+    /// Conversation → task id, filled by the client as it learns them.
+    pub tasks: Rc<RefCell<BTreeMap<String, String>>>,
+}
+
+/// Runs one seed to its end.
+pub fn run(spec: &RunSpec) -> RunRecord {
+    let seed = spec.seed;
+    let trace = Trace::new(spec.keep_trace);
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(seed)
+        .epoch(UNIX_EPOCH + Duration::from_secs(EPOCH_SECS))
+        .tick_duration(TICK)
+        .simulation_duration(spec.budget)
+        .min_message_latency(Duration::from_millis(LATENCY_MS.0))
+        .max_message_latency(Duration::from_millis(LATENCY_MS.1))
+        .build();
+
+    let store_state: SharedState = Rc::new(RefCell::new(StoreState::default()));
+    let ledger_state = Rc::new(RefCell::new(LedgerState::default()));
+    let webhook_state = Rc::new(RefCell::new(WebhookState::default()));
+    let control = RouterControl::new(spec.replicas);
+    let history = History::default();
+    let link = DriverLink::default();
+
+    {
+        let (state, trace) = (store_state.clone(), trace.clone());
+        sim.host("store", move || store::serve(state.clone(), trace.clone()));
+    }
+    {
+        let (state, trace) = (ledger_state.clone(), trace.clone());
+        sim.host("ledger", move || ledger::serve(state.clone(), trace.clone()));
+    }
+    {
+        let (state, trace, mode) = (webhook_state.clone(), trace.clone(), spec.webhook);
+        sim.host("webhook", move || webhook::serve(state.clone(), mode, trace.clone()));
+    }
+    let mut memory_slots: Vec<Rc<RefCell<Option<SharedState>>>> = Vec::new();
+    for i in 0..spec.replicas {
+        let slot: Rc<RefCell<Option<SharedState>>> = Rc::default();
+        memory_slots.push(slot.clone());
+        let boot = Rc::new(Cell::new(0u32));
+        let profile = spec.profile.clone();
+        let timing = spec.timing.clone();
+        let trace = trace.clone();
+        sim.host(format!("replica-{i}"), move || {
+            let b = boot.get();
+            boot.set(b + 1);
+            let store = match profile.store.placement {
+                Placement::Memory => {
+                    let mem = replica::memory_store();
+                    *slot.borrow_mut() = Some(mem.clone());
+                    TaskStore::Local(mem)
+                }
+                Placement::Shared => TaskStore::Remote {
+                    timeout: timing.store_timeout,
+                },
+            };
+            let replica = Rc::new(Replica::new(
+                i,
+                b,
+                seed,
+                profile.clone(),
+                timing.clone(),
+                store,
+                trace.clone(),
+            ));
+            let trace = trace.clone();
+            async move {
+                trace.record(&replica.name, format!("boot {b}"));
+                replica.serve().await
+            }
+        });
+    }
+    {
+        let (routing, control, trace) = (spec.routing.clone(), control.clone(), trace.clone());
+        sim.host("router", move || {
+            router::serve(routing.clone(), seed, control.clone(), trace.clone())
+        });
+    }
+
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xfa17_0000_0000_0000);
+    let fault_rates = spec.faults.resolve(&mut rng);
+    let plan = spec.faults.plan(
+        &fault_rates,
+        &PlanInput {
+            replicas: spec.replicas,
+            window_ms: spec.faults.window_ms,
+        },
+        &mut rng,
+    );
+    let healed_at_ms = spec.faults.window_ms;
+
+    let client_future = client_future(spec, &history, &trace, &link, healed_at_ms);
+    sim.client("client", client_future);
+
+    let mut driver = Driver {
+        control: control.clone(),
+        memory_slots,
+        crashed: BTreeSet::new(),
+        partitions: BTreeSet::new(),
+        slowed: BTreeSet::new(),
+        applied: Vec::new(),
+        trace: trace.clone(),
+    };
+    let mut pending: VecDeque<Scheduled> = plan.into();
+    let mut steps = 0u64;
+    let mut error = None;
+    loop {
+        let now = sim.elapsed().as_millis() as u64;
+        while pending.front().is_some_and(|s| s.at_ms <= now) {
+            let s = pending.pop_front().expect("checked");
+            driver.apply(&mut sim, now, &s.action);
+        }
+        loop {
+            let next = link.commands.borrow_mut().pop_front();
+            match next {
+                Some(action) => driver.apply(&mut sim, now, &action),
+                None => break,
+            }
+        }
+        steps += 1;
+        match sim.step() {
+            Ok(true) => break,
+            Ok(false) => {}
+            Err(e) => {
+                error = Some(format!(
+                    "the run did not finish: {e} (budget {} simulated s)",
+                    spec.budget.as_secs()
+                ));
+                break;
+            }
+        }
+    }
+    let sim_ms = sim.elapsed().as_millis() as u64;
+
+    let mut final_tasks = BTreeMap::new();
+    let mut saves = Vec::new();
+    match spec.profile.store.placement {
+        Placement::Shared => {
+            let s = store_state.borrow();
+            for (id, (task, _)) in s.tasks() {
+                final_tasks.insert(id.clone(), task.clone());
+            }
+            saves.extend_from_slice(s.saves());
+        }
+        Placement::Memory => {
+            for slot in &driver.memory_slots {
+                if let Some(mem) = slot.borrow().as_ref() {
+                    let s = mem.borrow();
+                    for (id, (task, _)) in s.tasks() {
+                        final_tasks.insert(id.clone(), task.clone());
+                    }
+                    saves.extend_from_slice(s.saves());
+                }
+            }
+        }
+    }
+    drop(sim);
+    let conversations = link.tasks.borrow().clone();
+    let effects = ledger_state.borrow().effects().to_vec();
+    let deliveries = webhook_state.borrow().deliveries.clone();
+    RunRecord {
+        seed,
+        model: spec.profile.name.clone(),
+        routing: spec.routing.clone(),
+        replicas: spec.replicas,
+        history: history.ops(),
+        effects,
+        final_tasks,
+        saves,
+        deliveries,
+        fault_rates,
+        faults: driver.applied,
+        conversations,
+        healed_at_ms,
+        trace_hash: trace.hash_hex(),
+        trace: trace.events(),
+        sim_ms,
+        steps,
+        error,
+    }
+}
+
+fn client_future(
+    spec: &RunSpec,
+    history: &History,
+    trace: &Trace,
+    link: &DriverLink,
+    healed_at_ms: u64,
+) -> Pin<Box<dyn Future<Output = turmoil::Result>>> {
+    let seed = spec.seed;
+    let timeout = match &spec.workload {
+        Workload::Generated(w) => Duration::from_millis(w.request_timeout_ms),
+        Workload::Scripted(s) => s.request_timeout,
+    };
+    let client = Client::new(history.clone(), trace.clone(), timeout);
+    let link = link.clone();
+    let liveness_ms = spec.faults.liveness_ms;
+    match spec.workload.clone() {
+        Workload::Generated(w) => Box::pin(async move {
+            let tasks = workload::run(w, seed, client.clone()).await;
+            *link.tasks.borrow_mut() = tasks.clone();
+            // The liveness phase: everything is healed at `healed_at_ms`; give in-flight work
+            // the liveness bound to settle, then read every task once more.
+            let now = crate::trace::now_ms();
+            let until = healed_at_ms.max(now) + liveness_ms;
+            tokio::time::sleep(Duration::from_millis(until - now)).await;
+            for (conversation, id) in tasks {
+                let ctx = workload::context_id(seed, &conversation);
+                client
+                    .unary(
+                        crate::history::OpKind::Get { conversation },
+                        "GetTask",
+                        serde_json::json!({ "id": id }),
+                        Some(&ctx),
+                        None,
+                    )
+                    .await;
+            }
+            Ok(())
+        }),
+        Workload::Scripted(script) => Box::pin(async move {
+            crate::scenario::run_script(&script, seed, client, link).await;
+            Ok(())
+        }),
+    }
+}
+
+struct Driver {
+    control: RouterControl,
+    memory_slots: Vec<Rc<RefCell<Option<SharedState>>>>,
+    crashed: BTreeSet<String>,
+    partitions: BTreeSet<(String, String)>,
+    slowed: BTreeSet<(String, String)>,
+    applied: Vec<(u64, String)>,
+    trace: Trace,
+}
+
+fn replica_index(host: &str) -> Option<usize> {
+    host.strip_prefix("replica-").and_then(|i| i.parse().ok())
+}
+
+impl Driver {
+    fn apply(&mut self, sim: &mut turmoil::Sim<'_>, now: u64, action: &Action) {
+        self.trace.record_at(now, "driver", action.to_string());
+        self.applied.push((now, action.to_string()));
+        match action {
+            Action::Kill(host) => {
+                if self.crashed.insert(host.clone()) {
+                    if let Some(i) = replica_index(host) {
+                        if let Some(r) = self.control.ready.borrow_mut().get_mut(i) {
+                            *r = false;
+                        }
+                        if let Some(slot) = self.memory_slots.get(i) {
+                            *slot.borrow_mut() = None;
+                        }
+                    }
+                    sim.crash(host.as_str());
+                }
+            }
+            Action::Restart(host) => {
+                if self.crashed.remove(host) {
+                    sim.bounce(host.as_str());
+                    if let Some(i) = replica_index(host) {
+                        if let Some(r) = self.control.ready.borrow_mut().get_mut(i) {
+                            *r = true;
+                        }
+                    }
+                }
+            }
+            Action::Partition(a, b) => {
+                sim.partition(a.as_str(), b.as_str());
+                self.partitions.insert((a.clone(), b.clone()));
+            }
+            Action::PartitionOneway(a, b) => {
+                sim.partition_oneway(a.as_str(), b.as_str());
+                self.partitions.insert((a.clone(), b.clone()));
+            }
+            Action::Repair(a, b) => {
+                sim.repair(a.as_str(), b.as_str());
+                self.partitions.remove(&(a.clone(), b.clone()));
+                self.partitions.remove(&(b.clone(), a.clone()));
+            }
+            Action::HealAll => {
+                for (a, b) in std::mem::take(&mut self.partitions) {
+                    sim.repair(a.as_str(), b.as_str());
+                }
+                for (a, b) in std::mem::take(&mut self.slowed) {
+                    sim.set_link_max_message_latency(a.as_str(), b.as_str(), Duration::from_millis(LATENCY_MS.1));
+                }
+                for host in std::mem::take(&mut self.crashed) {
+                    sim.bounce(host.as_str());
+                    if let Some(i) = replica_index(&host) {
+                        if let Some(r) = self.control.ready.borrow_mut().get_mut(i) {
+                            *r = true;
+                        }
+                    }
+                }
+                self.control.drop_reply_rate.set(0.0);
+            }
+            Action::LostReplyRate(p) => self.control.drop_reply_rate.set(*p),
+            Action::DropNextReply => self.control.drop_next.set(true),
+            Action::LinkLatency(a, b, ms) => {
+                let max = Duration::from_millis(ms.unwrap_or(LATENCY_MS.1));
+                sim.set_link_max_message_latency(a.as_str(), b.as_str(), max);
+                if ms.is_some() {
+                    self.slowed.insert((a.clone(), b.clone()));
+                } else {
+                    self.slowed.remove(&(a.clone(), b.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// Faults as a plain list, for printing with the seed.
+pub fn describe_rates(rates: &BTreeMap<String, f64>) -> String {
+    if rates.is_empty() {
+        return "none".into();
+    }
+    rates
+        .iter()
+        .map(|(k, v)| format!("{k}={v:.3}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The hosts of a run with `replicas` replicas, in registration order.
+pub fn host_names(replicas: usize) -> Vec<String> {
+    let mut out = vec!["store".to_string(), "ledger".into(), "webhook".into()];
+    out.extend((0..replicas).map(|i| format!("replica-{i}")));
+    out.push("router".into());
+    out.push("client".into());
+    out
+}
+

@@ -1,0 +1,215 @@
+//! Faults: what the driver does to the cluster, when, drawn from the seed.
+//!
+//! A fault plans [`Scheduled`] actions inside the fault window from its rate and the run's
+//! generator. With swarm testing on (the default), each seed first draws its own fault mix:
+//! every fault is kept with probability 3/4 and its rate scaled by a factor in [0.25, 1.75],
+//! so some seeds run with no kills and many partitions, others the reverse (TigerBeetle's
+//! VOPR does the same). The resolved mix is printed with the seed.
+//!
+//! After the window the driver heals everything (the liveness phase, [`heal_all`]).
+//!
+//! Adding a fault is one file in this folder plus one line in [`FAULTS`].
+
+mod kill;
+mod latency;
+mod lost_reply;
+mod partition;
+
+use std::collections::BTreeMap;
+
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::error::InputError;
+
+/// One thing the driver does to the cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Crash a host (`replica-1`, `store`, `router`, ...).
+    Kill(String),
+    /// Restart a crashed host (its software starts again from scratch).
+    Restart(String),
+    /// Drop all traffic between two hosts, both ways.
+    Partition(String, String),
+    /// Drop traffic from the first host to the second only.
+    PartitionOneway(String, String),
+    /// Restore traffic between two hosts.
+    Repair(String, String),
+    /// Restore every link and restart every crashed host.
+    HealAll,
+    /// Set the probability that the router loses a reply.
+    LostReplyRate(f64),
+    /// Lose the next reply the router forwards.
+    DropNextReply,
+    /// Set the maximum latency between two hosts (`None` restores the default).
+    LinkLatency(String, String, Option<u64>),
+}
+
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Action::Kill(h) => write!(f, "kill {h}"),
+            Action::Restart(h) => write!(f, "restart {h}"),
+            Action::Partition(a, b) => write!(f, "partition {a} <-> {b}"),
+            Action::PartitionOneway(a, b) => write!(f, "partition {a} -> {b}"),
+            Action::Repair(a, b) => write!(f, "repair {a} <-> {b}"),
+            Action::HealAll => write!(f, "heal all"),
+            Action::LostReplyRate(p) => write!(f, "lost-reply rate {p:.3}"),
+            Action::DropNextReply => write!(f, "drop next reply"),
+            Action::LinkLatency(a, b, Some(ms)) => write!(f, "latency {a} <-> {b} up to {ms} ms"),
+            Action::LinkLatency(a, b, None) => write!(f, "latency {a} <-> {b} back to normal"),
+        }
+    }
+}
+
+/// An action at a simulated time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scheduled {
+    pub at_ms: u64,
+    pub action: Action,
+}
+
+/// What a fault may know when it plans.
+pub struct PlanInput {
+    pub replicas: usize,
+    pub window_ms: u64,
+}
+
+/// A kind of fault.
+pub trait Fault {
+    /// What the rate means, for `a2a-chaos list`.
+    fn describe(&self) -> &'static str;
+    /// Plans this fault's actions for one run.
+    fn plan(&self, rate: f64, input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled>;
+}
+
+/// The faults, by the name used in experiment files.
+pub const FAULTS: &[(&str, &dyn Fault)] = &[
+    ("kill", &kill::Kill),
+    ("partition", &partition::Partition),
+    ("lost-reply", &lost_reply::LostReply),
+    ("latency", &latency::Latency),
+];
+
+/// Names of the faults.
+pub fn names() -> Vec<&'static str> {
+    FAULTS.iter().map(|(n, _)| *n).collect()
+}
+
+/// The `[faults]` table of an experiment.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub struct FaultSpec {
+    /// Each seed draws its own mix of the faults below.
+    #[serde(default = "yes")]
+    pub swarm: bool,
+    /// Faults are injected from 0 to this many simulated ms.
+    #[serde(default = "default_window")]
+    pub window_ms: u64,
+    /// After the window everything is healed; every task that is not waiting for input must
+    /// settle within this many simulated ms.
+    #[serde(default = "default_liveness")]
+    pub liveness_ms: u64,
+    /// Rates by fault name (see [`FAULTS`]).
+    #[serde(flatten)]
+    pub rates: BTreeMap<String, f64>,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_window() -> u64 {
+    3000
+}
+fn default_liveness() -> u64 {
+    4000
+}
+
+impl Default for FaultSpec {
+    fn default() -> Self {
+        FaultSpec {
+            swarm: true,
+            window_ms: default_window(),
+            liveness_ms: default_liveness(),
+            rates: BTreeMap::new(),
+        }
+    }
+}
+
+impl FaultSpec {
+    /// Refuses unknown fault names and rates that are not finite and non-negative.
+    pub fn validate(&self, origin: &str) -> Result<(), InputError> {
+        for (name, rate) in &self.rates {
+            if !FAULTS.iter().any(|(n, _)| n == name) {
+                return Err(InputError::new(
+                    origin,
+                    format!("[faults] has unknown key `{name}`; faults: {}", names().join(", ")),
+                ));
+            }
+            if !rate.is_finite() || *rate < 0.0 {
+                return Err(InputError::new(origin, format!("[faults] {name} = {rate} must be a number >= 0")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The rates this seed runs with: swarm-drawn, or as written.
+    pub fn resolve(&self, rng: &mut ChaCha8Rng) -> BTreeMap<String, f64> {
+        self.rates
+            .iter()
+            .map(|(name, rate)| {
+                let rate = if self.swarm {
+                    let keep = rng.random_bool(0.75);
+                    let scale: f64 = rng.random_range(0.25..=1.75);
+                    if keep {
+                        rate * scale
+                    } else {
+                        0.0
+                    }
+                } else {
+                    *rate
+                };
+                (name.clone(), rate)
+            })
+            .collect()
+    }
+
+    /// Plans every fault for one run, in time order.
+    pub fn plan(&self, rates: &BTreeMap<String, f64>, input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
+        let mut out = Vec::new();
+        for (name, fault) in FAULTS {
+            if let Some(rate) = rates.get(*name).filter(|r| **r > 0.0) {
+                out.extend(fault.plan(*rate, input, rng));
+            }
+        }
+        out.push(heal_all(self.window_ms));
+        out.sort_by_key(|s| s.at_ms);
+        out
+    }
+}
+
+/// The start of the liveness phase.
+pub fn heal_all(at_ms: u64) -> Scheduled {
+    Scheduled {
+        at_ms,
+        action: Action::HealAll,
+    }
+}
+
+/// Start times of a Poisson process with `rate_per_s` events per second inside the window.
+pub fn arrivals(rate_per_s: f64, window_ms: u64, rng: &mut ChaCha8Rng) -> Vec<u64> {
+    let mut out = Vec::new();
+    if rate_per_s <= 0.0 {
+        return out;
+    }
+    let mut t = 0.0f64;
+    loop {
+        let u: f64 = rng.random_range(f64::EPSILON..1.0);
+        t += -u.ln() / rate_per_s * 1000.0;
+        if t >= window_ms as f64 || out.len() >= 1000 {
+            return out;
+        }
+        out.push(t as u64);
+    }
+}

@@ -1,0 +1,151 @@
+//! The client-side history of a run: every operation as invoke, then `ok`, `fail` or `info`.
+//!
+//! As in Jepsen, `info` means the outcome is unknown (a timeout, a lost reply, a connection
+//! cut, a gateway error): the operation may or may not have taken effect, and every checker
+//! must allow for both. A `fail` is a definite refusal (a JSON-RPC error, HTTP 409).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use a2a::{Task, TaskState};
+
+/// What an operation asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpKind {
+    /// Turn `turn` of `conversation`, with its messageId.
+    Send {
+        conversation: String,
+        turn: u32,
+        message_id: String,
+        blocking: bool,
+    },
+    /// GetTask of the conversation's task.
+    Get { conversation: String },
+    /// CancelTask of the conversation's task.
+    Cancel { conversation: String },
+    /// SubscribeToTask of the conversation's task.
+    Subscribe { conversation: String },
+    /// CreateTaskPushNotificationConfig for the conversation's task.
+    SetPush { conversation: String },
+}
+
+impl OpKind {
+    /// The conversation the operation belongs to.
+    pub fn conversation(&self) -> &str {
+        match self {
+            OpKind::Send { conversation, .. }
+            | OpKind::Get { conversation }
+            | OpKind::Cancel { conversation }
+            | OpKind::Subscribe { conversation }
+            | OpKind::SetPush { conversation } => conversation,
+        }
+    }
+
+    /// A short name for tables and traces.
+    pub fn label(&self) -> String {
+        match self {
+            OpKind::Send { conversation, turn, .. } => format!("send {conversation}#{turn}"),
+            OpKind::Get { conversation } => format!("get {conversation}"),
+            OpKind::Cancel { conversation } => format!("cancel {conversation}"),
+            OpKind::Subscribe { conversation } => format!("subscribe {conversation}"),
+            OpKind::SetPush { conversation } => format!("set-push {conversation}"),
+        }
+    }
+}
+
+/// How an operation ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// It happened, and this is what the server said.
+    Ok,
+    /// It did not happen: a JSON-RPC error code, or an HTTP status.
+    Fail { code: i64, message: String },
+    /// Unknown: it may or may not have happened.
+    Info { why: String },
+}
+
+impl Outcome {
+    /// `ok`, `fail` or `info`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Fail { .. } => "fail",
+            Outcome::Info { .. } => "info",
+        }
+    }
+}
+
+/// What a response said about a task: enough to check writes without keeping whole tasks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskView {
+    pub id: String,
+    pub context_id: String,
+    pub state: TaskState,
+    /// Artifact names, in order.
+    pub artifacts: Vec<String>,
+    /// messageIds in the task's history, in order.
+    pub history: Vec<String>,
+}
+
+impl TaskView {
+    /// The view of a task.
+    pub fn of(task: &Task) -> TaskView {
+        TaskView {
+            id: task.id.clone(),
+            context_id: task.context_id.clone(),
+            state: task.status.state.clone(),
+            artifacts: crate::store::artifact_names(task),
+            history: task
+                .history
+                .iter()
+                .flatten()
+                .map(|m| m.message_id.clone())
+                .collect(),
+        }
+    }
+}
+
+/// One completed operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Op {
+    /// Position in invoke order.
+    pub id: u64,
+    pub kind: OpKind,
+    pub invoke_ms: u64,
+    pub complete_ms: u64,
+    pub outcome: Outcome,
+    /// The replica that answered, when one did.
+    pub replica: Option<String>,
+    /// The task in the answer, if any (for streams: the last state seen).
+    pub task: Option<TaskView>,
+    /// For streams: every task state seen, in order.
+    pub stream_states: Vec<TaskState>,
+}
+
+/// The shared history of one run. Cloning shares it.
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    ops: Rc<RefCell<Vec<Op>>>,
+    next: Rc<RefCell<u64>>,
+}
+
+impl History {
+    /// Reserves an op id at invoke time.
+    pub fn invoke(&self) -> u64 {
+        let mut n = self.next.borrow_mut();
+        *n += 1;
+        *n - 1
+    }
+
+    /// Records a completed op.
+    pub fn complete(&self, op: Op) {
+        self.ops.borrow_mut().push(op);
+    }
+
+    /// Every op, in invoke order.
+    pub fn ops(&self) -> Vec<Op> {
+        let mut ops = self.ops.borrow().clone();
+        ops.sort_by_key(|o| o.id);
+        ops
+    }
+}

@@ -1,0 +1,41 @@
+//! a2a-chaos: a deterministic multi-replica chaos simulator for A2A (Agent2Agent) servers.
+//!
+//! Several in-process A2A replicas speak real A2A JSON-RPC over HTTP/1.1 on turmoil's
+//! simulated network, behind a router, with per-pod memory stores or a shared versioned
+//! store, plus an independent business-effect ledger and a webhook receiver. The driver
+//! injects pod kills, partitions, latency and lost replies; clients retry and duplicate;
+//! checkers then compare what clients were told with what really happened.
+//!
+//! One u64 seed drives everything, so any run replays exactly.
+//!
+//! The pieces, in the order a request meets them:
+//! - [`workload`] and [`scenario`]: what the `client` host does (generated or scripted);
+//! - [`client`] and [`history`]: A2A calls and their `ok` / `fail` / `info` record;
+//! - [`router`]: the reverse proxy and its routing strategies;
+//! - [`replica`]: the A2A server and scripted agent, shaped by a [`model::Profile`];
+//! - [`store`], [`ledger`], [`webhook`]: the hosts that hold ground truth;
+//! - [`faults`] and [`cluster`]: the fault plan and the driver loop;
+//! - [`check`]: the invariants; [`runner`], [`report`], [`experiment`]: sweeps and output.
+
+pub mod check;
+pub mod cli;
+pub mod client;
+pub mod cluster;
+pub mod error;
+pub mod experiment;
+pub mod faults;
+pub mod history;
+pub mod ledger;
+pub mod logging;
+pub mod model;
+pub mod net;
+pub mod replica;
+pub mod report;
+pub mod router;
+pub mod runner;
+pub mod scenario;
+pub mod sse;
+pub mod store;
+pub mod trace;
+pub mod webhook;
+pub mod workload;

@@ -1,0 +1,204 @@
+//! Replica behaviour profiles: the knobs that make a replica behave like a real system.
+//!
+//! Behaviours are code (in [`crate::replica`] and [`crate::store`]); a profile is data that
+//! selects them, one TOML file per model under `models/`. Every knob must cite its source in
+//! the profile's `[sources]` table (a section of `../shared/A2A-BEHAVIOURS.md`, a seed, or
+//! "choice: ..." where the sources are silent); loading refuses a profile that does not.
+//!
+//! Adding a model is one file in `models/` plus one line in [`BUILTIN`].
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::InputError;
+
+/// The profiles that ship with the tool, by name: `(name, TOML text)`.
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("reference", include_str!("../models/reference.toml")),
+    ("a2a-python-1.1", include_str!("../models/a2a-python-1.1.toml")),
+    ("a2a-python-1.3-plain", include_str!("../models/a2a-python-1.3-plain.toml")),
+    ("a2a-python-1.3-versioned", include_str!("../models/a2a-python-1.3-versioned.toml")),
+    ("a2a-python-1.3-memory", include_str!("../models/a2a-python-1.3-memory.toml")),
+];
+
+/// Where a replica keeps tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// In the replica process: lost when the pod dies, invisible to other replicas.
+    Memory,
+    /// In the `store` host, shared by every replica, durable across store restarts.
+    Shared,
+}
+
+/// Where `(contextId, messageId)` deduplication state lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DedupScope {
+    /// No deduplication: a retried message runs again.
+    None,
+    /// In each replica's memory (Rasa): another pod, or a restarted one, runs it again.
+    PerPod,
+    /// In the shared store, with a lease on in-flight claims.
+    Shared,
+}
+
+/// When a `contextId` that does not match the task's is noticed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MismatchRule {
+    /// Refused with `-32602` before the executor runs (a2a-python 1.2+, #1270).
+    RejectBeforeExecutor,
+    /// Refused with `-32602` after the executor has run (a2a-python before 1.2).
+    RejectAfterExecutor,
+    /// Never compared (Mastra).
+    Ignore,
+}
+
+/// Task storage knobs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreKnobs {
+    /// Where tasks live.
+    pub placement: Placement,
+    /// Whether saves compare-and-swap on the version read (false: last writer wins, as the
+    /// legacy adapter does).
+    pub versioned: bool,
+}
+
+/// Request handler knobs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HandlerKnobs {
+    /// The replica keeps its own snapshot of a task between requests and continues from it
+    /// instead of re-reading the store (a2a-python 1.1 ActiveTask).
+    pub cache_snapshot: bool,
+    /// When a contextId/taskId mismatch is refused.
+    pub context_mismatch: MismatchRule,
+    /// JSON-RPC code for a message sent to a terminal task.
+    pub message_to_terminal_code: i32,
+    /// How many times a save that lost a version race is re-applied on a fresh read before
+    /// the request fails with `-32603`.
+    pub conflict_reapply: u32,
+}
+
+/// Message deduplication knobs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DedupKnobs {
+    /// Where dedup state lives.
+    pub scope: DedupScope,
+    /// How long a completed message is remembered, in simulated ms.
+    pub ttl_ms: u64,
+    /// How long an in-flight claim holds before another replica may take it over (shared
+    /// scope only), in simulated ms.
+    pub lease_ms: u64,
+}
+
+/// Business-effect knobs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerKnobs {
+    /// Whether the executor passes an idempotency key (contextId + messageId) to the ledger.
+    pub idempotency_key: bool,
+}
+
+/// One replica behaviour model.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub name: String,
+    pub description: String,
+    pub store: StoreKnobs,
+    pub handler: HandlerKnobs,
+    pub dedup: DedupKnobs,
+    pub ledger: LedgerKnobs,
+    /// Knob path (`store.placement`) → where the behaviour comes from.
+    pub sources: BTreeMap<String, String>,
+}
+
+/// Every knob path a profile must cite.
+pub const KNOBS: &[&str] = &[
+    "store.placement",
+    "store.versioned",
+    "handler.cache_snapshot",
+    "handler.context_mismatch",
+    "handler.message_to_terminal_code",
+    "handler.conflict_reapply",
+    "dedup.scope",
+    "dedup.ttl_ms",
+    "dedup.lease_ms",
+    "ledger.idempotency_key",
+];
+
+impl Profile {
+    /// Parses and validates a profile; `origin` names the file in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Profile, InputError> {
+        let profile: Profile = toml::from_str(text).map_err(|e| InputError::toml(origin, text, &e))?;
+        for knob in KNOBS {
+            match profile.sources.get(*knob) {
+                Some(s) if !s.trim().is_empty() => {}
+                _ => {
+                    return Err(InputError::new(
+                        origin,
+                        format!("knob `{knob}` has no source: add `\"{knob}\" = \"...\"` under [sources]"),
+                    ))
+                }
+            }
+        }
+        if let Some(extra) = profile.sources.keys().find(|k| !KNOBS.contains(&k.as_str())) {
+            return Err(InputError::new(
+                origin,
+                format!("[sources] names `{extra}`, which is not a knob"),
+            ));
+        }
+        Ok(profile)
+    }
+
+    /// A built-in profile by name, or a profile file when `name` ends in `.toml`.
+    pub fn load(name: &str) -> Result<Profile, InputError> {
+        if name.ends_with(".toml") {
+            let text = std::fs::read_to_string(Path::new(name))
+                .map_err(|e| InputError::new(name, format!("cannot read model file: {e}")))?;
+            return Profile::parse(&text, name);
+        }
+        match BUILTIN.iter().find(|(n, _)| *n == name) {
+            Some((n, text)) => Profile::parse(text, &format!("models/{n}.toml")),
+            None => Err(InputError::new(
+                "model",
+                format!(
+                    "unknown model `{name}`; known: {} (or a path ending in .toml)",
+                    names().join(", ")
+                ),
+            )),
+        }
+    }
+}
+
+/// Names of the built-in profiles.
+pub fn names() -> Vec<&'static str> {
+    BUILTIN.iter().map(|(n, _)| *n).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_profile_loads_and_cites_every_knob() {
+        for (name, _) in BUILTIN {
+            let p = Profile::load(name).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(&p.name, name, "a profile's name matches its registry line");
+        }
+    }
+
+    #[test]
+    fn a_missing_source_is_refused() {
+        let (_, text) = BUILTIN[0];
+        let cut = text.replace("\"dedup.ttl_ms\"", "\"dedup.ttl_ms_typo\"");
+        let err = Profile::parse(&cut, "x.toml").unwrap_err().to_string();
+        assert!(err.contains("dedup.ttl_ms"), "{err}");
+    }
+}

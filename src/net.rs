@@ -1,0 +1,255 @@
+//! HTTP/1.1 over turmoil's simulated TCP: one server loop and one client call.
+//!
+//! Every host in the simulation (router, replicas, store, ledger, webhook) serves hyper on a
+//! [`turmoil::net::TcpListener`], and every outbound call opens a fresh connection. A fresh
+//! connection per call is deliberate: turmoil has no TCP retransmit, so after a partition a
+//! stream that lost data is dead, and reusing it would turn one lost packet into a hung host.
+//!
+//! Every client call carries a timeout. Traffic to a crashed host queues until it restarts,
+//! so a call without one could wait forever; a timed-out call is an `info` outcome (it may or
+//! may not have happened), never a failure.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, Request, Response, StatusCode};
+use http_body::{Body, Frame};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use tokio::sync::mpsc;
+
+/// Any error a body or a service may end with.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The response body every simulated server returns: a whole buffer or a stream of chunks.
+pub type BoxBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// Largest request or response body a simulated host accepts (1 MiB).
+pub const BODY_BYTES_MAX: usize = 1 << 20;
+
+/// A whole-buffer body.
+pub fn full(bytes: impl Into<Bytes>) -> BoxBody {
+    Full::new(bytes.into())
+        .map_err(|never: Infallible| match never {})
+        .boxed_unsync()
+}
+
+/// A JSON response with the given status.
+pub fn json_response(status: StatusCode, value: &serde_json::Value) -> Response<BoxBody> {
+    let body = serde_json::to_vec(value).expect("a serde_json::Value always serialises");
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(full(body))
+        .expect("static response parts are valid")
+}
+
+/// A streaming body fed by a channel; dropping the sender ends the body.
+pub struct ChannelBody {
+    rx: mpsc::Receiver<Bytes>,
+}
+
+impl ChannelBody {
+    /// A body and the sender that feeds it, holding at most `capacity` unread chunks.
+    pub fn new(capacity: usize) -> (mpsc::Sender<Bytes>, BoxBody) {
+        let (tx, rx) = mpsc::channel(capacity);
+        (tx, ChannelBody { rx }.boxed_unsync())
+    }
+}
+
+impl Body for ChannelBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        self.rx.poll_recv(cx).map(|chunk| chunk.map(|b| Ok(Frame::data(b))))
+    }
+}
+
+/// Serves HTTP/1.1 on `port` forever, one local task per connection.
+///
+/// `handler` is cloned into each connection. A handler that returns `Err` makes hyper close
+/// the connection without answering (how the router loses a reply). hyper's date header
+/// reads the wall clock, so it is turned off: responses must be a function of the seed alone.
+pub async fn serve<H, F>(port: u16, handler: H) -> turmoil::Result
+where
+    H: Fn(Request<Incoming>) -> F + Clone + 'static,
+    F: Future<Output = Result<Response<BoxBody>, BoxError>> + 'static,
+{
+    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", port)).await?;
+    loop {
+        let (stream, _peer) = listener.accept().await?;
+        let handler = handler.clone();
+        tokio::task::spawn_local(async move {
+            let service = hyper::service::service_fn(move |req| handler(req));
+            let _ = hyper::server::conn::http1::Builder::new()
+                .auto_date_header(false)
+                .keep_alive(false)
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+/// Why an outbound call has no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    /// No answer within the timeout: the request may or may not have been processed.
+    Timeout,
+    /// The connection broke before a whole response arrived (a lost reply).
+    Broken(String),
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::Timeout => write!(f, "timed out"),
+            CallError::Broken(why) => write!(f, "connection broke: {why}"),
+        }
+    }
+}
+
+/// An outbound HTTP call: method, host, port, path, headers and body.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub host: Rc<str>,
+    pub port: u16,
+    pub method: http::Method,
+    pub path: String,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Bytes,
+    pub timeout: Duration,
+}
+
+impl Call {
+    /// A JSON POST with no extra headers.
+    pub fn post_json(
+        host: impl Into<Rc<str>>,
+        port: u16,
+        path: &str,
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Self {
+        Call {
+            host: host.into(),
+            port,
+            method: http::Method::POST,
+            path: path.to_string(),
+            headers: Vec::new(),
+            body: Bytes::from(body),
+            timeout,
+        }
+    }
+
+    /// Adds a header.
+    pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+}
+
+/// A response whose body has not been read yet (for SSE and for proxying).
+pub struct Streaming {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Incoming,
+}
+
+/// Sends `call` and returns the response head; the body is read by the caller.
+/// The timeout covers connecting and the response head.
+pub async fn send_streaming(call: &Call) -> Result<Streaming, CallError> {
+    match tokio::time::timeout(call.timeout, send_inner(call)).await {
+        Ok(result) => result,
+        Err(_) => Err(CallError::Timeout),
+    }
+}
+
+async fn send_inner(call: &Call) -> Result<Streaming, CallError> {
+    let stream = turmoil::net::TcpStream::connect((&*call.host, call.port))
+        .await
+        .map_err(|e| CallError::Broken(format!("connect: {e}")))?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| CallError::Broken(format!("handshake: {e}")))?;
+    tokio::task::spawn_local(async move {
+        let _ = connection.await;
+    });
+    let mut builder = Request::builder()
+        .method(call.method.clone())
+        .uri(&call.path)
+        .header("host", &*call.host);
+    if !call.body.is_empty() {
+        builder = builder.header("content-type", "application/json");
+    }
+    for (name, value) in &call.headers {
+        builder = builder.header(*name, value);
+    }
+    let request = builder
+        .body(Full::new(call.body.clone()))
+        .map_err(|e| CallError::Broken(format!("request: {e}")))?;
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|e| CallError::Broken(e.to_string()))?;
+    let (parts, body) = response.into_parts();
+    Ok(Streaming {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+    })
+}
+
+/// A whole response.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+/// Sends `call` and reads the whole response; the timeout covers all of it.
+pub async fn send(call: &Call) -> Result<Reply, CallError> {
+    let whole = async {
+        let streaming = send_inner(call).await?;
+        let body = read_body(streaming.body, BODY_BYTES_MAX).await?;
+        Ok(Reply {
+            status: streaming.status,
+            headers: streaming.headers,
+            body,
+        })
+    };
+    match tokio::time::timeout(call.timeout, whole).await {
+        Ok(result) => result,
+        Err(_) => Err(CallError::Timeout),
+    }
+}
+
+/// Reads a body to its end, refusing more than `limit` bytes.
+pub async fn read_body(mut body: Incoming, limit: usize) -> Result<Bytes, CallError> {
+    let mut buf = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| CallError::Broken(e.to_string()))?;
+        if let Some(data) = frame.data_ref() {
+            if buf.len() + data.len() > limit {
+                return Err(CallError::Broken(format!("body over {limit} bytes")));
+            }
+            buf.extend_from_slice(data);
+        }
+    }
+    Ok(Bytes::from(buf))
+}
+
+/// Reads a request body to its end, refusing more than [`BODY_BYTES_MAX`] bytes.
+pub async fn read_request(body: Incoming) -> Result<Bytes, CallError> {
+    read_body(body, BODY_BYTES_MAX).await
+}

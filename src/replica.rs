@@ -1,0 +1,971 @@
+//! One A2A replica: JSON-RPC 1.0 over HTTP/1.1 and a scripted, deterministic agent.
+//!
+//! The server speaks the A2A 1.0 JSON-RPC binding on `POST /` (SendMessage, blocking and
+//! `returnImmediately`; SendStreamingMessage and SubscribeToTask as server-sent events;
+//! GetTask; CancelTask; CreateTaskPushNotificationConfig) and serves its card at
+//! `/.well-known/agent-card.json`. Wire types are the official `a2a-lf` ones.
+//!
+//! The agent is a script. Turn `n` of a conversation:
+//! 1. resolves the task (a new one for turn 1, the message's `taskId` after that),
+//! 2. appends the user message and saves the task as working,
+//! 3. performs one business effect on the ledger over the network,
+//! 4. thinks for a while (simulated time drawn from the seed),
+//! 5. writes artifact `turn-n` and its reply, and saves the task as input-required, or
+//!    completed on the conversation's last turn.
+//!
+//! Every step takes simulated time, so a fault can land between the effect and the save.
+//! How each step treats the store (snapshot cache, CAS, conflict re-application, dedup,
+//! idempotency keys) is chosen by the replica's [`Profile`].
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a::{
+    Artifact, Message, Part, PartContent, Role, SendMessageRequest, StreamResponse, Task,
+    TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
+};
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use crate::ledger::{self, EffectRequest};
+use crate::model::{DedupScope, MismatchRule, Placement, Profile};
+use crate::net::{self, BoxBody, ChannelBody};
+use crate::store::{Claim, SaveError, SaveMode, SharedState, StoreState, TaskStore};
+use crate::trace::Trace;
+
+/// Port every replica serves on.
+pub const PORT: u16 = 9000;
+
+/// Response header naming the replica that answered (read by the client's history).
+pub const REPLICA_HEADER: &str = "x-a2a-chaos-replica";
+
+/// Simulated-time settings shared by every replica of a run.
+#[derive(Debug, Clone)]
+pub struct Timing {
+    /// How long the agent thinks after its effect, drawn uniformly from this range (ms).
+    pub think_ms: (u64, u64),
+    /// Timeout of one call to the store.
+    pub store_timeout: Duration,
+    /// Timeout of one call to the ledger.
+    pub ledger_timeout: Duration,
+    /// Timeout of one push delivery.
+    pub push_timeout: Duration,
+    /// How often a subscriber polls the store for new versions.
+    pub poll_interval: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            think_ms: (20, 60),
+            store_timeout: Duration::from_millis(500),
+            ledger_timeout: Duration::from_millis(500),
+            push_timeout: Duration::from_millis(500),
+            poll_interval: Duration::from_millis(500),
+        }
+    }
+}
+
+/// What the scripted agent reads from a message: which turn of which conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnInfo {
+    pub conversation: String,
+    pub turn: u32,
+    pub turns: u32,
+}
+
+impl TurnInfo {
+    /// The data part a client puts in its message.
+    pub fn to_part(&self) -> Part {
+        Part::data(json!({
+            "conversation": self.conversation,
+            "turn": self.turn,
+            "turns": self.turns,
+        }))
+    }
+
+    /// Reads the turn from a message's first data part.
+    pub fn from_message(message: &Message) -> Option<TurnInfo> {
+        message.parts.iter().find_map(|p| match &p.content {
+            PartContent::Data(v) => Some(TurnInfo {
+                conversation: v.get("conversation")?.as_str()?.to_string(),
+                turn: u32::try_from(v.get("turn")?.as_u64()?).ok()?,
+                turns: u32::try_from(v.get("turns")?.as_u64()?).ok()?,
+            }),
+            _ => None,
+        })
+    }
+}
+
+/// An A2A error answer: a JSON-RPC error, or an HTTP status (Rasa's 409 for a duplicate in
+/// flight).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    Rpc(i32, String),
+    Http(u16, String),
+}
+
+fn rpc(code: i32, message: impl Into<String>) -> Refusal {
+    Refusal::Rpc(code, message.into())
+}
+
+/// Per-task state a replica keeps while it works on a task.
+#[derive(Default)]
+struct ActiveTask {
+    /// Requests for one task on one replica run one at a time.
+    lock: Arc<tokio::sync::Mutex<()>>,
+    /// The snapshot kept between requests (profiles with `cache_snapshot`).
+    cached: RefCell<Option<(Task, u64)>>,
+    /// Set by a cancel; the executor stops at its next await.
+    canceled: Cell<bool>,
+    /// True while the executor runs a turn of this task here.
+    running: Cell<bool>,
+}
+
+/// One replica process.
+pub struct Replica {
+    pub name: String,
+    profile: Rc<Profile>,
+    timing: Timing,
+    store: TaskStore,
+    /// Per-pod dedup table (profiles with `dedup.scope = "per-pod"`).
+    local_dedup: SharedState,
+    active: RefCell<BTreeMap<String, Rc<ActiveTask>>>,
+    push_configs: RefCell<BTreeMap<String, String>>,
+    rng: RefCell<ChaCha8Rng>,
+    id_prefix: String,
+    next_id: Cell<u64>,
+    trace: Trace,
+}
+
+impl Replica {
+    /// A replica process. `boot` counts its restarts, so ids never repeat across boots.
+    pub fn new(
+        index: usize,
+        boot: u32,
+        seed: u64,
+        profile: Rc<Profile>,
+        timing: Timing,
+        store: TaskStore,
+        trace: Trace,
+    ) -> Self {
+        let stream = (seed ^ 0x5eed_0000_0000_0000)
+            .wrapping_add((index as u64) << 32)
+            .wrapping_add(u64::from(boot));
+        Replica {
+            name: format!("replica-{index}"),
+            profile,
+            timing,
+            store,
+            local_dedup: Rc::default(),
+            active: RefCell::default(),
+            push_configs: RefCell::default(),
+            rng: RefCell::new(ChaCha8Rng::seed_from_u64(stream)),
+            id_prefix: format!("{:04x}-r{index}b{boot}", seed & 0xffff),
+            next_id: Cell::new(1),
+            trace,
+        }
+    }
+
+    fn new_id(&self, kind: &str) -> String {
+        let n = self.next_id.get();
+        self.next_id.set(n + 1);
+        format!("{kind}-{}-{n}", self.id_prefix)
+    }
+
+    fn active(&self, task_id: &str) -> Rc<ActiveTask> {
+        self.active
+            .borrow_mut()
+            .entry(task_id.to_string())
+            .or_default()
+            .clone()
+    }
+
+    fn record(&self, what: impl Into<String>) {
+        self.trace.record(&self.name, what);
+    }
+
+    fn save_mode(&self, version: Option<u64>) -> SaveMode {
+        if self.profile.store.versioned {
+            SaveMode::Cas(version)
+        } else {
+            SaveMode::Overwrite
+        }
+    }
+
+    /// Serves this replica until the host is crashed.
+    pub async fn serve(self: Rc<Self>) -> turmoil::Result {
+        net::serve(PORT, move |req| {
+            let me = self.clone();
+            async move { Ok(me.handle(req).await) }
+        })
+        .await
+    }
+
+    async fn handle(self: Rc<Self>, req: http::Request<hyper::body::Incoming>) -> Response<BoxBody> {
+        if req.method() == http::Method::GET && req.uri().path() == "/.well-known/agent-card.json" {
+            return self.with_headers(net::json_response(StatusCode::OK, &self.card()));
+        }
+        if req.method() != http::Method::POST || req.uri().path() != "/" {
+            return self.with_headers(net::json_response(
+                StatusCode::NOT_FOUND,
+                &json!({"error": "not found"}),
+            ));
+        }
+        let version = req
+            .headers()
+            .get("a2a-version")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        let body = match net::read_request(req.into_body()).await {
+            Ok(b) => b,
+            Err(e) => return self.rpc_error(Value::Null, rpc(-32600, e.to_string())),
+        };
+        let self2 = self.clone();
+        let resp = self2.dispatch(&version, &body).await;
+        self.with_headers(resp)
+    }
+
+    fn with_headers(&self, mut resp: Response<BoxBody>) -> Response<BoxBody> {
+        let h = resp.headers_mut();
+        h.insert("a2a-version", http::HeaderValue::from_static("1.0"));
+        h.insert(
+            REPLICA_HEADER,
+            http::HeaderValue::from_str(&self.name).expect("replica names are ASCII"),
+        );
+        resp
+    }
+
+    fn card(&self) -> Value {
+        json!({
+            "name": "a2a-chaos scripted agent",
+            "description": format!("Scripted agent on {} (model {})", self.name, self.profile.name),
+            "version": env!("CARGO_PKG_VERSION"),
+            "supportedInterfaces": [{
+                "url": "http://router:8080/",
+                "protocolBinding": "JSONRPC",
+                "protocolVersion": "1.0"
+            }],
+            "capabilities": { "streaming": true, "pushNotifications": true },
+            "defaultInputModes": ["text/plain", "application/json"],
+            "defaultOutputModes": ["text/plain"],
+            "skills": [{
+                "id": "scripted-turn",
+                "name": "Scripted turn",
+                "description": "Performs one business effect per turn and writes artifact turn-N.",
+                "tags": ["simulation"]
+            }]
+        })
+    }
+
+    fn rpc_error(&self, id: Value, refusal: Refusal) -> Response<BoxBody> {
+        match refusal {
+            Refusal::Rpc(code, message) => net::json_response(
+                StatusCode::OK,
+                &json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+            ),
+            Refusal::Http(status, message) => net::json_response(
+                StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": message}}),
+            ),
+        }
+    }
+
+    fn rpc_ok(&self, id: Value, result: Value) -> Response<BoxBody> {
+        net::json_response(
+            StatusCode::OK,
+            &json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        )
+    }
+
+    async fn dispatch(self: Rc<Self>, version: &str, body: &Bytes) -> Response<BoxBody> {
+        let request: Value = match serde_json::from_slice(body) {
+            Ok(v) => v,
+            Err(e) => return self.rpc_error(Value::Null, rpc(-32700, format!("parse error: {e}"))),
+        };
+        let id = request.get("id").cloned().unwrap_or(Value::Null);
+        let (Some(method), Some("2.0")) = (
+            request.get("method").and_then(Value::as_str),
+            request.get("jsonrpc").and_then(Value::as_str),
+        ) else {
+            return self.rpc_error(id, rpc(-32600, "invalid request: jsonrpc 2.0 and method required"));
+        };
+        if !matches!(id, Value::String(_) | Value::Number(_) | Value::Null) {
+            return self.rpc_error(Value::Null, rpc(-32600, "invalid request: bad id"));
+        }
+        let params = request.get("params").cloned().unwrap_or(Value::Null);
+        if version != "1.0" {
+            // An absent or empty header means 0.3 (A2A-BEHAVIOURS.md §1); 1.0-only servers
+            // refuse 1.0 methods without it (a2a-python 1.3, seen run).
+            return self.rpc_error(id, rpc(-32009, format!("A2A-Version `{version}` is not supported; send 1.0")));
+        }
+        match method {
+            "SendMessage" => match serde_json::from_value::<SendMessageRequest>(params) {
+                Ok(p) => {
+                    let blocking = !p
+                        .configuration
+                        .as_ref()
+                        .and_then(|c| c.return_immediately)
+                        .unwrap_or(false);
+                    match self.clone().send(p.message, blocking).await {
+                        Ok(task) => self.rpc_ok(id, json!({ "task": task })),
+                        Err(r) => self.rpc_error(id, r),
+                    }
+                }
+                Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
+            },
+            "SendStreamingMessage" => match serde_json::from_value::<SendMessageRequest>(params) {
+                Ok(p) => self.clone().send_streaming(id, p.message).await,
+                Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
+            },
+            "GetTask" => match serde_json::from_value::<a2a::GetTaskRequest>(params) {
+                Ok(p) => match self.store.get(&p.id).await {
+                    Ok(Some((task, _))) => self.rpc_ok(id, serde_json::to_value(task).expect("tasks serialise")),
+                    Ok(None) => self.rpc_error(id, rpc(-32001, format!("task {} not found", p.id))),
+                    Err(e) => self.rpc_error(id, rpc(-32603, e)),
+                },
+                Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
+            },
+            "CancelTask" => match serde_json::from_value::<a2a::CancelTaskRequest>(params) {
+                Ok(p) => match self.cancel(&p.id).await {
+                    Ok(task) => self.rpc_ok(id, serde_json::to_value(task).expect("tasks serialise")),
+                    Err(r) => self.rpc_error(id, r),
+                },
+                Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
+            },
+            "SubscribeToTask" => match serde_json::from_value::<a2a::SubscribeToTaskRequest>(params) {
+                Ok(p) => self.clone().subscribe(id, p.id).await,
+                Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
+            },
+            "CreateTaskPushNotificationConfig" => {
+                match serde_json::from_value::<a2a::TaskPushNotificationConfig>(params) {
+                    Ok(cfg) if !cfg.task_id.is_empty() => {
+                        self.push_configs
+                            .borrow_mut()
+                            .insert(cfg.task_id.clone(), cfg.url.clone());
+                        self.record(format!("push config for {} -> {}", cfg.task_id, cfg.url));
+                        self.rpc_ok(id, serde_json::to_value(cfg).expect("configs serialise"))
+                    }
+                    Ok(_) => self.rpc_error(id, rpc(-32602, "invalid params: taskId required")),
+                    Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
+                }
+            }
+            other => self.rpc_error(id, rpc(-32601, format!("method `{other}` not found"))),
+        }
+    }
+
+    // ---------------------------------------------------------------- send
+
+    /// SendMessage: runs a whole turn (blocking) or returns after the working save.
+    pub async fn send(self: Rc<Self>, message: Message, blocking: bool) -> Result<Task, Refusal> {
+        let turn = self.clone().begin(message, None).await?;
+        match turn {
+            Begun::Replay(task) => Ok(task),
+            Begun::Turn(turn) => {
+                if blocking {
+                    self.finish(turn, None).await
+                } else {
+                    let snapshot = turn.task.clone();
+                    tokio::task::spawn_local(async move {
+                        let _ = self.finish(turn, None).await;
+                    });
+                    Ok(snapshot)
+                }
+            }
+        }
+    }
+
+    async fn send_streaming(self: Rc<Self>, id: Value, message: Message) -> Response<BoxBody> {
+        let (tx, rx) = mpsc::channel::<StreamResponse>(16);
+        let turn = match self.clone().begin(message, Some(&tx)).await {
+            Ok(t) => t,
+            Err(r) => return self.rpc_error(id, r),
+        };
+        match turn {
+            Begun::Replay(task) => {
+                let _ = tx.send(StreamResponse::Task(task)).await;
+            }
+            Begun::Turn(turn) => {
+                let me = self.clone();
+                let tx2 = tx.clone();
+                tokio::task::spawn_local(async move {
+                    let _ = me.finish(turn, Some(&tx2)).await;
+                });
+            }
+        }
+        drop(tx);
+        sse_response(id, rx)
+    }
+
+    async fn begin(
+        self: Rc<Self>,
+        message: Message,
+        sink: Option<&mpsc::Sender<StreamResponse>>,
+    ) -> Result<Begun, Refusal> {
+        let Some(info) = TurnInfo::from_message(&message) else {
+            return Err(rpc(-32602, "invalid params: the scripted agent needs a data part {conversation, turn, turns}"));
+        };
+        // Deduplication by (contextId, messageId), where the model has it.
+        let dedup_key = format!(
+            "{}/{}",
+            message.context_id.as_deref().unwrap_or(""),
+            message.message_id
+        );
+        let dedup_store = match self.profile.dedup.scope {
+            DedupScope::None => None,
+            DedupScope::PerPod => Some(TaskStore::Local(self.local_dedup.clone())),
+            DedupScope::Shared => Some(self.store.clone()),
+        };
+        if let Some(dedup) = &dedup_store {
+            let lease = match self.profile.dedup.scope {
+                DedupScope::Shared => self.profile.dedup.lease_ms,
+                _ => u64::MAX / 4,
+            };
+            match dedup.claim(&dedup_key, lease).await {
+                Ok(Claim::New) => {}
+                Ok(Claim::InFlight) => {
+                    self.record(format!("{}#{}: duplicate in flight, 409", info.conversation, info.turn));
+                    return Err(Refusal::Http(409, format!("message {} is in flight", message.message_id)));
+                }
+                Ok(Claim::Done { task_id }) => {
+                    self.record(format!("{}#{}: duplicate of a done message, replay {task_id}", info.conversation, info.turn));
+                    return match self.store.get(&task_id).await {
+                        Ok(Some((task, _))) => Ok(Begun::Replay(task)),
+                        Ok(None) => Err(rpc(-32001, format!("task {task_id} not found"))),
+                        Err(e) => Err(rpc(-32603, e)),
+                    };
+                }
+                Err(e) => return Err(rpc(-32603, e)),
+            }
+        }
+        let release = |me: Rc<Self>| {
+            let dedup = dedup_store.clone();
+            let key = dedup_key.clone();
+            async move {
+                if let Some(d) = dedup {
+                    let _ = d.finish(&key, None, 0).await;
+                }
+                let _ = me;
+            }
+        };
+
+        // Resolve the task.
+        let (mut task, version, active, guard, mismatch) = match &message.task_id {
+            None => {
+                let id = self.new_id("task");
+                let context_id = message
+                    .context_id
+                    .clone()
+                    .unwrap_or_else(|| self.new_id("ctx"));
+                let task = Task {
+                    id: id.clone(),
+                    context_id,
+                    status: status(TaskState::Submitted),
+                    artifacts: None,
+                    history: None,
+                    metadata: None,
+                };
+                let active = self.active(&id);
+                let guard = active.lock.clone().lock_owned().await;
+                (task, None, active, guard, false)
+            }
+            Some(task_id) => {
+                let active = self.active(task_id);
+                let guard = active.lock.clone().lock_owned().await;
+                let cached = if self.profile.handler.cache_snapshot {
+                    active.cached.borrow().clone()
+                } else {
+                    None
+                };
+                let loaded = match cached {
+                    Some(c) => Some(c),
+                    None => match self.store.get(task_id).await {
+                        Ok(found) => found,
+                        Err(e) => {
+                            release(self.clone()).await;
+                            return Err(rpc(-32603, e));
+                        }
+                    },
+                };
+                let Some((task, version)) = loaded else {
+                    release(self.clone()).await;
+                    self.record(format!("{}#{}: task {task_id} not found", info.conversation, info.turn));
+                    return Err(rpc(-32001, format!("task {task_id} not found")));
+                };
+                let mismatch = message
+                    .context_id
+                    .as_ref()
+                    .is_some_and(|c| *c != task.context_id);
+                if mismatch && self.profile.handler.context_mismatch == MismatchRule::RejectBeforeExecutor {
+                    release(self.clone()).await;
+                    return Err(rpc(-32602, "contextId does not match the task's"));
+                }
+                if task.status.state.is_terminal() {
+                    release(self.clone()).await;
+                    return Err(rpc(
+                        self.profile.handler.message_to_terminal_code,
+                        format!("task {task_id} is terminal"),
+                    ));
+                }
+                (task, Some(version), active, guard, mismatch)
+            }
+        };
+
+        // Append the user message and save the task as working.
+        task.history.get_or_insert_with(Vec::new).push(message.clone());
+        task.status = status(TaskState::Working);
+        let user_message = message.clone();
+        let saved = self
+            .save_reapplying(&mut task, version, |fresh| {
+                fresh.history.get_or_insert_with(Vec::new).push(user_message.clone());
+                fresh.status = status(TaskState::Working);
+            })
+            .await;
+        let version = match saved {
+            Ok(v) => v,
+            Err(r) => {
+                release(self.clone()).await;
+                return Err(r);
+            }
+        };
+        self.record(format!(
+            "{}#{}: working on {} v{version}",
+            info.conversation, info.turn, task.id
+        ));
+        if let Some(tx) = sink {
+            let _ = tx.send(StreamResponse::Task(task.clone())).await;
+        }
+        active.canceled.set(false);
+        active.running.set(true);
+        Ok(Begun::Turn(Turn {
+            info,
+            message,
+            task,
+            version,
+            active,
+            _guard: guard,
+            mismatch,
+            dedup: dedup_store.map(|d| (d, dedup_key)),
+        }))
+    }
+
+    /// Saves `task` based on `version`; on a version conflict, re-reads and applies `reapply`
+    /// to the fresh copy, up to the profile's `conflict_reapply` times.
+    async fn save_reapplying(
+        &self,
+        task: &mut Task,
+        version: Option<u64>,
+        reapply: impl Fn(&mut Task),
+    ) -> Result<u64, Refusal> {
+        let mut version = version;
+        let mut attempts = 0;
+        loop {
+            match self.store.save(task, self.save_mode(version), version, &self.name).await {
+                Ok(v) => return Ok(v),
+                Err(SaveError::Conflict { current }) => {
+                    self.record(format!("conflict saving {} (based on {version:?}, now {current:?})", task.id));
+                    if attempts >= self.profile.handler.conflict_reapply {
+                        // A second conflict: -32603 and a best-effort FAILED write.
+                        if let Ok(Some((mut fresh, v))) = self.store.get(&task.id).await {
+                            if !fresh.status.state.is_terminal() {
+                                fresh.status = status(TaskState::Failed);
+                                let _ = self.store.save(&fresh, self.save_mode(Some(v)), Some(v), &self.name).await;
+                            }
+                        }
+                        return Err(rpc(-32603, "concurrent task modification"));
+                    }
+                    attempts += 1;
+                    match self.store.get(&task.id).await {
+                        Ok(Some((mut fresh, v))) => {
+                            if fresh.status.state.is_terminal() {
+                                *task = fresh;
+                                return Err(rpc(-32004, format!("task {} became terminal", task.id)));
+                            }
+                            reapply(&mut fresh);
+                            *task = fresh;
+                            version = Some(v);
+                        }
+                        Ok(None) => return Err(rpc(-32001, format!("task {} not found", task.id))),
+                        Err(e) => return Err(rpc(-32603, e)),
+                    }
+                }
+                Err(SaveError::NotCancelable) => return Err(rpc(-32002, "task not cancelable")),
+                Err(SaveError::Unavailable(e)) => return Err(rpc(-32603, e)),
+            }
+        }
+    }
+
+    async fn finish(
+        self: Rc<Self>,
+        turn: Turn,
+        sink: Option<&mpsc::Sender<StreamResponse>>,
+    ) -> Result<Task, Refusal> {
+        let Turn {
+            info,
+            message,
+            mut task,
+            version,
+            active,
+            _guard,
+            mismatch,
+            dedup,
+        } = turn;
+        let result = self
+            .run_turn(&info, &message, &mut task, version, &active, sink)
+            .await;
+        active.running.set(false);
+        if let Some((store, key)) = dedup {
+            let done = result.as_ref().ok().map(|t| t.id.clone());
+            let _ = store.finish(&key, done, self.profile.dedup.ttl_ms).await;
+        }
+        let task = result?;
+        if mismatch && self.profile.handler.context_mismatch == MismatchRule::RejectAfterExecutor {
+            return Err(rpc(-32602, "contextId does not match the task's"));
+        }
+        Ok(task)
+    }
+
+    async fn run_turn(
+        &self,
+        info: &TurnInfo,
+        message: &Message,
+        task: &mut Task,
+        version: u64,
+        active: &ActiveTask,
+        sink: Option<&mpsc::Sender<StreamResponse>>,
+    ) -> Result<Task, Refusal> {
+        // The business effect.
+        let effect = EffectRequest {
+            task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
+            conversation: info.conversation.clone(),
+            turn: info.turn,
+            message_id: message.message_id.clone(),
+            replica: self.name.clone(),
+            key: self
+                .profile
+                .ledger
+                .idempotency_key
+                .then(|| format!("{}/{}", task.context_id, message.message_id)),
+        };
+        let effect_result = ledger::perform(&effect, self.timing.ledger_timeout).await;
+        if active.canceled.get() {
+            return self.canceled_result(task).await;
+        }
+        if let Err(e) = effect_result {
+            self.record(format!("{}#{}: effect outcome unknown: {e}", info.conversation, info.turn));
+            task.status = status(TaskState::Failed);
+            let _ = self.store.save(task, self.save_mode(Some(version)), Some(version), &self.name).await;
+            return Err(rpc(-32603, format!("business effect failed: {e}")));
+        }
+
+        // Think.
+        let think = {
+            let (lo, hi) = self.timing.think_ms;
+            self.rng.borrow_mut().random_range(lo..=hi)
+        };
+        tokio::time::sleep(Duration::from_millis(think)).await;
+        if active.canceled.get() {
+            return self.canceled_result(task).await;
+        }
+
+        // Write the artifact and the reply; input-required until the last turn.
+        let artifact = Artifact {
+            artifact_id: format!("{}-turn-{}", task.id, info.turn),
+            name: Some(format!("turn-{}", info.turn)),
+            description: None,
+            parts: vec![Part::text(format!("result of turn {}", info.turn))],
+            metadata: None,
+            extensions: None,
+        };
+        let reply = Message {
+            message_id: format!("{}-reply", message.message_id),
+            context_id: Some(task.context_id.clone()),
+            task_id: Some(task.id.clone()),
+            role: Role::Agent,
+            parts: vec![Part::text(format!("done turn {}", info.turn))],
+            metadata: None,
+            extensions: None,
+            reference_task_ids: None,
+        };
+        let next_state = if info.turn >= info.turns {
+            TaskState::Completed
+        } else {
+            TaskState::InputRequired
+        };
+        let apply = |t: &mut Task| {
+            t.artifacts.get_or_insert_with(Vec::new).push(artifact.clone());
+            t.history.get_or_insert_with(Vec::new).push(reply.clone());
+            t.status = status(next_state.clone());
+        };
+        apply(task);
+        let version = self.save_reapplying(task, Some(version), apply).await?;
+        self.record(format!(
+            "{}#{}: saved {} v{version} as {:?}",
+            info.conversation, info.turn, task.id, task.status.state
+        ));
+        if self.profile.handler.cache_snapshot {
+            *active.cached.borrow_mut() = Some((task.clone(), version));
+        }
+        if let Some(tx) = sink {
+            let _ = tx
+                .send(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+                    task_id: task.id.clone(),
+                    context_id: task.context_id.clone(),
+                    artifact: artifact.clone(),
+                    append: Some(false),
+                    last_chunk: Some(true),
+                    metadata: None,
+                }))
+                .await;
+            let _ = tx
+                .send(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                    task_id: task.id.clone(),
+                    context_id: task.context_id.clone(),
+                    status: task.status.clone(),
+                    metadata: None,
+                }))
+                .await;
+        }
+        self.push(task).await;
+        Ok(task.clone())
+    }
+
+    async fn canceled_result(&self, task: &Task) -> Result<Task, Refusal> {
+        self.record(format!("executor for {} stopped by cancel", task.id));
+        match self.store.get(&task.id).await {
+            Ok(Some((t, _))) => Ok(t),
+            _ => Ok(task.clone()),
+        }
+    }
+
+    /// Delivers a push notification for `task` if a config was registered on this replica.
+    /// Awaited inline; no redirects followed; no retry (A2A-BEHAVIOURS.md §2.2).
+    async fn push(&self, task: &Task) {
+        let Some(url) = self.push_configs.borrow().get(&task.id).cloned() else {
+            return;
+        };
+        let Some((host, port, path)) = parse_http_url(&url) else {
+            self.record(format!("push for {}: bad url {url}", task.id));
+            return;
+        };
+        let body = serde_json::to_vec(&json!({"statusUpdate": {
+            "taskId": task.id, "contextId": task.context_id, "status": task.status
+        }}))
+        .expect("push bodies serialise");
+        let call = net::Call::post_json(host, port, &path, body, self.timing.push_timeout);
+        let outcome = match net::send(&call).await {
+            Ok(r) if r.status.is_success() => format!("delivered ({})", r.status.as_u16()),
+            Ok(r) => format!("failed: HTTP {}", r.status.as_u16()),
+            Err(e) => format!("failed: {e}"),
+        };
+        self.record(format!("push for {} {:?}: {outcome}", task.id, task.status.state));
+    }
+
+    // ---------------------------------------------------------------- cancel
+
+    /// CancelTask (A2A-BEHAVIOURS.md §2.2): unknown → -32001, terminal → -32002; a local
+    /// executor is told to stop at its next await; the store is written CANCELED.
+    pub async fn cancel(&self, task_id: &str) -> Result<Task, Refusal> {
+        let (task, version) = match self.store.get(task_id).await {
+            Ok(Some(found)) => found,
+            Ok(None) => return Err(rpc(-32001, format!("task {task_id} not found"))),
+            Err(e) => return Err(rpc(-32603, e)),
+        };
+        if task.status.state.is_terminal() {
+            return Err(rpc(-32002, format!("task {task_id} is {:?}", task.status.state)));
+        }
+        if let Some(active) = self.active.borrow().get(task_id) {
+            if active.running.get() {
+                active.canceled.set(true);
+            }
+        }
+        let mut canceled = task.clone();
+        canceled.status = status(TaskState::Canceled);
+        let mode = match (self.profile.store.placement, self.profile.store.versioned) {
+            (Placement::Shared, true) => SaveMode::Cancel,
+            (_, true) => SaveMode::Cas(Some(version)),
+            (_, false) => SaveMode::Overwrite,
+        };
+        match self.store.save(&canceled, mode, Some(version), &self.name).await {
+            Ok(v) => {
+                self.record(format!("canceled {task_id} v{v}"));
+                Ok(canceled)
+            }
+            Err(SaveError::Conflict { .. }) => match self.store.get(task_id).await {
+                Ok(Some((t, _))) if t.status.state == TaskState::Canceled => Ok(t),
+                _ => Err(rpc(-32002, format!("task {task_id} changed while canceling"))),
+            },
+            Err(SaveError::NotCancelable) => Err(rpc(-32002, format!("task {task_id} is not cancelable"))),
+            Err(SaveError::Unavailable(e)) => Err(rpc(-32603, e)),
+        }
+    }
+
+    // ---------------------------------------------------------------- subscribe
+
+    /// SubscribeToTask: a Task snapshot first, then each later version from the store's event
+    /// log (polled), ending at a terminal or interrupted state.
+    async fn subscribe(self: Rc<Self>, id: Value, task_id: String) -> Response<BoxBody> {
+        let (task, version) = match self.store.get(&task_id).await {
+            Ok(Some(found)) => found,
+            Ok(None) => return self.rpc_error(id, rpc(-32001, format!("task {task_id} not found"))),
+            Err(e) => return self.rpc_error(id, rpc(-32603, e)),
+        };
+        if task.status.state.is_terminal() {
+            return self.rpc_error(id, rpc(-32004, format!("task {task_id} is terminal")));
+        }
+        let (tx, rx) = mpsc::channel::<StreamResponse>(16);
+        let me = self.clone();
+        tokio::task::spawn_local(async move {
+            if tx.send(StreamResponse::Task(task.clone())).await.is_err() {
+                return;
+            }
+            let mut seen = version;
+            let mut last = task;
+            loop {
+                tokio::time::sleep(me.timing.poll_interval).await;
+                let Ok(events) = me.store.events_after(&task_id, seen).await else {
+                    continue;
+                };
+                for (v, snapshot) in events {
+                    seen = v;
+                    for update in diff(&last, &snapshot) {
+                        if tx.send(update).await.is_err() {
+                            return;
+                        }
+                    }
+                    let state = snapshot.status.state.clone();
+                    last = snapshot;
+                    if state.is_terminal() || state == TaskState::InputRequired {
+                        return;
+                    }
+                }
+            }
+        });
+        sse_response(id, rx)
+    }
+}
+
+/// The updates that take a subscriber from `old` to `new`: new artifacts, then the status.
+fn diff(old: &Task, new: &Task) -> Vec<StreamResponse> {
+    let mut out = Vec::new();
+    let known = old.artifacts.as_ref().map_or(0, Vec::len);
+    for artifact in new.artifacts.iter().flatten().skip(known) {
+        out.push(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+            task_id: new.id.clone(),
+            context_id: new.context_id.clone(),
+            artifact: artifact.clone(),
+            append: Some(false),
+            last_chunk: Some(true),
+            metadata: None,
+        }));
+    }
+    if old.status.state != new.status.state {
+        out.push(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: new.id.clone(),
+            context_id: new.context_id.clone(),
+            status: new.status.clone(),
+            metadata: None,
+        }));
+    }
+    out
+}
+
+enum Begun {
+    /// A deduplicated message: the task it produced before.
+    Replay(Task),
+    /// A turn that has saved its working state and still has to run.
+    Turn(Turn),
+}
+
+struct Turn {
+    info: TurnInfo,
+    message: Message,
+    task: Task,
+    version: u64,
+    active: Rc<ActiveTask>,
+    _guard: tokio::sync::OwnedMutexGuard<()>,
+    mismatch: bool,
+    dedup: Option<(TaskStore, String)>,
+}
+
+fn status(state: TaskState) -> TaskStatus {
+    TaskStatus {
+        state,
+        message: None,
+        timestamp: None,
+    }
+}
+
+/// A server-sent-events response carrying each stream event as a JSON-RPC result.
+fn sse_response(id: Value, mut rx: mpsc::Receiver<StreamResponse>) -> Response<BoxBody> {
+    let (tx, body) = ChannelBody::new(16);
+    tokio::task::spawn_local(async move {
+        while let Some(event) = rx.recv().await {
+            let line = json!({"jsonrpc": "2.0", "id": id, "result": event});
+            let chunk = format!("data: {line}\n\n");
+            if tx.send(Bytes::from(chunk)).await.is_err() {
+                return;
+            }
+        }
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(body)
+        .expect("static response parts are valid")
+}
+
+/// Splits `http://host:port/path` into its parts.
+pub fn parse_http_url(url: &str) -> Option<(String, u16, String)> {
+    let rest = url.strip_prefix("http://")?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], rest[i..].to_string()),
+        None => (rest, "/".to_string()),
+    };
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) => (h, p.parse().ok()?),
+        None => (authority, 80),
+    };
+    (!host.is_empty()).then(|| (host.to_string(), port, path))
+}
+
+/// A fresh per-pod memory store for a replica of a model with `placement = "memory"`.
+pub fn memory_store() -> SharedState {
+    Rc::new(RefCell::new(StoreState::default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn turn_info_round_trips_through_a_message() {
+        let info = TurnInfo {
+            conversation: "c1".into(),
+            turn: 2,
+            turns: 4,
+        };
+        let msg = Message::new(Role::User, vec![Part::text("hi"), info.to_part()]);
+        assert_eq!(TurnInfo::from_message(&msg), Some(info));
+    }
+
+    #[test]
+    fn urls_split_into_host_port_and_path() {
+        assert_eq!(
+            parse_http_url("http://webhook:7200/hook/t1"),
+            Some(("webhook".into(), 7200, "/hook/t1".into()))
+        );
+        assert_eq!(parse_http_url("https://x/"), None);
+    }
+}

@@ -1,0 +1,472 @@
+//! Task stores: a per-pod memory store and a shared store served on the simulated network.
+//!
+//! Both keep the same [`StoreState`]: tasks with a version, an event log of every accepted
+//! save, and a `(contextId, messageId)` dedup table. What differs is where the state lives:
+//! - [`Placement::Memory`](crate::model::Placement): inside the replica, dropped when the pod
+//!   dies and invisible to other replicas.
+//! - [`Placement::Shared`](crate::model::Placement): inside the `store` host, reached over the
+//!   network (so latency and partitions apply), durable across a restart of the store host
+//!   (the state outlives the host's software, as a database's committed rows do).
+//!
+//! Saves come in three modes (A2A-BEHAVIOURS.md §2.1): compare-and-swap on the version read,
+//! unconditional overwrite (the legacy adapter: last writer wins), and the cancel special
+//! case that skips the version check unless the task is missing or already terminal.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use a2a::Task;
+use http::{Response, StatusCode};
+use serde::{Deserialize, Serialize};
+
+use crate::net::{self, BoxBody, Call};
+use crate::trace::{now_ms, Trace};
+
+/// Port the store host serves on.
+pub const PORT: u16 = 7000;
+
+/// How a save treats the version it was based on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "mode", content = "prev")]
+pub enum SaveMode {
+    /// Compare-and-swap: `None` inserts a new task (conflicts if it exists), `Some(v)`
+    /// conflicts unless the stored version is `v`.
+    Cas(Option<u64>),
+    /// Last writer wins.
+    Overwrite,
+    /// Write CANCELED unless the task is missing or terminal; no version check.
+    Cancel,
+}
+
+/// Why a save was refused or not answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SaveError {
+    /// The stored version is not the one the save was based on.
+    Conflict { current: Option<u64> },
+    /// A cancel found the task missing or terminal.
+    NotCancelable,
+    /// The store did not answer (timeout, partition, crash).
+    Unavailable(String),
+}
+
+/// One accepted save, as the store saw it: ground truth for `versions-monotonic`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SaveRecord {
+    pub at_ms: u64,
+    pub task_id: String,
+    pub mode: SaveMode,
+    /// The version stored before this save (`None`: the task did not exist).
+    pub before: Option<u64>,
+    /// The version the writer had read when it built this task (`None`: it created it).
+    pub based_on: Option<u64>,
+    /// The version this save created.
+    pub version: u64,
+    pub state: a2a::TaskState,
+    pub replica: String,
+    /// Artifact names in the task after this save.
+    pub artifacts: Vec<String>,
+}
+
+/// What a dedup claim found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "claim")]
+pub enum Claim {
+    /// Nobody has this message: the caller now holds it.
+    New,
+    /// Another request holds it and its lease has not run out.
+    InFlight,
+    /// It completed; this is the task it produced.
+    Done { task_id: String },
+}
+
+#[derive(Debug, Clone)]
+enum DedupEntry {
+    InFlight { until_ms: u64 },
+    Done { task_id: String, until_ms: u64 },
+}
+
+/// Everything a store holds.
+#[derive(Debug, Default)]
+pub struct StoreState {
+    tasks: BTreeMap<String, (Task, u64)>,
+    events: BTreeMap<String, Vec<(u64, Task)>>,
+    saves: Vec<SaveRecord>,
+    dedup: BTreeMap<String, DedupEntry>,
+}
+
+impl StoreState {
+    /// The task and its version.
+    pub fn get(&self, task_id: &str) -> Option<(Task, u64)> {
+        self.tasks.get(task_id).cloned()
+    }
+
+    /// Every task, by id.
+    pub fn tasks(&self) -> &BTreeMap<String, (Task, u64)> {
+        &self.tasks
+    }
+
+    /// Every accepted save, in order.
+    pub fn saves(&self) -> &[SaveRecord] {
+        &self.saves
+    }
+
+    /// Snapshots of a task at each version after `after`, in version order.
+    pub fn events_after(&self, task_id: &str, after: u64) -> Vec<(u64, Task)> {
+        self.events
+            .get(task_id)
+            .map(|evs| evs.iter().filter(|(v, _)| *v > after).cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Applies a save; returns the new version. `based_on` is the version the writer read.
+    pub fn save(&mut self, task: Task, mode: SaveMode, based_on: Option<u64>, replica: &str) -> Result<u64, SaveError> {
+        let current = self.tasks.get(&task.id).map(|(t, v)| (t.status.state.clone(), *v));
+        let before = current.as_ref().map(|(_, v)| *v);
+        match mode {
+            SaveMode::Cas(prev) => {
+                if prev != before {
+                    return Err(SaveError::Conflict { current: before });
+                }
+            }
+            SaveMode::Overwrite => {}
+            SaveMode::Cancel => match &current {
+                Some((state, _)) if !state.is_terminal() => {}
+                _ => return Err(SaveError::NotCancelable),
+            },
+        }
+        let version = before.unwrap_or(0) + 1;
+        let mut task = task;
+        if mode == SaveMode::Cancel {
+            // The cancel writes CANCELED onto the stored copy, keeping what others wrote.
+            let (stored, _) = self.tasks.get(&task.id).expect("checked above");
+            let mut canceled = stored.clone();
+            canceled.status = task.status.clone();
+            task = canceled;
+        }
+        self.saves.push(SaveRecord {
+            at_ms: now_ms(),
+            task_id: task.id.clone(),
+            mode,
+            before,
+            based_on,
+            version,
+            state: task.status.state.clone(),
+            replica: replica.to_string(),
+            artifacts: artifact_names(&task),
+        });
+        self.events
+            .entry(task.id.clone())
+            .or_default()
+            .push((version, task.clone()));
+        self.tasks.insert(task.id.clone(), (task, version));
+        Ok(version)
+    }
+
+    /// Claims a message for processing (see [`Claim`]).
+    pub fn claim(&mut self, key: &str, now_ms: u64, lease_ms: u64) -> Claim {
+        match self.dedup.get(key) {
+            Some(DedupEntry::Done { task_id, until_ms }) if *until_ms > now_ms => {
+                return Claim::Done {
+                    task_id: task_id.clone(),
+                }
+            }
+            Some(DedupEntry::InFlight { until_ms }) if *until_ms > now_ms => return Claim::InFlight,
+            _ => {}
+        }
+        self.dedup.insert(
+            key.to_string(),
+            DedupEntry::InFlight {
+                until_ms: now_ms + lease_ms,
+            },
+        );
+        Claim::New
+    }
+
+    /// Marks a claimed message done, remembered for `ttl_ms`; `None` releases the claim.
+    pub fn finish(&mut self, key: &str, task_id: Option<String>, now_ms: u64, ttl_ms: u64) {
+        match task_id {
+            Some(task_id) if ttl_ms > 0 => {
+                self.dedup.insert(
+                    key.to_string(),
+                    DedupEntry::Done {
+                        task_id,
+                        until_ms: now_ms + ttl_ms,
+                    },
+                );
+            }
+            _ => {
+                self.dedup.remove(key);
+            }
+        }
+    }
+}
+
+/// The names of a task's artifacts, in order.
+pub fn artifact_names(task: &Task) -> Vec<String> {
+    task.artifacts
+        .iter()
+        .flatten()
+        .map(|a| a.name.clone().unwrap_or_else(|| a.artifact_id.clone()))
+        .collect()
+}
+
+/// Shared handle to a store's state.
+pub type SharedState = Rc<RefCell<StoreState>>;
+
+/// A replica's view of its task store.
+#[derive(Clone)]
+pub enum TaskStore {
+    /// The pod's own memory.
+    Local(SharedState),
+    /// The `store` host, with a per-call timeout.
+    Remote { timeout: Duration },
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "op")]
+enum StoreRequest {
+    Get { task_id: String },
+    Save { task: Task, mode: SaveMode, based_on: Option<u64>, replica: String },
+    Events { task_id: String, after: u64 },
+    Claim { key: String, lease_ms: u64 },
+    Finish { key: String, task_id: Option<String>, ttl_ms: u64 },
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "result")]
+enum StoreResponse {
+    Task { task: Option<Task>, version: u64 },
+    Saved { version: u64 },
+    Refused { error: SaveError },
+    Events { events: Vec<(u64, Task)> },
+    Claim { claim: Claim },
+    Done,
+}
+
+impl TaskStore {
+    async fn remote(&self, req: &StoreRequest, timeout: Duration) -> Result<StoreResponse, String> {
+        let body = serde_json::to_vec(req).expect("store requests serialise");
+        let reply = net::send(&Call::post_json("store", PORT, "/", body, timeout))
+            .await
+            .map_err(|e| format!("store {e}"))?;
+        serde_json::from_slice(&reply.body).map_err(|e| format!("store reply: {e}"))
+    }
+
+    /// Reads a task and its version; `Err` when the store did not answer.
+    pub async fn get(&self, task_id: &str) -> Result<Option<(Task, u64)>, String> {
+        match self {
+            TaskStore::Local(state) => Ok(state.borrow().get(task_id)),
+            TaskStore::Remote { timeout } => {
+                let req = StoreRequest::Get {
+                    task_id: task_id.to_string(),
+                };
+                match self.remote(&req, *timeout).await? {
+                    StoreResponse::Task { task, version } => Ok(task.map(|t| (t, version))),
+                    _ => Err("store: unexpected reply to get".into()),
+                }
+            }
+        }
+    }
+
+    /// Saves a task built from the version `based_on`; returns the new version.
+    pub async fn save(
+        &self,
+        task: &Task,
+        mode: SaveMode,
+        based_on: Option<u64>,
+        replica: &str,
+    ) -> Result<u64, SaveError> {
+        match self {
+            TaskStore::Local(state) => state.borrow_mut().save(task.clone(), mode, based_on, replica),
+            TaskStore::Remote { timeout } => {
+                let req = StoreRequest::Save {
+                    task: task.clone(),
+                    mode,
+                    based_on,
+                    replica: replica.to_string(),
+                };
+                match self.remote(&req, *timeout).await {
+                    Ok(StoreResponse::Saved { version }) => Ok(version),
+                    Ok(StoreResponse::Refused { error }) => Err(error),
+                    Ok(_) => Err(SaveError::Unavailable("unexpected reply to save".into())),
+                    Err(e) => Err(SaveError::Unavailable(e)),
+                }
+            }
+        }
+    }
+
+    /// Snapshots after `after`, in version order.
+    pub async fn events_after(&self, task_id: &str, after: u64) -> Result<Vec<(u64, Task)>, String> {
+        match self {
+            TaskStore::Local(state) => Ok(state.borrow().events_after(task_id, after)),
+            TaskStore::Remote { timeout } => {
+                let req = StoreRequest::Events {
+                    task_id: task_id.to_string(),
+                    after,
+                };
+                match self.remote(&req, *timeout).await? {
+                    StoreResponse::Events { events } => Ok(events),
+                    _ => Err("store: unexpected reply to events".into()),
+                }
+            }
+        }
+    }
+
+    /// Claims a dedup key in this store.
+    pub async fn claim(&self, key: &str, lease_ms: u64) -> Result<Claim, String> {
+        match self {
+            TaskStore::Local(state) => Ok(state.borrow_mut().claim(key, now_ms(), lease_ms)),
+            TaskStore::Remote { timeout } => {
+                let req = StoreRequest::Claim {
+                    key: key.to_string(),
+                    lease_ms,
+                };
+                match self.remote(&req, *timeout).await? {
+                    StoreResponse::Claim { claim } => Ok(claim),
+                    _ => Err("store: unexpected reply to claim".into()),
+                }
+            }
+        }
+    }
+
+    /// Finishes (or with `None`, releases) a dedup claim.
+    pub async fn finish(&self, key: &str, task_id: Option<String>, ttl_ms: u64) -> Result<(), String> {
+        match self {
+            TaskStore::Local(state) => {
+                state.borrow_mut().finish(key, task_id, now_ms(), ttl_ms);
+                Ok(())
+            }
+            TaskStore::Remote { timeout } => {
+                let req = StoreRequest::Finish {
+                    key: key.to_string(),
+                    task_id,
+                    ttl_ms,
+                };
+                self.remote(&req, *timeout).await.map(|_| ())
+            }
+        }
+    }
+}
+
+/// Simulated time one store operation takes (a database round trip inside the store host).
+pub const OP_TIME: Duration = Duration::from_millis(2);
+
+/// The `store` host: serves [`StoreState`] over HTTP until the host is crashed.
+pub async fn serve(state: SharedState, trace: Trace) -> turmoil::Result {
+    net::serve(PORT, move |req| {
+        let state = state.clone();
+        let trace = trace.clone();
+        async move { Ok(handle(req, state, trace).await) }
+    })
+    .await
+}
+
+async fn handle(req: http::Request<hyper::body::Incoming>, state: SharedState, trace: Trace) -> Response<BoxBody> {
+    let bad = |why: String| net::json_response(StatusCode::BAD_REQUEST, &serde_json::json!({ "error": why }));
+    let body = match net::read_request(req.into_body()).await {
+        Ok(b) => b,
+        Err(e) => return bad(e.to_string()),
+    };
+    let request: StoreRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return bad(e.to_string()),
+    };
+    tokio::time::sleep(OP_TIME).await;
+    let response = match request {
+        StoreRequest::Get { task_id } => match state.borrow().get(&task_id) {
+            Some((task, version)) => StoreResponse::Task {
+                task: Some(task),
+                version,
+            },
+            None => StoreResponse::Task {
+                task: None,
+                version: 0,
+            },
+        },
+        StoreRequest::Save {
+            task,
+            mode,
+            based_on,
+            replica,
+        } => {
+            let id = task.id.clone();
+            let result = state.borrow_mut().save(task, mode, based_on, &replica);
+            match result {
+                Ok(version) => {
+                    trace.record("store", format!("save {id} v{version} from {replica} ({mode:?})"));
+                    StoreResponse::Saved { version }
+                }
+                Err(error) => {
+                    trace.record("store", format!("refuse {id} from {replica} ({mode:?}): {error:?}"));
+                    StoreResponse::Refused { error }
+                }
+            }
+        }
+        StoreRequest::Events { task_id, after } => StoreResponse::Events {
+            events: state.borrow().events_after(&task_id, after),
+        },
+        StoreRequest::Claim { key, lease_ms } => {
+            let claim = state.borrow_mut().claim(&key, now_ms(), lease_ms);
+            trace.record("store", format!("claim {key}: {claim:?}"));
+            StoreResponse::Claim { claim }
+        }
+        StoreRequest::Finish { key, task_id, ttl_ms } => {
+            state.borrow_mut().finish(&key, task_id, now_ms(), ttl_ms);
+            StoreResponse::Done
+        }
+    };
+    let value = serde_json::to_value(&response).expect("store responses serialise");
+    net::json_response(StatusCode::OK, &value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(id: &str) -> Task {
+        Task {
+            id: id.into(),
+            context_id: "c".into(),
+            status: a2a::TaskStatus {
+                state: a2a::TaskState::Working,
+                message: None,
+                timestamp: None,
+            },
+            artifacts: None,
+            history: None,
+            metadata: None,
+        }
+    }
+
+    #[test]
+    fn cas_refuses_a_stale_version_and_overwrite_does_not() {
+        let mut s = StoreState::default();
+        assert_eq!(s.save(task("t"), SaveMode::Cas(None), None, "r0"), Ok(1));
+        assert_eq!(s.save(task("t"), SaveMode::Cas(None), None, "r1"), Err(SaveError::Conflict { current: Some(1) }));
+        assert_eq!(s.save(task("t"), SaveMode::Cas(Some(1)), Some(1), "r0"), Ok(2));
+        assert_eq!(s.save(task("t"), SaveMode::Cas(Some(1)), Some(1), "r1"), Err(SaveError::Conflict { current: Some(2) }));
+        assert_eq!(s.save(task("t"), SaveMode::Overwrite, Some(1), "r1"), Ok(3));
+    }
+
+    #[test]
+    fn cancel_skips_the_version_but_not_terminal_states() {
+        let mut s = StoreState::default();
+        s.save(task("t"), SaveMode::Cas(None), None, "r0").unwrap();
+        let mut c = task("t");
+        c.status.state = a2a::TaskState::Canceled;
+        assert_eq!(s.save(c.clone(), SaveMode::Cancel, Some(1), "r1"), Ok(2));
+        assert_eq!(s.save(c, SaveMode::Cancel, Some(1), "r1"), Err(SaveError::NotCancelable));
+    }
+
+    #[test]
+    fn a_claim_is_held_until_its_lease_runs_out() {
+        let mut s = StoreState::default();
+        assert_eq!(s.claim("k", 0, 100), Claim::New);
+        assert_eq!(s.claim("k", 50, 100), Claim::InFlight);
+        assert_eq!(s.claim("k", 150, 100), Claim::New);
+        s.finish("k", Some("t".into()), 160, 1000);
+        assert_eq!(s.claim("k", 170, 100), Claim::Done { task_id: "t".into() });
+    }
+}

@@ -1,0 +1,82 @@
+//! The push-notification receiver: records every delivery attempt it receives.
+//!
+//! Push delivery is accounted separately from task completion (A2A-BEHAVIOURS.md §4: "task
+//! completed ≠ push delivered"), so the webhook is its own host with its own record.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use http::StatusCode;
+use serde::{Deserialize, Serialize};
+
+use crate::net;
+use crate::trace::{now_ms, Trace};
+
+/// Port the webhook serves on.
+pub const PORT: u16 = 7200;
+
+/// How the webhook answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum WebhookMode {
+    /// 200 OK.
+    #[default]
+    Ok,
+    /// 302 to a private address (A2A-BEHAVIOURS.md §6.5).
+    Redirect,
+}
+
+/// One delivery that reached the webhook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub at_ms: u64,
+    pub path: String,
+    pub authorization: Option<String>,
+    pub body: String,
+    pub status: u16,
+}
+
+/// Everything the webhook received.
+#[derive(Debug, Default)]
+pub struct WebhookState {
+    pub deliveries: Vec<Delivery>,
+}
+
+/// Shared handle to the webhook's record.
+pub type SharedWebhook = Rc<RefCell<WebhookState>>;
+
+/// The `webhook` host.
+pub async fn serve(state: SharedWebhook, mode: WebhookMode, trace: Trace) -> turmoil::Result {
+    net::serve(PORT, move |req: http::Request<hyper::body::Incoming>| {
+        let state = state.clone();
+        let trace = trace.clone();
+        async move {
+            let path = req.uri().path().to_string();
+            let authorization = req
+                .headers()
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let body = net::read_request(req.into_body()).await.unwrap_or_default();
+            let status = match mode {
+                WebhookMode::Ok => StatusCode::OK,
+                WebhookMode::Redirect => StatusCode::FOUND,
+            };
+            trace.record("webhook", format!("delivery to {path}: answered {}", status.as_u16()));
+            state.borrow_mut().deliveries.push(Delivery {
+                at_ms: now_ms(),
+                path,
+                authorization,
+                body: String::from_utf8_lossy(&body).into_owned(),
+                status: status.as_u16(),
+            });
+            let mut resp = net::json_response(status, &serde_json::json!({}));
+            if mode == WebhookMode::Redirect {
+                resp.headers_mut()
+                    .insert("location", http::HeaderValue::from_static("http://10.0.0.1/hook"));
+            }
+            Ok(resp)
+        }
+    })
+    .await
+}
