@@ -66,6 +66,18 @@ pub struct StoreKnobs {
     /// Whether saves compare-and-swap on the version read (false: last writer wins, as the
     /// legacy adapter does).
     pub versioned: bool,
+    /// How many times a store call that got no answer is tried again (never a conflict).
+    pub transient_retries: u32,
+}
+
+/// What a replica answers when a turn fails after its business effect may have run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AfterEffect {
+    /// A JSON-RPC error (`-32603`): the client reads it as "did not happen".
+    RpcError,
+    /// HTTP 503: the outcome is unknown and the client should retry with the same messageId.
+    Unavailable,
 }
 
 /// Request handler knobs.
@@ -80,8 +92,10 @@ pub struct HandlerKnobs {
     /// JSON-RPC code for a message sent to a terminal task.
     pub message_to_terminal_code: i32,
     /// How many times a save that lost a version race is re-applied on a fresh read before
-    /// the request fails with `-32603`.
+    /// the request fails.
     pub conflict_reapply: u32,
+    /// What the client is told when a turn fails after its effect may have run.
+    pub after_effect_failure: AfterEffect,
 }
 
 /// Message deduplication knobs.
@@ -123,10 +137,12 @@ pub struct Profile {
 pub const KNOBS: &[&str] = &[
     "store.placement",
     "store.versioned",
+    "store.transient_retries",
     "handler.cache_snapshot",
     "handler.context_mismatch",
     "handler.message_to_terminal_code",
     "handler.conflict_reapply",
+    "handler.after_effect_failure",
     "dedup.scope",
     "dedup.ttl_ms",
     "dedup.lease_ms",

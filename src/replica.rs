@@ -35,13 +35,16 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use crate::ledger::{self, EffectRequest};
-use crate::model::{DedupScope, MismatchRule, Placement, Profile};
+use crate::model::{AfterEffect, DedupScope, MismatchRule, Placement, Profile};
 use crate::net::{self, BoxBody, ChannelBody};
 use crate::store::{Claim, SaveError, SaveMode, SharedState, StoreState, TaskStore};
 use crate::trace::Trace;
 
 /// Port every replica serves on.
 pub const PORT: u16 = 9000;
+
+/// Wait between tries of a store call that got no answer.
+const TRANSIENT_BACKOFF: Duration = Duration::from_millis(50);
 
 /// Response header naming the replica that answered (read by the client's history).
 pub const REPLICA_HEADER: &str = "x-a2a-chaos-replica";
@@ -192,6 +195,48 @@ impl Replica {
         self.trace.record(&self.name, what);
     }
 
+    /// Reads a task, trying again on no answer (`store.transient_retries`).
+    async fn load(&self, task_id: &str) -> Result<Option<(Task, u64)>, String> {
+        let mut tries = 0;
+        loop {
+            match self.store.get(task_id).await {
+                Err(e) if tries < self.profile.store.transient_retries => {
+                    tries += 1;
+                    self.record(format!("store read of {task_id} failed ({e}); retry {tries}"));
+                    tokio::time::sleep(TRANSIENT_BACKOFF).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Saves a task, trying again on no answer (`store.transient_retries`); a conflict is
+    /// returned at once.
+    async fn persist(&self, task: &Task, mode: SaveMode, based_on: Option<u64>) -> Result<u64, SaveError> {
+        let mut tries = 0;
+        loop {
+            match self.store.save(task, mode, based_on, &self.name).await {
+                Err(SaveError::Unavailable(e)) if tries < self.profile.store.transient_retries => {
+                    tries += 1;
+                    self.record(format!("store save of {} failed ({e}); retry {tries}", task.id));
+                    tokio::time::sleep(TRANSIENT_BACKOFF).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// The refusal a client gets when a turn fails after its effect may have run.
+    fn after_effect(&self, refusal: Refusal) -> Refusal {
+        match (self.profile.handler.after_effect_failure, refusal) {
+            (AfterEffect::Unavailable, Refusal::Rpc(code, message)) => Refusal::Http(
+                503,
+                format!("outcome unknown, retry with the same messageId ({code}: {message})"),
+            ),
+            (_, r) => r,
+        }
+    }
+
     fn save_mode(&self, version: Option<u64>) -> SaveMode {
         if self.profile.store.versioned {
             SaveMode::Cas(version)
@@ -328,7 +373,7 @@ impl Replica {
                 Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
             },
             "GetTask" => match serde_json::from_value::<a2a::GetTaskRequest>(params) {
-                Ok(p) => match self.store.get(&p.id).await {
+                Ok(p) => match self.load(&p.id).await {
                     Ok(Some((task, _))) => self.rpc_ok(id, serde_json::to_value(task).expect("tasks serialise")),
                     Ok(None) => self.rpc_error(id, rpc(-32001, format!("task {} not found", p.id))),
                     Err(e) => self.rpc_error(id, rpc(-32603, e)),
@@ -438,7 +483,7 @@ impl Replica {
                 }
                 Ok(Claim::Done { task_id }) => {
                     self.record(format!("{}#{}: duplicate of a done message, replay {task_id}", info.conversation, info.turn));
-                    return match self.store.get(&task_id).await {
+                    return match self.load(&task_id).await {
                         Ok(Some((task, _))) => Ok(Begun::Replay(task)),
                         Ok(None) => Err(rpc(-32001, format!("task {task_id} not found"))),
                         Err(e) => Err(rpc(-32603, e)),
@@ -488,7 +533,7 @@ impl Replica {
                 };
                 let loaded = match cached {
                     Some(c) => Some(c),
-                    None => match self.store.get(task_id).await {
+                    None => match self.load(task_id).await {
                         Ok(found) => found,
                         Err(e) => {
                             release(self.clone()).await;
@@ -521,12 +566,12 @@ impl Replica {
         };
 
         // Append the user message and save the task as working.
-        task.history.get_or_insert_with(Vec::new).push(message.clone());
+        push_message(&mut task, &message);
         task.status = status(TaskState::Working);
         let user_message = message.clone();
         let saved = self
             .save_reapplying(&mut task, version, |fresh| {
-                fresh.history.get_or_insert_with(Vec::new).push(user_message.clone());
+                push_message(fresh, &user_message);
                 fresh.status = status(TaskState::Working);
             })
             .await;
@@ -569,22 +614,22 @@ impl Replica {
         let mut version = version;
         let mut attempts = 0;
         loop {
-            match self.store.save(task, self.save_mode(version), version, &self.name).await {
+            match self.persist(task, self.save_mode(version), version).await {
                 Ok(v) => return Ok(v),
                 Err(SaveError::Conflict { current }) => {
                     self.record(format!("conflict saving {} (based on {version:?}, now {current:?})", task.id));
                     if attempts >= self.profile.handler.conflict_reapply {
                         // A second conflict: -32603 and a best-effort FAILED write.
-                        if let Ok(Some((mut fresh, v))) = self.store.get(&task.id).await {
+                        if let Ok(Some((mut fresh, v))) = self.load(&task.id).await {
                             if !fresh.status.state.is_terminal() {
                                 fresh.status = status(TaskState::Failed);
-                                let _ = self.store.save(&fresh, self.save_mode(Some(v)), Some(v), &self.name).await;
+                                let _ = self.persist(&fresh, self.save_mode(Some(v)), Some(v)).await;
                             }
                         }
                         return Err(rpc(-32603, "concurrent task modification"));
                     }
                     attempts += 1;
-                    match self.store.get(&task.id).await {
+                    match self.load(&task.id).await {
                         Ok(Some((mut fresh, v))) => {
                             if fresh.status.state.is_terminal() {
                                 *task = fresh;
@@ -663,9 +708,12 @@ impl Replica {
         }
         if let Err(e) = effect_result {
             self.record(format!("{}#{}: effect outcome unknown: {e}", info.conversation, info.turn));
-            task.status = status(TaskState::Failed);
-            let _ = self.store.save(task, self.save_mode(Some(version)), Some(version), &self.name).await;
-            return Err(rpc(-32603, format!("business effect failed: {e}")));
+            if self.profile.handler.after_effect_failure == AfterEffect::RpcError {
+                // The executor raised: the task is failed (best effort).
+                task.status = status(TaskState::Failed);
+                let _ = self.persist(task, self.save_mode(Some(version)), Some(version)).await;
+            }
+            return Err(self.after_effect(rpc(-32603, format!("business effect failed: {e}"))));
         }
 
         // Think.
@@ -702,13 +750,20 @@ impl Replica {
         } else {
             TaskState::InputRequired
         };
+        // Idempotent: re-applied on a fresh copy after a conflict, it adds nothing twice.
         let apply = |t: &mut Task| {
-            t.artifacts.get_or_insert_with(Vec::new).push(artifact.clone());
-            t.history.get_or_insert_with(Vec::new).push(reply.clone());
+            let artifacts = t.artifacts.get_or_insert_with(Vec::new);
+            if !artifacts.iter().any(|a| a.artifact_id == artifact.artifact_id) {
+                artifacts.push(artifact.clone());
+            }
+            push_message(t, &reply);
             t.status = status(next_state.clone());
         };
         apply(task);
-        let version = self.save_reapplying(task, Some(version), apply).await?;
+        let version = match self.save_reapplying(task, Some(version), apply).await {
+            Ok(v) => v,
+            Err(r) => return Err(self.after_effect(r)),
+        };
         self.record(format!(
             "{}#{}: saved {} v{version} as {:?}",
             info.conversation, info.turn, task.id, task.status.state
@@ -776,7 +831,7 @@ impl Replica {
     /// CancelTask (A2A-BEHAVIOURS.md §2.2): unknown → -32001, terminal → -32002; a local
     /// executor is told to stop at its next await; the store is written CANCELED.
     pub async fn cancel(&self, task_id: &str) -> Result<Task, Refusal> {
-        let (task, version) = match self.store.get(task_id).await {
+        let (task, version) = match self.load(task_id).await {
             Ok(Some(found)) => found,
             Ok(None) => return Err(rpc(-32001, format!("task {task_id} not found"))),
             Err(e) => return Err(rpc(-32603, e)),
@@ -796,7 +851,7 @@ impl Replica {
             (_, true) => SaveMode::Cas(Some(version)),
             (_, false) => SaveMode::Overwrite,
         };
-        match self.store.save(&canceled, mode, Some(version), &self.name).await {
+        match self.persist(&canceled, mode, Some(version)).await {
             Ok(v) => {
                 self.record(format!("canceled {task_id} v{v}"));
                 Ok(canceled)
@@ -896,6 +951,14 @@ struct Turn {
     _guard: tokio::sync::OwnedMutexGuard<()>,
     mismatch: bool,
     dedup: Option<(TaskStore, String)>,
+}
+
+/// Appends a message to a task's history unless a message with its id is already there.
+fn push_message(task: &mut Task, message: &Message) {
+    let history = task.history.get_or_insert_with(Vec::new);
+    if !history.iter().any(|m| m.message_id == message.message_id) {
+        history.push(message.clone());
+    }
 }
 
 fn status(state: TaskState) -> TaskStatus {

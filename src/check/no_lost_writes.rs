@@ -3,8 +3,9 @@
 //! A turn the client saw `ok` (its artifact `turn-N` and its message) must be present in the
 //! final authoritative task (the shared store's copy, or the memory of a live pod) and in
 //! every later successful read or write answer of that task. Exercised: acknowledged turns
-//! whose task was touched again afterwards (a later turn or read), where a stale snapshot,
-//! an overwrite or a dead pod could lose them.
+//! whose conversation saw another operation after the turn began (a concurrent or later
+//! writer, a later read) or a fault after the ack, where a stale snapshot, an overwrite or a
+//! dead pod could lose them.
 
 use crate::check::{turn_label, Checker, Finding, Violation};
 use crate::cluster::RunRecord;
@@ -40,7 +41,13 @@ impl Checker for NoLostWrites {
                 .filter(|o| o.invoke_ms > ack.complete_ms && o.outcome == Outcome::Ok)
                 .filter(|o| o.task.as_ref().is_some_and(|t| t.id == view.id))
                 .collect();
-            if !later.is_empty() {
+            // Exercised: another operation on the conversation ran after this turn began (a
+            // concurrent or later writer, or a later read), or a fault struck after the ack.
+            let touched = run.history.iter().any(|o| {
+                o.id != ack.id && o.kind.conversation() == conversation && o.complete_ms > ack.invoke_ms
+            });
+            let struck = run.faults.iter().any(|(at, _)| *at > ack.complete_ms);
+            if touched || struck {
                 exercised += 1;
             }
             for read in later {

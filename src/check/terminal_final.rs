@@ -1,8 +1,8 @@
 //! `terminal-is-final`: once a task is terminal anywhere, it stays that terminal state.
 //!
-//! Observations come from every answer the client got (task snapshots and stream states)
-//! and from the store's save log. After the first terminal observation of a task, any later
-//! save with another state, or any later answer showing another state, is a violation.
+//! Observations come from every answer the client got (task snapshots) and from the store's
+//! save log. After the first terminal observation of a task, any later save with another
+//! state, or any answer invoked later showing another state, is a violation.
 //! Exercised: tasks seen terminal that were observed or written again afterwards.
 
 use std::collections::BTreeMap;
@@ -22,16 +22,20 @@ impl Checker for TerminalIsFinal {
     }
 
     fn check(&self, run: &RunRecord) -> Finding {
-        // (time, order, task, state, where)
-        let mut seen: Vec<(u64, u64, String, TaskState, String)> = Vec::new();
+        // A save is exact: it both establishes a terminal state and is checked against one.
+        // An answer reflects the task at some instant between invoke and completion: it is
+        // checked at its invoke time (it contradicts only a state established before it was
+        // asked) and establishes a terminal state at its completion.
+        #[derive(PartialEq)]
+        enum Role {
+            Save,
+            Observe,
+            Establish,
+        }
+        let mut events: Vec<(u64, usize, &str, &TaskState, String, Role)> = Vec::new();
         for (i, s) in run.saves.iter().enumerate() {
-            seen.push((
-                s.at_ms,
-                i as u64,
-                s.task_id.clone(),
-                s.state.clone(),
-                format!("store save v{} by {}", s.version, s.replica),
-            ));
+            let label = format!("store save v{} by {}", s.version, s.replica);
+            events.push((s.at_ms, i, &s.task_id, &s.state, label, Role::Save));
         }
         for op in &run.history {
             if op.outcome != Outcome::Ok {
@@ -39,26 +43,31 @@ impl Checker for TerminalIsFinal {
             }
             if let Some(t) = &op.task {
                 let label = format!("{} answered by {}", op.kind.label(), op.replica.as_deref().unwrap_or("?"));
-                // An answer reflects the task no later than its completion; order it there.
-                seen.push((op.complete_ms, u64::MAX, t.id.clone(), t.state.clone(), label));
+                events.push((op.invoke_ms, usize::MAX, &t.id, &t.state, label.clone(), Role::Observe));
+                if t.state.is_terminal() {
+                    events.push((op.complete_ms, usize::MAX, &t.id, &t.state, label, Role::Establish));
+                }
             }
         }
-        seen.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-        let mut terminal: BTreeMap<String, (TaskState, String, u64)> = BTreeMap::new();
+        events.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        let mut terminal: BTreeMap<&str, (&TaskState, String, u64)> = BTreeMap::new();
         let mut violations = Vec::new();
         let mut exercised = 0;
-        for (at, _, task, state, label) in seen {
-            if let Some((first, where_, when)) = terminal.get(&task) {
-                exercised += 1;
-                if state != *first {
-                    violations.push(Violation {
-                        invariant: "",
-                        detail: format!(
-                            "task {task} was {first:?} ({where_} at {when} ms) and later {state:?} ({label} at {at} ms)"
-                        ),
-                    });
+        for (at, _, task, state, label, role) in events {
+            if role != Role::Establish {
+                if let Some((first, where_, when)) = terminal.get(task) {
+                    exercised += 1;
+                    if state != *first {
+                        violations.push(Violation {
+                            invariant: "",
+                            detail: format!(
+                                "task {task} was {first:?} ({where_} at {when} ms) and later {state:?} ({label} at {at} ms)"
+                            ),
+                        });
+                    }
                 }
-            } else if state.is_terminal() {
+            }
+            if role != Role::Observe && state.is_terminal() && !terminal.contains_key(task) {
                 terminal.insert(task, (state, label, at));
             }
         }
