@@ -64,7 +64,13 @@ impl Client {
         }
     }
 
-    fn call(&self, method: &str, params: Value, context: Option<&str>, target: Option<&str>) -> Call {
+    fn call(
+        &self,
+        method: &str,
+        params: Value,
+        context: Option<&str>,
+        target: Option<&str>,
+    ) -> Call {
         let id = self.next_rpc_id.get();
         self.next_rpc_id.set(id + 1);
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
@@ -153,7 +159,9 @@ impl Client {
         let mut task: Option<Task> = None;
         let mut replica = None;
         let outcome = match tokio::time::timeout(stream_timeout, async {
-            let head = net::send_streaming(&call).await.map_err(|e| Outcome::Info { why: e.to_string() })?;
+            let head = net::send_streaming(&call)
+                .await
+                .map_err(|e| Outcome::Info { why: e.to_string() })?;
             replica = head
                 .headers
                 .get(REPLICA_HEADER)
@@ -176,8 +184,10 @@ impl Client {
             loop {
                 match reader.next_event().await {
                     Ok(Some(data)) => {
-                        let value: Value = serde_json::from_str(&data)
-                            .map_err(|e| Outcome::Info { why: format!("bad event: {e}") })?;
+                        let value: Value =
+                            serde_json::from_str(&data).map_err(|e| Outcome::Info {
+                                why: format!("bad event: {e}"),
+                            })?;
                         apply_event(&value["result"], &mut task, &mut states);
                     }
                     Ok(None) => return Ok(()),
@@ -187,14 +197,32 @@ impl Client {
         })
         .await
         {
-            Err(_) => Outcome::Info { why: "stream timed out".into() },
+            Err(_) => Outcome::Info {
+                why: "stream timed out".into(),
+            },
             Ok(Err(outcome)) => outcome,
             Ok(Ok(())) => match states.last() {
-                Some(s) if s.is_terminal() || *s == TaskState::InputRequired || *s == TaskState::AuthRequired => Outcome::Ok,
-                _ => Outcome::Info { why: "stream ended before a final state".into() },
+                Some(s)
+                    if s.is_terminal()
+                        || *s == TaskState::InputRequired
+                        || *s == TaskState::AuthRequired =>
+                {
+                    Outcome::Ok
+                }
+                _ => Outcome::Info {
+                    why: "stream ended before a final state".into(),
+                },
             },
         };
-        self.trace.record("client", format!("{} -> {} ({} events)", kind.label(), outcome.word(), states.len()));
+        self.trace.record(
+            "client",
+            format!(
+                "{} -> {} ({} events)",
+                kind.label(),
+                outcome.word(),
+                states.len()
+            ),
+        );
         self.history.complete(Op {
             id: op_id,
             kind,
@@ -211,7 +239,10 @@ impl Client {
 
 /// Folds one stream event into the running view of the task.
 fn apply_event(result: &Value, task: &mut Option<Task>, states: &mut Vec<TaskState>) {
-    if let Some(t) = result.get("task").and_then(|v| serde_json::from_value::<Task>(v.clone()).ok()) {
+    if let Some(t) = result
+        .get("task")
+        .and_then(|v| serde_json::from_value::<Task>(v.clone()).ok())
+    {
         states.push(t.status.state.clone());
         *task = Some(t);
     } else if let Some(s) = result.get("statusUpdate") {
@@ -222,7 +253,10 @@ fn apply_event(result: &Value, task: &mut Option<Task>, states: &mut Vec<TaskSta
             }
         }
     } else if let Some(a) = result.get("artifactUpdate") {
-        if let (Ok(artifact), Some(t)) = (serde_json::from_value::<a2a::Artifact>(a["artifact"].clone()), task.as_mut()) {
+        if let (Ok(artifact), Some(t)) = (
+            serde_json::from_value::<a2a::Artifact>(a["artifact"].clone()),
+            task.as_mut(),
+        ) {
             t.artifacts.get_or_insert_with(Vec::new).push(artifact);
         }
     }
@@ -232,15 +266,33 @@ fn apply_event(result: &Value, task: &mut Option<Task>, states: &mut Vec<TaskSta
 fn classify(status: u16, body: &[u8]) -> (Outcome, Option<Task>) {
     if status >= 500 {
         // The router could not get an answer from the replica: it may have acted.
-        return (Outcome::Info { why: format!("HTTP {status} from the router") }, None);
+        return (
+            Outcome::Info {
+                why: format!("HTTP {status} from the router"),
+            },
+            None,
+        );
     }
     let value: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
-        Err(e) => return (Outcome::Info { why: format!("unreadable answer: {e}") }, None),
+        Err(e) => {
+            return (
+                Outcome::Info {
+                    why: format!("unreadable answer: {e}"),
+                },
+                None,
+            )
+        }
     };
     if status != 200 {
         let message = value["error"]["message"].as_str().unwrap_or("").to_string();
-        return (Outcome::Fail { code: i64::from(status), message }, None);
+        return (
+            Outcome::Fail {
+                code: i64::from(status),
+                message,
+            },
+            None,
+        );
     }
     if let Some(err) = value.get("error") {
         return (

@@ -141,11 +141,15 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     }
     {
         let (state, trace) = (ledger_state.clone(), trace.clone());
-        sim.host("ledger", move || ledger::serve(state.clone(), trace.clone()));
+        sim.host("ledger", move || {
+            ledger::serve(state.clone(), trace.clone())
+        });
     }
     {
         let (state, trace, mode) = (webhook_state.clone(), trace.clone(), spec.webhook);
-        sim.host("webhook", move || webhook::serve(state.clone(), mode, trace.clone()));
+        sim.host("webhook", move || {
+            webhook::serve(state.clone(), mode, trace.clone())
+        });
     }
     let mut memory_slots: Vec<Rc<RefCell<Option<SharedState>>>> = Vec::new();
     for i in 0..spec.replicas {
@@ -399,7 +403,11 @@ impl Driver {
                     sim.repair(a.as_str(), b.as_str());
                 }
                 for (a, b) in std::mem::take(&mut self.slowed) {
-                    sim.set_link_max_message_latency(a.as_str(), b.as_str(), Duration::from_millis(LATENCY_MS.1));
+                    sim.set_link_max_message_latency(
+                        a.as_str(),
+                        b.as_str(),
+                        Duration::from_millis(LATENCY_MS.1),
+                    );
                 }
                 for host in std::mem::take(&mut self.crashed) {
                     sim.bounce(host.as_str());
@@ -446,4 +454,3 @@ pub fn host_names(replicas: usize) -> Vec<String> {
     out.push("client".into());
     out
 }
-

@@ -82,21 +82,27 @@ pub struct Experiment {
 impl Experiment {
     /// The embedded default.
     pub fn default_experiment() -> Experiment {
-        Experiment::parse(DEFAULT, "(embedded default)", None).expect("the embedded default is valid")
+        Experiment::parse(DEFAULT, "(embedded default)", None)
+            .expect("the embedded default is valid")
     }
 
     /// Reads an experiment file.
     pub fn load(path: &Path) -> Result<Experiment, InputError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| InputError::new(&origin, format!("cannot read: {e}")))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError::new(&origin, format!("cannot read: {e}")))?;
         Experiment::parse(&text, &origin, Some(origin.clone()))
     }
 
     /// Parses and validates an experiment.
     pub fn parse(text: &str, origin: &str, path: Option<String>) -> Result<Experiment, InputError> {
-        let file: ExperimentFile = toml::from_str(text).map_err(|e| InputError::toml(origin, text, &e))?;
+        let file: ExperimentFile =
+            toml::from_str(text).map_err(|e| InputError::toml(origin, text, &e))?;
         if file.models.is_empty() || file.routing.is_empty() {
-            return Err(InputError::new(origin, "models and routing each need at least one entry"));
+            return Err(InputError::new(
+                origin,
+                "models and routing each need at least one entry",
+            ));
         }
         let mut profiles = Vec::new();
         for m in &file.models {
@@ -106,18 +112,30 @@ impl Experiment {
             if crate::router::strategy(r).is_none() {
                 return Err(InputError::new(
                     origin,
-                    format!("unknown routing `{r}`; known: {}", crate::router::names().join(", ")),
+                    format!(
+                        "unknown routing `{r}`; known: {}",
+                        crate::router::names().join(", ")
+                    ),
                 ));
             }
         }
         if file.replicas == 0 || file.replicas > REPLICAS_MAX {
-            return Err(InputError::new(origin, format!("replicas = {} must be 1..={REPLICAS_MAX}", file.replicas)));
+            return Err(InputError::new(
+                origin,
+                format!("replicas = {} must be 1..={REPLICAS_MAX}", file.replicas),
+            ));
         }
         if file.seeds.count == 0 || file.seeds.count > SEEDS_MAX {
-            return Err(InputError::new(origin, format!("seeds.count = {} must be 1..={SEEDS_MAX}", file.seeds.count)));
+            return Err(InputError::new(
+                origin,
+                format!("seeds.count = {} must be 1..={SEEDS_MAX}", file.seeds.count),
+            ));
         }
         if file.seeds.start.checked_add(file.seeds.count).is_none() {
-            return Err(InputError::new(origin, "seeds.start + seeds.count overflows"));
+            return Err(InputError::new(
+                origin,
+                "seeds.start + seeds.count overflows",
+            ));
         }
         file.workload.validate(origin)?;
         file.faults.validate(origin)?;
@@ -127,12 +145,16 @@ impl Experiment {
             }
             for (model, e) in &expect.models {
                 if !file.models.contains(model) {
-                    return Err(InputError::new(origin, format!("[expect.{model}] names a model the experiment does not run")));
+                    return Err(InputError::new(
+                        origin,
+                        format!("[expect.{model}] names a model the experiment does not run"),
+                    ));
                 }
                 crate::check::validate_names(&e.violations, origin)?;
             }
         }
-        let budget = Duration::from_millis(file.faults.window_ms + file.faults.liveness_ms + 120_000);
+        let budget =
+            Duration::from_millis(file.faults.window_ms + file.faults.liveness_ms + 120_000);
         Ok(Experiment {
             file,
             profiles,
@@ -154,7 +176,9 @@ impl Experiment {
     /// The command that replays one run of this experiment.
     pub fn reproduce(&self, seed: u64, model: &str, routing: &str) -> String {
         match &self.path {
-            Some(p) => format!("a2a-chaos replay {p} --seed {seed} --model {model} --routing {routing}"),
+            Some(p) => {
+                format!("a2a-chaos replay {p} --seed {seed} --model {model} --routing {routing}")
+            }
             None => format!("a2a-chaos replay --seed {seed} --model {model} --routing {routing}"),
         }
     }

@@ -44,7 +44,9 @@ impl OpKind {
     /// A short name for tables and traces.
     pub fn label(&self) -> String {
         match self {
-            OpKind::Send { conversation, turn, .. } => format!("send {conversation}#{turn}"),
+            OpKind::Send {
+                conversation, turn, ..
+            } => format!("send {conversation}#{turn}"),
             OpKind::Get { conversation } => format!("get {conversation}"),
             OpKind::Cancel { conversation } => format!("cancel {conversation}"),
             OpKind::Subscribe { conversation } => format!("subscribe {conversation}"),

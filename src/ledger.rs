@@ -121,7 +121,13 @@ pub async fn serve(state: SharedLedger, trace: Trace) -> turmoil::Result {
                 request.conversation, request.turn, request.task_id, request.replica, request.key
             );
             let applied = state.borrow_mut().apply(request, now_ms());
-            trace.record("ledger", format!("{what}: {}", if applied { "applied" } else { "deduplicated" }));
+            trace.record(
+                "ledger",
+                format!(
+                    "{what}: {}",
+                    if applied { "applied" } else { "deduplicated" }
+                ),
+            );
             Ok(net::json_response(
                 StatusCode::OK,
                 &serde_json::json!({ "applied": applied }),

@@ -17,10 +17,22 @@ use crate::error::InputError;
 /// The profiles that ship with the tool, by name: `(name, TOML text)`.
 pub const BUILTIN: &[(&str, &str)] = &[
     ("reference", include_str!("../models/reference.toml")),
-    ("a2a-python-1.1", include_str!("../models/a2a-python-1.1.toml")),
-    ("a2a-python-1.3-plain", include_str!("../models/a2a-python-1.3-plain.toml")),
-    ("a2a-python-1.3-versioned", include_str!("../models/a2a-python-1.3-versioned.toml")),
-    ("a2a-python-1.3-memory", include_str!("../models/a2a-python-1.3-memory.toml")),
+    (
+        "a2a-python-1.1",
+        include_str!("../models/a2a-python-1.1.toml"),
+    ),
+    (
+        "a2a-python-1.3-plain",
+        include_str!("../models/a2a-python-1.3-plain.toml"),
+    ),
+    (
+        "a2a-python-1.3-versioned",
+        include_str!("../models/a2a-python-1.3-versioned.toml"),
+    ),
+    (
+        "a2a-python-1.3-memory",
+        include_str!("../models/a2a-python-1.3-memory.toml"),
+    ),
 ];
 
 /// Where a replica keeps tasks.
@@ -152,19 +164,26 @@ pub const KNOBS: &[&str] = &[
 impl Profile {
     /// Parses and validates a profile; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Profile, InputError> {
-        let profile: Profile = toml::from_str(text).map_err(|e| InputError::toml(origin, text, &e))?;
+        let profile: Profile =
+            toml::from_str(text).map_err(|e| InputError::toml(origin, text, &e))?;
         for knob in KNOBS {
             match profile.sources.get(*knob) {
                 Some(s) if !s.trim().is_empty() => {}
                 _ => {
                     return Err(InputError::new(
                         origin,
-                        format!("knob `{knob}` has no source: add `\"{knob}\" = \"...\"` under [sources]"),
+                        format!(
+                        "knob `{knob}` has no source: add `\"{knob}\" = \"...\"` under [sources]"
+                    ),
                     ))
                 }
             }
         }
-        if let Some(extra) = profile.sources.keys().find(|k| !KNOBS.contains(&k.as_str())) {
+        if let Some(extra) = profile
+            .sources
+            .keys()
+            .find(|k| !KNOBS.contains(&k.as_str()))
+        {
             return Err(InputError::new(
                 origin,
                 format!("[sources] names `{extra}`, which is not a knob"),

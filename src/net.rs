@@ -58,7 +58,7 @@ pub struct ChannelBody {
 
 impl ChannelBody {
     /// A body and the sender that feeds it, holding at most `capacity` unread chunks.
-    pub fn new(capacity: usize) -> (mpsc::Sender<Bytes>, BoxBody) {
+    pub fn channel(capacity: usize) -> (mpsc::Sender<Bytes>, BoxBody) {
         let (tx, rx) = mpsc::channel(capacity);
         (tx, ChannelBody { rx }.boxed_unsync())
     }
@@ -72,7 +72,9 @@ impl Body for ChannelBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        self.rx.poll_recv(cx).map(|chunk| chunk.map(|b| Ok(Frame::data(b))))
+        self.rx
+            .poll_recv(cx)
+            .map(|chunk| chunk.map(|b| Ok(Frame::data(b))))
     }
 }
 
@@ -91,7 +93,7 @@ where
         let (stream, _peer) = listener.accept().await?;
         let handler = handler.clone();
         tokio::task::spawn_local(async move {
-            let service = hyper::service::service_fn(move |req| handler(req));
+            let service = hyper::service::service_fn(&handler);
             let _ = hyper::server::conn::http1::Builder::new()
                 .auto_date_header(false)
                 .keep_alive(false)

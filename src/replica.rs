@@ -202,7 +202,9 @@ impl Replica {
             match self.store.get(task_id).await {
                 Err(e) if tries < self.profile.store.transient_retries => {
                     tries += 1;
-                    self.record(format!("store read of {task_id} failed ({e}); retry {tries}"));
+                    self.record(format!(
+                        "store read of {task_id} failed ({e}); retry {tries}"
+                    ));
                     tokio::time::sleep(TRANSIENT_BACKOFF).await;
                 }
                 other => return other,
@@ -212,13 +214,21 @@ impl Replica {
 
     /// Saves a task, trying again on no answer (`store.transient_retries`); a conflict is
     /// returned at once.
-    async fn persist(&self, task: &Task, mode: SaveMode, based_on: Option<u64>) -> Result<u64, SaveError> {
+    async fn persist(
+        &self,
+        task: &Task,
+        mode: SaveMode,
+        based_on: Option<u64>,
+    ) -> Result<u64, SaveError> {
         let mut tries = 0;
         loop {
             match self.store.save(task, mode, based_on, &self.name).await {
                 Err(SaveError::Unavailable(e)) if tries < self.profile.store.transient_retries => {
                     tries += 1;
-                    self.record(format!("store save of {} failed ({e}); retry {tries}", task.id));
+                    self.record(format!(
+                        "store save of {} failed ({e}); retry {tries}",
+                        task.id
+                    ));
                     tokio::time::sleep(TRANSIENT_BACKOFF).await;
                 }
                 other => return other,
@@ -254,7 +264,10 @@ impl Replica {
         .await
     }
 
-    async fn handle(self: Rc<Self>, req: http::Request<hyper::body::Incoming>) -> Response<BoxBody> {
+    async fn handle(
+        self: Rc<Self>,
+        req: http::Request<hyper::body::Incoming>,
+    ) -> Response<BoxBody> {
         if req.method() == http::Method::GET && req.uri().path() == "/.well-known/agent-card.json" {
             return self.with_headers(net::json_response(StatusCode::OK, &self.card()));
         }
@@ -342,7 +355,10 @@ impl Replica {
             request.get("method").and_then(Value::as_str),
             request.get("jsonrpc").and_then(Value::as_str),
         ) else {
-            return self.rpc_error(id, rpc(-32600, "invalid request: jsonrpc 2.0 and method required"));
+            return self.rpc_error(
+                id,
+                rpc(-32600, "invalid request: jsonrpc 2.0 and method required"),
+            );
         };
         if !matches!(id, Value::String(_) | Value::Number(_) | Value::Null) {
             return self.rpc_error(Value::Null, rpc(-32600, "invalid request: bad id"));
@@ -351,7 +367,13 @@ impl Replica {
         if version != "1.0" {
             // An absent or empty header means 0.3 (A2A-BEHAVIOURS.md §1); 1.0-only servers
             // refuse 1.0 methods without it (a2a-python 1.3, seen run).
-            return self.rpc_error(id, rpc(-32009, format!("A2A-Version `{version}` is not supported; send 1.0")));
+            return self.rpc_error(
+                id,
+                rpc(
+                    -32009,
+                    format!("A2A-Version `{version}` is not supported; send 1.0"),
+                ),
+            );
         }
         match method {
             "SendMessage" => match serde_json::from_value::<SendMessageRequest>(params) {
@@ -374,7 +396,9 @@ impl Replica {
             },
             "GetTask" => match serde_json::from_value::<a2a::GetTaskRequest>(params) {
                 Ok(p) => match self.load(&p.id).await {
-                    Ok(Some((task, _))) => self.rpc_ok(id, serde_json::to_value(task).expect("tasks serialise")),
+                    Ok(Some((task, _))) => {
+                        self.rpc_ok(id, serde_json::to_value(task).expect("tasks serialise"))
+                    }
                     Ok(None) => self.rpc_error(id, rpc(-32001, format!("task {} not found", p.id))),
                     Err(e) => self.rpc_error(id, rpc(-32603, e)),
                 },
@@ -382,15 +406,19 @@ impl Replica {
             },
             "CancelTask" => match serde_json::from_value::<a2a::CancelTaskRequest>(params) {
                 Ok(p) => match self.cancel(&p.id).await {
-                    Ok(task) => self.rpc_ok(id, serde_json::to_value(task).expect("tasks serialise")),
+                    Ok(task) => {
+                        self.rpc_ok(id, serde_json::to_value(task).expect("tasks serialise"))
+                    }
                     Err(r) => self.rpc_error(id, r),
                 },
                 Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
             },
-            "SubscribeToTask" => match serde_json::from_value::<a2a::SubscribeToTaskRequest>(params) {
-                Ok(p) => self.clone().subscribe(id, p.id).await,
-                Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
-            },
+            "SubscribeToTask" => {
+                match serde_json::from_value::<a2a::SubscribeToTaskRequest>(params) {
+                    Ok(p) => self.clone().subscribe(id, p.id).await,
+                    Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
+                }
+            }
             "CreateTaskPushNotificationConfig" => {
                 match serde_json::from_value::<a2a::TaskPushNotificationConfig>(params) {
                     Ok(cfg) if !cfg.task_id.is_empty() => {
@@ -414,7 +442,7 @@ impl Replica {
     pub async fn send(self: Rc<Self>, message: Message, blocking: bool) -> Result<Task, Refusal> {
         let turn = self.clone().begin(message, None).await?;
         match turn {
-            Begun::Replay(task) => Ok(task),
+            Begun::Replay(task) => Ok(*task),
             Begun::Turn(turn) => {
                 if blocking {
                     self.finish(turn, None).await
@@ -437,7 +465,7 @@ impl Replica {
         };
         match turn {
             Begun::Replay(task) => {
-                let _ = tx.send(StreamResponse::Task(task)).await;
+                let _ = tx.send(StreamResponse::Task(*task)).await;
             }
             Begun::Turn(turn) => {
                 let me = self.clone();
@@ -457,7 +485,10 @@ impl Replica {
         sink: Option<&mpsc::Sender<StreamResponse>>,
     ) -> Result<Begun, Refusal> {
         let Some(info) = TurnInfo::from_message(&message) else {
-            return Err(rpc(-32602, "invalid params: the scripted agent needs a data part {conversation, turn, turns}"));
+            return Err(rpc(
+                -32602,
+                "invalid params: the scripted agent needs a data part {conversation, turn, turns}",
+            ));
         };
         // Deduplication by (contextId, messageId), where the model has it.
         let dedup_key = format!(
@@ -478,13 +509,22 @@ impl Replica {
             match dedup.claim(&dedup_key, lease).await {
                 Ok(Claim::New) => {}
                 Ok(Claim::InFlight) => {
-                    self.record(format!("{}#{}: duplicate in flight, 409", info.conversation, info.turn));
-                    return Err(Refusal::Http(409, format!("message {} is in flight", message.message_id)));
+                    self.record(format!(
+                        "{}#{}: duplicate in flight, 409",
+                        info.conversation, info.turn
+                    ));
+                    return Err(Refusal::Http(
+                        409,
+                        format!("message {} is in flight", message.message_id),
+                    ));
                 }
                 Ok(Claim::Done { task_id }) => {
-                    self.record(format!("{}#{}: duplicate of a done message, replay {task_id}", info.conversation, info.turn));
+                    self.record(format!(
+                        "{}#{}: duplicate of a done message, replay {task_id}",
+                        info.conversation, info.turn
+                    ));
                     return match self.load(&task_id).await {
-                        Ok(Some((task, _))) => Ok(Begun::Replay(task)),
+                        Ok(Some((task, _))) => Ok(Begun::Replay(Box::new(task))),
                         Ok(None) => Err(rpc(-32001, format!("task {task_id} not found"))),
                         Err(e) => Err(rpc(-32603, e)),
                     };
@@ -543,14 +583,19 @@ impl Replica {
                 };
                 let Some((task, version)) = loaded else {
                     release(self.clone()).await;
-                    self.record(format!("{}#{}: task {task_id} not found", info.conversation, info.turn));
+                    self.record(format!(
+                        "{}#{}: task {task_id} not found",
+                        info.conversation, info.turn
+                    ));
                     return Err(rpc(-32001, format!("task {task_id} not found")));
                 };
                 let mismatch = message
                     .context_id
                     .as_ref()
                     .is_some_and(|c| *c != task.context_id);
-                if mismatch && self.profile.handler.context_mismatch == MismatchRule::RejectBeforeExecutor {
+                if mismatch
+                    && self.profile.handler.context_mismatch == MismatchRule::RejectBeforeExecutor
+                {
                     release(self.clone()).await;
                     return Err(rpc(-32602, "contextId does not match the task's"));
                 }
@@ -591,7 +636,7 @@ impl Replica {
         }
         active.canceled.set(false);
         active.running.set(true);
-        Ok(Begun::Turn(Turn {
+        Ok(Begun::Turn(Box::new(Turn {
             info,
             message,
             task,
@@ -600,7 +645,7 @@ impl Replica {
             _guard: guard,
             mismatch,
             dedup: dedup_store.map(|d| (d, dedup_key)),
-        }))
+        })))
     }
 
     /// Saves `task` based on `version`; on a version conflict, re-reads and applies `reapply`
@@ -617,13 +662,17 @@ impl Replica {
             match self.persist(task, self.save_mode(version), version).await {
                 Ok(v) => return Ok(v),
                 Err(SaveError::Conflict { current }) => {
-                    self.record(format!("conflict saving {} (based on {version:?}, now {current:?})", task.id));
+                    self.record(format!(
+                        "conflict saving {} (based on {version:?}, now {current:?})",
+                        task.id
+                    ));
                     if attempts >= self.profile.handler.conflict_reapply {
                         // A second conflict: -32603 and a best-effort FAILED write.
                         if let Ok(Some((mut fresh, v))) = self.load(&task.id).await {
                             if !fresh.status.state.is_terminal() {
                                 fresh.status = status(TaskState::Failed);
-                                let _ = self.persist(&fresh, self.save_mode(Some(v)), Some(v)).await;
+                                let _ =
+                                    self.persist(&fresh, self.save_mode(Some(v)), Some(v)).await;
                             }
                         }
                         return Err(rpc(-32603, "concurrent task modification"));
@@ -633,7 +682,10 @@ impl Replica {
                         Ok(Some((mut fresh, v))) => {
                             if fresh.status.state.is_terminal() {
                                 *task = fresh;
-                                return Err(rpc(-32004, format!("task {} became terminal", task.id)));
+                                return Err(rpc(
+                                    -32004,
+                                    format!("task {} became terminal", task.id),
+                                ));
                             }
                             reapply(&mut fresh);
                             *task = fresh;
@@ -651,7 +703,7 @@ impl Replica {
 
     async fn finish(
         self: Rc<Self>,
-        turn: Turn,
+        turn: Box<Turn>,
         sink: Option<&mpsc::Sender<StreamResponse>>,
     ) -> Result<Task, Refusal> {
         let Turn {
@@ -663,7 +715,7 @@ impl Replica {
             _guard,
             mismatch,
             dedup,
-        } = turn;
+        } = *turn;
         let result = self
             .run_turn(&info, &message, &mut task, version, &active, sink)
             .await;
@@ -707,11 +759,16 @@ impl Replica {
             return self.canceled_result(task).await;
         }
         if let Err(e) = effect_result {
-            self.record(format!("{}#{}: effect outcome unknown: {e}", info.conversation, info.turn));
+            self.record(format!(
+                "{}#{}: effect outcome unknown: {e}",
+                info.conversation, info.turn
+            ));
             if self.profile.handler.after_effect_failure == AfterEffect::RpcError {
                 // The executor raised: the task is failed (best effort).
                 task.status = status(TaskState::Failed);
-                let _ = self.persist(task, self.save_mode(Some(version)), Some(version)).await;
+                let _ = self
+                    .persist(task, self.save_mode(Some(version)), Some(version))
+                    .await;
             }
             return Err(self.after_effect(rpc(-32603, format!("business effect failed: {e}"))));
         }
@@ -753,7 +810,10 @@ impl Replica {
         // Idempotent: re-applied on a fresh copy after a conflict, it adds nothing twice.
         let apply = |t: &mut Task| {
             let artifacts = t.artifacts.get_or_insert_with(Vec::new);
-            if !artifacts.iter().any(|a| a.artifact_id == artifact.artifact_id) {
+            if !artifacts
+                .iter()
+                .any(|a| a.artifact_id == artifact.artifact_id)
+            {
                 artifacts.push(artifact.clone());
             }
             push_message(t, &reply);
@@ -823,7 +883,10 @@ impl Replica {
             Ok(r) => format!("failed: HTTP {}", r.status.as_u16()),
             Err(e) => format!("failed: {e}"),
         };
-        self.record(format!("push for {} {:?}: {outcome}", task.id, task.status.state));
+        self.record(format!(
+            "push for {} {:?}: {outcome}",
+            task.id, task.status.state
+        ));
     }
 
     // ---------------------------------------------------------------- cancel
@@ -837,7 +900,10 @@ impl Replica {
             Err(e) => return Err(rpc(-32603, e)),
         };
         if task.status.state.is_terminal() {
-            return Err(rpc(-32002, format!("task {task_id} is {:?}", task.status.state)));
+            return Err(rpc(
+                -32002,
+                format!("task {task_id} is {:?}", task.status.state),
+            ));
         }
         if let Some(active) = self.active.borrow().get(task_id) {
             if active.running.get() {
@@ -858,9 +924,14 @@ impl Replica {
             }
             Err(SaveError::Conflict { .. }) => match self.store.get(task_id).await {
                 Ok(Some((t, _))) if t.status.state == TaskState::Canceled => Ok(t),
-                _ => Err(rpc(-32002, format!("task {task_id} changed while canceling"))),
+                _ => Err(rpc(
+                    -32002,
+                    format!("task {task_id} changed while canceling"),
+                )),
             },
-            Err(SaveError::NotCancelable) => Err(rpc(-32002, format!("task {task_id} is not cancelable"))),
+            Err(SaveError::NotCancelable) => {
+                Err(rpc(-32002, format!("task {task_id} is not cancelable")))
+            }
             Err(SaveError::Unavailable(e)) => Err(rpc(-32603, e)),
         }
     }
@@ -872,7 +943,9 @@ impl Replica {
     async fn subscribe(self: Rc<Self>, id: Value, task_id: String) -> Response<BoxBody> {
         let (task, version) = match self.store.get(&task_id).await {
             Ok(Some(found)) => found,
-            Ok(None) => return self.rpc_error(id, rpc(-32001, format!("task {task_id} not found"))),
+            Ok(None) => {
+                return self.rpc_error(id, rpc(-32001, format!("task {task_id} not found")))
+            }
             Err(e) => return self.rpc_error(id, rpc(-32603, e)),
         };
         if task.status.state.is_terminal() {
@@ -937,9 +1010,9 @@ fn diff(old: &Task, new: &Task) -> Vec<StreamResponse> {
 
 enum Begun {
     /// A deduplicated message: the task it produced before.
-    Replay(Task),
+    Replay(Box<Task>),
     /// A turn that has saved its working state and still has to run.
-    Turn(Turn),
+    Turn(Box<Turn>),
 }
 
 struct Turn {
@@ -971,7 +1044,7 @@ fn status(state: TaskState) -> TaskStatus {
 
 /// A server-sent-events response carrying each stream event as a JSON-RPC result.
 fn sse_response(id: Value, mut rx: mpsc::Receiver<StreamResponse>) -> Response<BoxBody> {
-    let (tx, body) = ChannelBody::new(16);
+    let (tx, body) = ChannelBody::channel(16);
     tokio::task::spawn_local(async move {
         while let Some(event) = rx.recv().await {
             let line = json!({"jsonrpc": "2.0", "id": id, "result": event});

@@ -25,7 +25,10 @@ pub struct Group<'a> {
 pub fn groups(runs: &[RunSummary]) -> Vec<Group<'_>> {
     let mut out: Vec<Group<'_>> = Vec::new();
     for r in runs {
-        match out.iter_mut().find(|g| g.model == r.model && g.routing == r.routing) {
+        match out
+            .iter_mut()
+            .find(|g| g.model == r.model && g.routing == r.routing)
+        {
             Some(g) => g.runs.push(r),
             None => out.push(Group {
                 model: &r.model,
@@ -39,7 +42,8 @@ pub fn groups(runs: &[RunSummary]) -> Vec<Group<'_>> {
 
 /// Latency histogram of a group (simulated ms).
 pub fn histogram(runs: &[&RunSummary]) -> Histogram<u64> {
-    let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000, 3).expect("static bounds are valid");
+    let mut h =
+        Histogram::<u64>::new_with_bounds(1, 3_600_000, 3).expect("static bounds are valid");
     for r in runs {
         for l in &r.latencies_ms {
             h.saturating_record((*l).max(1));
@@ -162,7 +166,14 @@ pub fn runs_csv(runs: &[RunSummary]) -> Vec<u8> {
         "model", "routing", "seed", "requests", "ok", "fail", "info", "effects",
     ];
     header.extend(invariants.iter().copied());
-    header.extend(["p50_ms", "p99_ms", "sim_ms", "trace_hash", "faults", "error"]);
+    header.extend([
+        "p50_ms",
+        "p99_ms",
+        "sim_ms",
+        "trace_hash",
+        "faults",
+        "error",
+    ]);
     w.write_record(&header).expect("in-memory csv");
     for r in runs {
         let refs = [r];
@@ -192,7 +203,10 @@ pub fn runs_csv(runs: &[RunSummary]) -> Vec<u8> {
         let (p50, p99) = if h.is_empty() {
             (String::new(), String::new())
         } else {
-            (h.value_at_quantile(0.5).to_string(), h.value_at_quantile(0.99).to_string())
+            (
+                h.value_at_quantile(0.5).to_string(),
+                h.value_at_quantile(0.99).to_string(),
+            )
         };
         row.extend([
             p50,
@@ -230,7 +244,13 @@ pub fn summary_csv(runs: &[RunSummary]) -> Vec<u8> {
     for g in groups(runs) {
         let n = g.runs.len() as u64;
         let h = histogram(&g.runs);
-        let q = |p: f64| if h.is_empty() { String::new() } else { h.value_at_quantile(p).to_string() };
+        let q = |p: f64| {
+            if h.is_empty() {
+                String::new()
+            } else {
+                h.value_at_quantile(p).to_string()
+            }
+        };
         let requests: u64 = g.runs.iter().map(|r| r.requests).sum();
         let effects: u64 = g.runs.iter().map(|r| r.effects).sum();
         for inv in check::names() {
@@ -310,7 +330,11 @@ pub fn check_json(
     };
     let errors: Vec<_> = runs
         .iter()
-        .filter_map(|r| r.error.as_ref().map(|e| serde_json::json!({"seed": r.seed, "error": e, "reproduce": reproduce(r)})))
+        .filter_map(|r| {
+            r.error
+                .as_ref()
+                .map(|e| serde_json::json!({"seed": r.seed, "error": e, "reproduce": reproduce(r)}))
+        })
         .collect();
     let mut out = serde_json::json!({
         "file": file,

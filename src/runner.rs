@@ -68,7 +68,13 @@ impl RunSummary {
 }
 
 /// Builds the spec of one run of an experiment.
-pub fn spec_for(exp: &Experiment, profile: &Profile, routing: &str, seed: u64, keep_trace: bool) -> RunSpec {
+pub fn spec_for(
+    exp: &Experiment,
+    profile: &Profile,
+    routing: &str,
+    seed: u64,
+    keep_trace: bool,
+) -> RunSpec {
     RunSpec {
         seed,
         profile: Rc::new(profile.clone()),

@@ -161,33 +161,47 @@ pub struct Script {
 impl Script {
     /// Parses and validates a scenario; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Script, InputError> {
-        let file: ScenarioFile = toml::from_str(text).map_err(|e| InputError::toml(origin, text, &e))?;
+        let file: ScenarioFile =
+            toml::from_str(text).map_err(|e| InputError::toml(origin, text, &e))?;
         Script::from_file(file, origin)
     }
 
     /// Reads a scenario file.
     pub fn load(path: &Path) -> Result<Script, InputError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| InputError::new(&origin, format!("cannot read: {e}")))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError::new(&origin, format!("cannot read: {e}")))?;
         Script::parse(&text, &origin)
     }
 
     /// Validates a parsed file.
     pub fn from_file(file: ScenarioFile, origin: &str) -> Result<Script, InputError> {
         if file.replicas == 0 || file.replicas > REPLICAS_MAX {
-            return Err(InputError::new(origin, format!("replicas = {} must be 1..={REPLICAS_MAX}", file.replicas)));
+            return Err(InputError::new(
+                origin,
+                format!("replicas = {} must be 1..={REPLICAS_MAX}", file.replicas),
+            ));
         }
         if crate::router::strategy(&file.routing).is_none() {
             return Err(InputError::new(
                 origin,
-                format!("unknown routing `{}`; known: {}", file.routing, crate::router::names().join(", ")),
+                format!(
+                    "unknown routing `{}`; known: {}",
+                    file.routing,
+                    crate::router::names().join(", ")
+                ),
             ));
         }
         crate::check::validate_names(&file.expect.violations, origin)?;
         let mut count = 0;
         let mut steps = Vec::new();
         for (i, table) in file.step.iter().enumerate() {
-            steps.push(resolve(table, &format!("{origin}: step {}", i + 1), file.replicas, &mut count)?);
+            steps.push(resolve(
+                table,
+                &format!("{origin}: step {}", i + 1),
+                file.replicas,
+                &mut count,
+            )?);
         }
         let mut turns = BTreeMap::new();
         collect_turns(&steps, &mut turns);
@@ -231,16 +245,27 @@ fn check_host(host: &str, replicas: usize, origin: &str) -> Result<(), InputErro
 
 fn check_to(to: &Option<String>, replicas: usize, origin: &str) -> Result<(), InputError> {
     match to {
-        Some(t) if !t.starts_with("replica-") => Err(InputError::new(origin, format!("`to = \"{t}\"` must name a replica"))),
+        Some(t) if !t.starts_with("replica-") => Err(InputError::new(
+            origin,
+            format!("`to = \"{t}\"` must name a replica"),
+        )),
         Some(t) => check_host(t, replicas, origin),
         None => Ok(()),
     }
 }
 
-fn resolve(table: &StepTable, origin: &str, replicas: usize, count: &mut usize) -> Result<Step, InputError> {
+fn resolve(
+    table: &StepTable,
+    origin: &str,
+    replicas: usize,
+    count: &mut usize,
+) -> Result<Step, InputError> {
     *count += 1;
     if *count > STEPS_MAX {
-        return Err(InputError::new(origin, format!("more than {STEPS_MAX} steps")));
+        return Err(InputError::new(
+            origin,
+            format!("more than {STEPS_MAX} steps"),
+        ));
     }
     let mut found: Vec<Step> = Vec::new();
     if let Some(s) = &table.send {
@@ -274,7 +299,10 @@ fn resolve(table: &StepTable, origin: &str, replicas: usize, count: &mut usize) 
     if let Some(h) = &table.kill {
         check_host(h, replicas, origin)?;
         if h == "client" {
-            return Err(InputError::new(origin, "the client cannot be killed: it runs the script"));
+            return Err(InputError::new(
+                origin,
+                "the client cannot be killed: it runs the script",
+            ));
         }
         found.push(Step::Fault(Action::Kill(h.clone())));
     }
@@ -289,7 +317,10 @@ fn resolve(table: &StepTable, origin: &str, replicas: usize, count: &mut usize) 
     }
     if let Some(h) = &table.heal {
         if h != "all" {
-            return Err(InputError::new(origin, format!("heal = \"{h}\": only \"all\" is supported")));
+            return Err(InputError::new(
+                origin,
+                format!("heal = \"{h}\": only \"all\" is supported"),
+            ));
         }
         found.push(Step::Fault(Action::HealAll));
     }
@@ -340,7 +371,11 @@ fn run_step<'a>(
                     .message_id
                     .clone()
                     .unwrap_or_else(|| workload::message_id(seed, &s.conversation, s.turn));
-                let task_id = if s.turn > 1 { task_of(&s.conversation) } else { None };
+                let task_id = if s.turn > 1 {
+                    task_of(&s.conversation)
+                } else {
+                    None
+                };
                 let message = Client::turn_message(&info, &mid, &ctx, task_id.as_deref());
                 let blocking = s.blocking.unwrap_or(true);
                 let mut params = json!({ "message": message });
@@ -355,10 +390,19 @@ fn run_step<'a>(
                 };
                 let answer = if s.streaming.unwrap_or(false) {
                     client
-                        .stream(kind, "SendStreamingMessage", params, Some(&ctx), s.to.as_deref(), Duration::from_secs(10))
+                        .stream(
+                            kind,
+                            "SendStreamingMessage",
+                            params,
+                            Some(&ctx),
+                            s.to.as_deref(),
+                            Duration::from_secs(10),
+                        )
                         .await
                 } else {
-                    client.unary(kind, "SendMessage", params, Some(&ctx), s.to.as_deref()).await
+                    client
+                        .unary(kind, "SendMessage", params, Some(&ctx), s.to.as_deref())
+                        .await
                 };
                 if let (Outcome::Ok, Some(task)) = (&answer.outcome, &answer.task) {
                     link.tasks
@@ -369,7 +413,10 @@ fn run_step<'a>(
             }
             Step::Cancel(s) | Step::Get(s) | Step::Subscribe(s) => {
                 let Some(id) = task_of(&s.conversation) else {
-                    client.trace.record("client", format!("skip step on {}: no task yet", s.conversation));
+                    client.trace.record(
+                        "client",
+                        format!("skip step on {}: no task yet", s.conversation),
+                    );
                     return;
                 };
                 let ctx = workload::context_id(seed, &s.conversation);
@@ -378,12 +425,24 @@ fn run_step<'a>(
                 match step {
                     Step::Cancel(_) => {
                         client
-                            .unary(OpKind::Cancel { conversation }, "CancelTask", params, Some(&ctx), s.to.as_deref())
+                            .unary(
+                                OpKind::Cancel { conversation },
+                                "CancelTask",
+                                params,
+                                Some(&ctx),
+                                s.to.as_deref(),
+                            )
                             .await;
                     }
                     Step::Get(_) => {
                         client
-                            .unary(OpKind::Get { conversation }, "GetTask", params, Some(&ctx), s.to.as_deref())
+                            .unary(
+                                OpKind::Get { conversation },
+                                "GetTask",
+                                params,
+                                Some(&ctx),
+                                s.to.as_deref(),
+                            )
                             .await;
                     }
                     _ => {
@@ -402,13 +461,18 @@ fn run_step<'a>(
             }
             Step::SetPush(s) => {
                 let Some(id) = task_of(&s.conversation) else {
-                    client.trace.record("client", format!("skip set-push on {}: no task yet", s.conversation));
+                    client.trace.record(
+                        "client",
+                        format!("skip set-push on {}: no task yet", s.conversation),
+                    );
                     return;
                 };
                 let ctx = workload::context_id(seed, &s.conversation);
                 client
                     .unary(
-                        OpKind::SetPush { conversation: s.conversation.clone() },
+                        OpKind::SetPush {
+                            conversation: s.conversation.clone(),
+                        },
                         "CreateTaskPushNotificationConfig",
                         json!({ "taskId": id, "url": s.url }),
                         Some(&ctx),
@@ -417,7 +481,10 @@ fn run_step<'a>(
                     .await;
             }
             Step::Concurrent(steps) => {
-                let futures: Vec<_> = steps.iter().map(|s| run_step(s, script, seed, client, link)).collect();
+                let futures: Vec<_> = steps
+                    .iter()
+                    .map(|s| run_step(s, script, seed, client, link))
+                    .collect();
                 join_all(futures).await;
             }
             Step::Fault(action) => {
@@ -487,12 +554,18 @@ violations = ["no-lost-writes"]
     #[test]
     fn a_step_with_two_keys_is_refused() {
         let bad = format!("{ABA}\n[[step]]\nkill = \"replica-0\"\nwait-ms = 5\n");
-        assert!(Script::parse(&bad, "x").unwrap_err().message.contains("more than one key"));
+        assert!(Script::parse(&bad, "x")
+            .unwrap_err()
+            .message
+            .contains("more than one key"));
     }
 
     #[test]
     fn an_unknown_replica_is_refused() {
         let bad = ABA.replace("to = \"replica-1\"", "to = \"replica-7\"");
-        assert!(Script::parse(&bad, "x").unwrap_err().message.contains("replica-7"));
+        assert!(Script::parse(&bad, "x")
+            .unwrap_err()
+            .message
+            .contains("replica-7"));
     }
 }

@@ -121,8 +121,17 @@ impl StoreState {
     }
 
     /// Applies a save; returns the new version. `based_on` is the version the writer read.
-    pub fn save(&mut self, task: Task, mode: SaveMode, based_on: Option<u64>, replica: &str) -> Result<u64, SaveError> {
-        let current = self.tasks.get(&task.id).map(|(t, v)| (t.status.state.clone(), *v));
+    pub fn save(
+        &mut self,
+        task: Task,
+        mode: SaveMode,
+        based_on: Option<u64>,
+        replica: &str,
+    ) -> Result<u64, SaveError> {
+        let current = self
+            .tasks
+            .get(&task.id)
+            .map(|(t, v)| (t.status.state.clone(), *v));
         let before = current.as_ref().map(|(_, v)| *v);
         match mode {
             SaveMode::Cas(prev) => {
@@ -172,7 +181,9 @@ impl StoreState {
                     task_id: task_id.clone(),
                 }
             }
-            Some(DedupEntry::InFlight { until_ms }) if *until_ms > now_ms => return Claim::InFlight,
+            Some(DedupEntry::InFlight { until_ms }) if *until_ms > now_ms => {
+                return Claim::InFlight
+            }
             _ => {}
         }
         self.dedup.insert(
@@ -224,16 +235,36 @@ pub enum TaskStore {
     Remote { timeout: Duration },
 }
 
+// Requests and responses cross the simulated wire as JSON; their size difference is moot.
+#[allow(clippy::large_enum_variant)]
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "op")]
 enum StoreRequest {
-    Get { task_id: String },
-    Save { task: Task, mode: SaveMode, based_on: Option<u64>, replica: String },
-    Events { task_id: String, after: u64 },
-    Claim { key: String, lease_ms: u64 },
-    Finish { key: String, task_id: Option<String>, ttl_ms: u64 },
+    Get {
+        task_id: String,
+    },
+    Save {
+        task: Task,
+        mode: SaveMode,
+        based_on: Option<u64>,
+        replica: String,
+    },
+    Events {
+        task_id: String,
+        after: u64,
+    },
+    Claim {
+        key: String,
+        lease_ms: u64,
+    },
+    Finish {
+        key: String,
+        task_id: Option<String>,
+        ttl_ms: u64,
+    },
 }
 
+#[allow(clippy::large_enum_variant)]
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "result")]
 enum StoreResponse {
@@ -279,7 +310,11 @@ impl TaskStore {
         replica: &str,
     ) -> Result<u64, SaveError> {
         match self {
-            TaskStore::Local(state) => state.borrow_mut().save(task.clone(), mode, based_on, replica),
+            TaskStore::Local(state) => {
+                state
+                    .borrow_mut()
+                    .save(task.clone(), mode, based_on, replica)
+            }
             TaskStore::Remote { timeout } => {
                 let req = StoreRequest::Save {
                     task: task.clone(),
@@ -298,7 +333,11 @@ impl TaskStore {
     }
 
     /// Snapshots after `after`, in version order.
-    pub async fn events_after(&self, task_id: &str, after: u64) -> Result<Vec<(u64, Task)>, String> {
+    pub async fn events_after(
+        &self,
+        task_id: &str,
+        after: u64,
+    ) -> Result<Vec<(u64, Task)>, String> {
         match self {
             TaskStore::Local(state) => Ok(state.borrow().events_after(task_id, after)),
             TaskStore::Remote { timeout } => {
@@ -332,7 +371,12 @@ impl TaskStore {
     }
 
     /// Finishes (or with `None`, releases) a dedup claim.
-    pub async fn finish(&self, key: &str, task_id: Option<String>, ttl_ms: u64) -> Result<(), String> {
+    pub async fn finish(
+        &self,
+        key: &str,
+        task_id: Option<String>,
+        ttl_ms: u64,
+    ) -> Result<(), String> {
         match self {
             TaskStore::Local(state) => {
                 state.borrow_mut().finish(key, task_id, now_ms(), ttl_ms);
@@ -363,8 +407,17 @@ pub async fn serve(state: SharedState, trace: Trace) -> turmoil::Result {
     .await
 }
 
-async fn handle(req: http::Request<hyper::body::Incoming>, state: SharedState, trace: Trace) -> Response<BoxBody> {
-    let bad = |why: String| net::json_response(StatusCode::BAD_REQUEST, &serde_json::json!({ "error": why }));
+async fn handle(
+    req: http::Request<hyper::body::Incoming>,
+    state: SharedState,
+    trace: Trace,
+) -> Response<BoxBody> {
+    let bad = |why: String| {
+        net::json_response(
+            StatusCode::BAD_REQUEST,
+            &serde_json::json!({ "error": why }),
+        )
+    };
     let body = match net::read_request(req.into_body()).await {
         Ok(b) => b,
         Err(e) => return bad(e.to_string()),
@@ -395,11 +448,17 @@ async fn handle(req: http::Request<hyper::body::Incoming>, state: SharedState, t
             let result = state.borrow_mut().save(task, mode, based_on, &replica);
             match result {
                 Ok(version) => {
-                    trace.record("store", format!("save {id} v{version} from {replica} ({mode:?})"));
+                    trace.record(
+                        "store",
+                        format!("save {id} v{version} from {replica} ({mode:?})"),
+                    );
                     StoreResponse::Saved { version }
                 }
                 Err(error) => {
-                    trace.record("store", format!("refuse {id} from {replica} ({mode:?}): {error:?}"));
+                    trace.record(
+                        "store",
+                        format!("refuse {id} from {replica} ({mode:?}): {error:?}"),
+                    );
                     StoreResponse::Refused { error }
                 }
             }
@@ -412,7 +471,11 @@ async fn handle(req: http::Request<hyper::body::Incoming>, state: SharedState, t
             trace.record("store", format!("claim {key}: {claim:?}"));
             StoreResponse::Claim { claim }
         }
-        StoreRequest::Finish { key, task_id, ttl_ms } => {
+        StoreRequest::Finish {
+            key,
+            task_id,
+            ttl_ms,
+        } => {
             state.borrow_mut().finish(&key, task_id, now_ms(), ttl_ms);
             StoreResponse::Done
         }
@@ -444,9 +507,18 @@ mod tests {
     fn cas_refuses_a_stale_version_and_overwrite_does_not() {
         let mut s = StoreState::default();
         assert_eq!(s.save(task("t"), SaveMode::Cas(None), None, "r0"), Ok(1));
-        assert_eq!(s.save(task("t"), SaveMode::Cas(None), None, "r1"), Err(SaveError::Conflict { current: Some(1) }));
-        assert_eq!(s.save(task("t"), SaveMode::Cas(Some(1)), Some(1), "r0"), Ok(2));
-        assert_eq!(s.save(task("t"), SaveMode::Cas(Some(1)), Some(1), "r1"), Err(SaveError::Conflict { current: Some(2) }));
+        assert_eq!(
+            s.save(task("t"), SaveMode::Cas(None), None, "r1"),
+            Err(SaveError::Conflict { current: Some(1) })
+        );
+        assert_eq!(
+            s.save(task("t"), SaveMode::Cas(Some(1)), Some(1), "r0"),
+            Ok(2)
+        );
+        assert_eq!(
+            s.save(task("t"), SaveMode::Cas(Some(1)), Some(1), "r1"),
+            Err(SaveError::Conflict { current: Some(2) })
+        );
         assert_eq!(s.save(task("t"), SaveMode::Overwrite, Some(1), "r1"), Ok(3));
     }
 
@@ -457,7 +529,10 @@ mod tests {
         let mut c = task("t");
         c.status.state = a2a::TaskState::Canceled;
         assert_eq!(s.save(c.clone(), SaveMode::Cancel, Some(1), "r1"), Ok(2));
-        assert_eq!(s.save(c, SaveMode::Cancel, Some(1), "r1"), Err(SaveError::NotCancelable));
+        assert_eq!(
+            s.save(c, SaveMode::Cancel, Some(1), "r1"),
+            Err(SaveError::NotCancelable)
+        );
     }
 
     #[test]
@@ -467,6 +542,11 @@ mod tests {
         assert_eq!(s.claim("k", 50, 100), Claim::InFlight);
         assert_eq!(s.claim("k", 150, 100), Claim::New);
         s.finish("k", Some("t".into()), 160, 1000);
-        assert_eq!(s.claim("k", 170, 100), Claim::Done { task_id: "t".into() });
+        assert_eq!(
+            s.claim("k", 170, 100),
+            Claim::Done {
+                task_id: "t".into()
+            }
+        );
     }
 }

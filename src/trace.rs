@@ -57,7 +57,7 @@ impl Trace {
         {
             let mut hash = self.hash.borrow_mut();
             let mut line = String::with_capacity(what.len() + 24);
-            let _ = write!(line, "{at_ms}|{host}|{what}\n");
+            let _ = writeln!(line, "{at_ms}|{host}|{what}");
             hash.write(line.as_bytes());
         }
         if self.keep {

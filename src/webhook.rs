@@ -62,7 +62,10 @@ pub async fn serve(state: SharedWebhook, mode: WebhookMode, trace: Trace) -> tur
                 WebhookMode::Ok => StatusCode::OK,
                 WebhookMode::Redirect => StatusCode::FOUND,
             };
-            trace.record("webhook", format!("delivery to {path}: answered {}", status.as_u16()));
+            trace.record(
+                "webhook",
+                format!("delivery to {path}: answered {}", status.as_u16()),
+            );
             state.borrow_mut().deliveries.push(Delivery {
                 at_ms: now_ms(),
                 path,
@@ -72,8 +75,10 @@ pub async fn serve(state: SharedWebhook, mode: WebhookMode, trace: Trace) -> tur
             });
             let mut resp = net::json_response(status, &serde_json::json!({}));
             if mode == WebhookMode::Redirect {
-                resp.headers_mut()
-                    .insert("location", http::HeaderValue::from_static("http://10.0.0.1/hook"));
+                resp.headers_mut().insert(
+                    "location",
+                    http::HeaderValue::from_static("http://10.0.0.1/hook"),
+                );
             }
             Ok(resp)
         }

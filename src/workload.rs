@@ -70,7 +70,10 @@ impl WorkloadSpec {
     pub fn validate(&self, origin: &str) -> Result<(), InputError> {
         let bad = |m: String| Err(InputError::new(origin, format!("[workload] {m}")));
         if self.conversations == 0 || self.conversations > CONVERSATIONS_MAX {
-            return bad(format!("conversations = {} must be 1..={CONVERSATIONS_MAX}", self.conversations));
+            return bad(format!(
+                "conversations = {} must be 1..={CONVERSATIONS_MAX}",
+                self.conversations
+            ));
         }
         if self.turns == 0 || self.turns > TURNS_MAX {
             return bad(format!("turns = {} must be 1..={TURNS_MAX}", self.turns));
@@ -79,7 +82,10 @@ impl WorkloadSpec {
             return bad(format!("gap-ms = {:?} must be [min, max]", self.gap_ms));
         }
         if !(0.0..=1.0).contains(&self.duplicate_rate) {
-            return bad(format!("duplicate-rate = {} must be in [0, 1]", self.duplicate_rate));
+            return bad(format!(
+                "duplicate-rate = {} must be in [0, 1]",
+                self.duplicate_rate
+            ));
         }
         if self.request_timeout_ms == 0 {
             return bad("request-timeout-ms must be > 0".into());
@@ -126,7 +132,10 @@ async fn conversation(
     let name = format!("c{index}");
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (0xc0_u64 << 56) ^ u64::from(index));
     let ctx = context_id(seed, &name);
-    tokio::time::sleep(Duration::from_millis(rng.random_range(0..=spec.start_spread_ms))).await;
+    tokio::time::sleep(Duration::from_millis(
+        rng.random_range(0..=spec.start_spread_ms),
+    ))
+    .await;
     let mut task_id: Option<String> = None;
     for turn in 1..=spec.turns {
         let info = TurnInfo {
@@ -152,7 +161,13 @@ async fn conversation(
                 });
             }
             let answer = client
-                .unary(kind.clone(), "SendMessage", params.clone(), Some(&ctx), None)
+                .unary(
+                    kind.clone(),
+                    "SendMessage",
+                    params.clone(),
+                    Some(&ctx),
+                    None,
+                )
                 .await;
             match answer.outcome {
                 Outcome::Ok => {

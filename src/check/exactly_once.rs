@@ -24,7 +24,10 @@ impl Checker for ExactlyOnce {
     fn check(&self, run: &RunRecord) -> Finding {
         let mut attempts: BTreeMap<(String, u32), Vec<&Outcome>> = BTreeMap::new();
         for op in &run.history {
-            if let OpKind::Send { conversation, turn, .. } = &op.kind {
+            if let OpKind::Send {
+                conversation, turn, ..
+            } = &op.kind
+            {
                 attempts
                     .entry((conversation.clone(), *turn))
                     .or_default()
@@ -63,7 +66,9 @@ impl Checker for ExactlyOnce {
             } else if ok && n == 0 {
                 violations.push(Violation {
                     invariant: "",
-                    detail: format!("{what} was acknowledged ok but never took effect at the ledger"),
+                    detail: format!(
+                        "{what} was acknowledged ok but never took effect at the ledger"
+                    ),
                 });
             } else if !ok && !info && n == 1 {
                 let refusal = outcomes

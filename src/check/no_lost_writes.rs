@@ -23,8 +23,16 @@ impl Checker for NoLostWrites {
         let mut violations = Vec::new();
         let mut exercised = 0;
         for ack in &run.history {
-            let (OpKind::Send { conversation, turn, message_id, .. }, Outcome::Ok, Some(view)) =
-                (&ack.kind, &ack.outcome, &ack.task)
+            let (
+                OpKind::Send {
+                    conversation,
+                    turn,
+                    message_id,
+                    ..
+                },
+                Outcome::Ok,
+                Some(view),
+            ) = (&ack.kind, &ack.outcome, &ack.task)
             else {
                 continue;
             };
@@ -44,7 +52,9 @@ impl Checker for NoLostWrites {
             // Exercised: another operation on the conversation ran after this turn began (a
             // concurrent or later writer, or a later read), or a fault struck after the ack.
             let touched = run.history.iter().any(|o| {
-                o.id != ack.id && o.kind.conversation() == conversation && o.complete_ms > ack.invoke_ms
+                o.id != ack.id
+                    && o.kind.conversation() == conversation
+                    && o.complete_ms > ack.invoke_ms
             });
             let struck = run.faults.iter().any(|(at, _)| *at > ack.complete_ms);
             if touched || struck {

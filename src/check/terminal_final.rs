@@ -42,14 +42,32 @@ impl Checker for TerminalIsFinal {
                 continue;
             }
             if let Some(t) = &op.task {
-                let label = format!("{} answered by {}", op.kind.label(), op.replica.as_deref().unwrap_or("?"));
-                events.push((op.invoke_ms, usize::MAX, &t.id, &t.state, label.clone(), Role::Observe));
+                let label = format!(
+                    "{} answered by {}",
+                    op.kind.label(),
+                    op.replica.as_deref().unwrap_or("?")
+                );
+                events.push((
+                    op.invoke_ms,
+                    usize::MAX,
+                    &t.id,
+                    &t.state,
+                    label.clone(),
+                    Role::Observe,
+                ));
                 if t.state.is_terminal() {
-                    events.push((op.complete_ms, usize::MAX, &t.id, &t.state, label, Role::Establish));
+                    events.push((
+                        op.complete_ms,
+                        usize::MAX,
+                        &t.id,
+                        &t.state,
+                        label,
+                        Role::Establish,
+                    ));
                 }
             }
         }
-        events.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        events.sort_by_key(|e| (e.0, e.1));
         let mut terminal: BTreeMap<&str, (&TaskState, String, u64)> = BTreeMap::new();
         let mut violations = Vec::new();
         let mut exercised = 0;

@@ -22,8 +22,14 @@ impl Fault for Kill {
         for at_ms in arrivals(rate, input.window_ms, rng) {
             let host = format!("replica-{}", rng.random_range(0..input.replicas));
             let down_ms = rng.random_range(200..=1000);
-            out.push(Scheduled { at_ms, action: Action::Kill(host.clone()) });
-            out.push(Scheduled { at_ms: at_ms + down_ms, action: Action::Restart(host) });
+            out.push(Scheduled {
+                at_ms,
+                action: Action::Kill(host.clone()),
+            });
+            out.push(Scheduled {
+                at_ms: at_ms + down_ms,
+                action: Action::Restart(host),
+            });
         }
         out
     }

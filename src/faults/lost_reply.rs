@@ -17,6 +17,9 @@ impl Fault for LostReply {
     }
 
     fn plan(&self, rate: f64, _input: &PlanInput, _rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
-        vec![Scheduled { at_ms: 0, action: Action::LostReplyRate(rate.min(1.0)) }]
+        vec![Scheduled {
+            at_ms: 0,
+            action: Action::LostReplyRate(rate.min(1.0)),
+        }]
     }
 }

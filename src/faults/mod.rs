@@ -144,11 +144,17 @@ impl FaultSpec {
             if !FAULTS.iter().any(|(n, _)| n == name) {
                 return Err(InputError::new(
                     origin,
-                    format!("[faults] has unknown key `{name}`; faults: {}", names().join(", ")),
+                    format!(
+                        "[faults] has unknown key `{name}`; faults: {}",
+                        names().join(", ")
+                    ),
                 ));
             }
             if !rate.is_finite() || *rate < 0.0 {
-                return Err(InputError::new(origin, format!("[faults] {name} = {rate} must be a number >= 0")));
+                return Err(InputError::new(
+                    origin,
+                    format!("[faults] {name} = {rate} must be a number >= 0"),
+                ));
             }
         }
         Ok(())
@@ -176,7 +182,12 @@ impl FaultSpec {
     }
 
     /// Plans every fault for one run, in time order.
-    pub fn plan(&self, rates: &BTreeMap<String, f64>, input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
+    pub fn plan(
+        &self,
+        rates: &BTreeMap<String, f64>,
+        input: &PlanInput,
+        rng: &mut ChaCha8Rng,
+    ) -> Vec<Scheduled> {
         let mut out = Vec::new();
         for (name, fault) in FAULTS {
             if let Some(rate) = rates.get(*name).filter(|r| **r > 0.0) {

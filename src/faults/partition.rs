@@ -23,8 +23,14 @@ impl Fault for Partition {
         for at_ms in arrivals(rate, input.window_ms, rng) {
             let host = format!("replica-{}", rng.random_range(0..input.replicas));
             let length_ms = rng.random_range(200..=800);
-            out.push(Scheduled { at_ms, action: Action::Partition(host.clone(), "store".into()) });
-            out.push(Scheduled { at_ms: at_ms + length_ms, action: Action::Repair(host, "store".into()) });
+            out.push(Scheduled {
+                at_ms,
+                action: Action::Partition(host.clone(), "store".into()),
+            });
+            out.push(Scheduled {
+                at_ms: at_ms + length_ms,
+                action: Action::Repair(host, "store".into()),
+            });
         }
         out
     }

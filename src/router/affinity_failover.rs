@@ -38,10 +38,16 @@ mod tests {
         let ctx = "ctx-a";
         let home = context_slot(ctx, 3);
         let mut ready = vec![true; 3];
-        let input = RouteInput { context_id: Some(ctx), ready: &ready };
+        let input = RouteInput {
+            context_id: Some(ctx),
+            ready: &ready,
+        };
         assert_eq!(s.pick(&input, &mut rng), home);
         ready[home] = false;
-        let input = RouteInput { context_id: Some(ctx), ready: &ready };
+        let input = RouteInput {
+            context_id: Some(ctx),
+            ready: &ready,
+        };
         assert_eq!(s.pick(&input, &mut rng), (home + 1) % 3);
     }
 }

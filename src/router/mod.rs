@@ -56,8 +56,11 @@ pub trait Strategy {
     fn pick(&mut self, input: &RouteInput<'_>, rng: &mut ChaCha8Rng) -> usize;
 }
 
+/// Makes a fresh strategy (each router host gets its own state).
+pub type MakeStrategy = fn() -> Box<dyn Strategy>;
+
 /// The strategies, by name, with their constructors.
-pub const STRATEGIES: &[(&str, fn() -> Box<dyn Strategy>)] = &[
+pub const STRATEGIES: &[(&str, MakeStrategy)] = &[
     ("round-robin", round_robin::new),
     ("context-affinity", context_affinity::new),
     ("random", random::new),
@@ -66,7 +69,10 @@ pub const STRATEGIES: &[(&str, fn() -> Box<dyn Strategy>)] = &[
 
 /// A strategy by name.
 pub fn strategy(name: &str) -> Option<Box<dyn Strategy>> {
-    STRATEGIES.iter().find(|(n, _)| *n == name).map(|(_, f)| f())
+    STRATEGIES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, f)| f())
 }
 
 /// Names of the strategies.
@@ -191,9 +197,18 @@ impl Router {
                 if pinned.is_some() { " (pinned)" } else { "" }
             ),
         );
-        let mut call = Call::post_json(target.clone(), crate::replica::PORT, parts.uri.path(), body.to_vec(), self.forward_timeout);
+        let mut call = Call::post_json(
+            target.clone(),
+            crate::replica::PORT,
+            parts.uri.path(),
+            body.to_vec(),
+            self.forward_timeout,
+        );
         call.method = parts.method.clone();
-        for (name, keep) in [("a2a-version", "a2a-version"), (CONTEXT_HEADER, CONTEXT_HEADER)] {
+        for (name, keep) in [
+            ("a2a-version", "a2a-version"),
+            (CONTEXT_HEADER, CONTEXT_HEADER),
+        ] {
             if let Some(v) = header(name) {
                 call = call.header(keep, v);
             }
@@ -201,7 +216,8 @@ impl Router {
         let upstream = match net::send_streaming(&call).await {
             Ok(r) => r,
             Err(e) => {
-                self.trace.record("router", format!("{target} unreachable: {e}"));
+                self.trace
+                    .record("router", format!("{target} unreachable: {e}"));
                 return Ok(net::json_response(
                     StatusCode::BAD_GATEWAY,
                     &serde_json::json!({"error": format!("{target}: {e}")}),
@@ -215,7 +231,8 @@ impl Router {
         if drop_reply {
             // Let the replica finish its answer, then lose it.
             let _ = net::read_body(upstream.body, net::BODY_BYTES_MAX).await;
-            self.trace.record("router", format!("drop reply of {method} from {target}"));
+            self.trace
+                .record("router", format!("drop reply of {method} from {target}"));
             return Err("reply dropped by fault injection".into());
         }
         let mut resp = Response::builder().status(upstream.status);
@@ -223,7 +240,12 @@ impl Router {
             resp = resp.header(name, value);
         }
         Ok(resp
-            .body(upstream.body.map_err(|e| Box::new(e) as BoxError).boxed_unsync())
+            .body(
+                upstream
+                    .body
+                    .map_err(|e| Box::new(e) as BoxError)
+                    .boxed_unsync(),
+            )
             .expect("upstream response parts are valid"))
     }
 }

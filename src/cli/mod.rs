@@ -1,0 +1,210 @@
+//! The command-line interface (the contract in `../shared/CONTRACT.md`).
+//!
+//! Exit codes: 0 success (for `run`, whether or not violations were found; for `check`,
+//! every expectation held), 1 an expectation did not hold, 2 unusable input.
+//!
+//! Argument parsing lives here; each command is one file beside this one.
+
+mod check_cmd;
+mod list;
+mod replay;
+mod run;
+
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand};
+
+use crate::cluster::{self, RunSpec, Workload};
+use crate::error::InputError;
+use crate::experiment::Experiment;
+use crate::faults::FaultSpec;
+use crate::model::Profile;
+use crate::replica::Timing;
+use crate::runner::{self, RunSummary};
+use crate::scenario::Script;
+use crate::webhook::WebhookMode;
+
+/// Deterministic multi-replica chaos simulator for A2A servers.
+#[derive(Parser, Debug)]
+#[command(name = "a2a-chaos", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run an experiment (a sweep); with no file, the embedded default.
+    Run {
+        /// Experiment file (TOML).
+        experiment: Option<PathBuf>,
+        /// Where to write runs.csv and summary.csv (default results/<experiment-name>/).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Worker threads (default: every core).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Override the experiment's seed count.
+        #[arg(long)]
+        seeds: Option<u64>,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Run a scenario or an experiment as a regression test.
+    Check {
+        /// Scenario or experiment file (TOML).
+        file: PathBuf,
+        /// Print one JSON object as the last line of stdout.
+        #[arg(long)]
+        json: bool,
+        /// Worker threads for experiments (default: every core).
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
+    /// Re-run one seed and print its trace; the last line is `trace-hash: <hex>`.
+    Replay {
+        /// Scenario or experiment file (default: the embedded default experiment).
+        file: Option<PathBuf>,
+        #[arg(long)]
+        seed: u64,
+        /// Model (default: the file's first, or the scenario's).
+        #[arg(long)]
+        model: Option<String>,
+        /// Routing strategy (default: the file's first, or the scenario's).
+        #[arg(long)]
+        routing: Option<String>,
+    },
+    /// List models, routing strategies, faults and invariants.
+    List,
+}
+
+/// What a file turned out to be.
+pub enum Loaded {
+    Scenario(Box<Script>),
+    Experiment(Box<Experiment>),
+}
+
+/// Reads a scenario or experiment file, telling them apart by the `models` key.
+pub fn load(path: &Path) -> Result<Loaded, InputError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(&origin, format!("cannot read: {e}")))?;
+    let value: toml::Table =
+        toml::from_str(&text).map_err(|e| InputError::toml(&origin, &text, &e))?;
+    if value.contains_key("models") {
+        Experiment::parse(&text, &origin, Some(origin.clone()))
+            .map(|e| Loaded::Experiment(Box::new(e)))
+    } else {
+        Script::parse(&text, &origin).map(|s| Loaded::Scenario(Box::new(s)))
+    }
+}
+
+fn jobs(requested: Option<usize>) -> usize {
+    requested
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1)
+}
+
+/// Runs the command; returns the exit code.
+pub fn main(cli: Cli) -> i32 {
+    crate::logging::init();
+    let result = match cli.command {
+        Command::Run {
+            experiment,
+            out,
+            jobs: j,
+            seeds,
+            quiet,
+        } => run::cmd_run(experiment, out, jobs(j), seeds, quiet),
+        Command::Check {
+            file,
+            json,
+            jobs: j,
+        } => check_cmd::cmd_check(&file, json, jobs(j)),
+        Command::Replay {
+            file,
+            seed,
+            model,
+            routing,
+        } => replay::cmd_replay(file, seed, model, routing),
+        Command::List => {
+            list::cmd_list();
+            Ok(0)
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            2
+        }
+    }
+}
+
+/// The spec of a scenario run.
+pub fn scenario_spec(
+    script: &Script,
+    profile: Profile,
+    routing: &str,
+    seed: u64,
+    keep_trace: bool,
+) -> RunSpec {
+    RunSpec {
+        seed,
+        profile: Rc::new(profile),
+        routing: routing.to_string(),
+        replicas: script.file.replicas,
+        workload: Workload::Scripted(Rc::new(script.clone())),
+        faults: FaultSpec {
+            swarm: false,
+            window_ms: 0,
+            liveness_ms: 0,
+            rates: Default::default(),
+        },
+        timing: Timing::default(),
+        webhook: WebhookMode::Ok,
+        keep_trace,
+        budget: Duration::from_secs(600),
+    }
+}
+
+/// Runs a scenario once and summarises it.
+pub fn run_scenario(script: &Script) -> Result<RunSummary, InputError> {
+    let profile = Profile::load(&script.file.model)?;
+    let spec = scenario_spec(
+        script,
+        profile,
+        &script.file.routing,
+        script.file.seed,
+        false,
+    );
+    let started = Instant::now();
+    let record = cluster::run(&spec);
+    Ok(runner::summarise(
+        &record,
+        started.elapsed().as_millis() as u64,
+    ))
+}
+
+/// Prints each invariant's verdict for one run.
+pub fn print_findings(summary: &RunSummary) {
+    for i in &summary.invariants {
+        println!(
+            "  {:<22} {:<7} violations {:<3} exercised {}",
+            i.name,
+            i.verdict.word(),
+            i.violations,
+            i.exercised
+        );
+        if let Some(first) = &i.first {
+            println!("    {first}");
+        }
+    }
+    if let Some(e) = &summary.error {
+        println!("  run error: {e}");
+    }
+}

@@ -1,0 +1,96 @@
+//! Pinned scenarios: every hazard and every failure found, as a scenario under
+//! `tests/scenarios/` with a `postmortem` line, checked on every `cargo test`.
+//!
+//! A scenario expecting violations pins a model that has the hazard; its `-reference` twin
+//! pins that the recommended design holds.
+
+use std::path::{Path, PathBuf};
+
+use a2a_chaos::check::Verdict;
+use a2a_chaos::cli::run_scenario;
+use a2a_chaos::scenario::Script;
+
+fn scenario_files() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/scenarios exists")
+        .map(|e| e.expect("readable entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no scenarios in {}", dir.display());
+    files
+}
+
+#[test]
+fn every_pinned_scenario_meets_its_expectations() {
+    let mut failures = Vec::new();
+    for path in scenario_files() {
+        let script = Script::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let summary = run_scenario(&script).unwrap_or_else(|e| panic!("{e}"));
+        let mut expected = script.file.expect.violations.clone();
+        expected.sort();
+        let mut got: Vec<String> = summary.violated().iter().map(|s| s.to_string()).collect();
+        got.sort();
+        if got != expected || summary.error.is_some() {
+            failures.push(format!(
+                "{}: expected [{}], got [{}]{}\n  postmortem: {}\n  reproduce: a2a-chaos replay {} --seed {}",
+                path.display(),
+                expected.join(", "),
+                got.join(", "),
+                summary.error.as_deref().map(|e| format!(" ({e})")).unwrap_or_default(),
+                script.file.postmortem.as_deref().unwrap_or("-"),
+                path.display(),
+                script.file.seed
+            ));
+        }
+        // An expected violation must come from a run that exercised the invariant.
+        for inv in &summary.invariants {
+            if expected.iter().any(|e| e == inv.name) && inv.verdict != Verdict::Fail {
+                failures.push(format!(
+                    "{}: {} was {:?}",
+                    path.display(),
+                    inv.name,
+                    inv.verdict
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn every_pinned_scenario_says_what_broke_and_why() {
+    for path in scenario_files() {
+        let script = Script::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let pm = script.file.postmortem.unwrap_or_default();
+        assert!(pm.len() > 20, "{}: needs a postmortem line", path.display());
+    }
+}
+
+#[test]
+fn every_hazard_has_a_reference_twin_that_holds() {
+    let files = scenario_files();
+    let names: Vec<String> = files
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for name in names.iter().filter(|n| n.starts_with('h')) {
+        let hazard = name.split('-').next().unwrap();
+        let twin = names
+            .iter()
+            .find(|n| n.starts_with(&format!("{hazard}-")) && n.ends_with("-reference.toml"));
+        let twin = twin.unwrap_or_else(|| panic!("{name}: no {hazard}-*-reference.toml twin"));
+        let script = Script::load(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/scenarios")
+                .join(twin),
+        )
+        .unwrap();
+        assert_eq!(script.file.model, "reference", "{twin}");
+        assert!(
+            script.file.expect.violations.is_empty(),
+            "{twin}: the reference must hold"
+        );
+    }
+}
