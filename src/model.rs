@@ -108,6 +108,51 @@ pub struct HandlerKnobs {
     pub conflict_reapply: u32,
     /// What the client is told when a turn fails after its effect may have run.
     pub after_effect_failure: AfterEffect,
+    /// How a turn saves its result.
+    pub result_save: ResultSave,
+}
+
+/// Which runs a cancel on the replica that runs them stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StopRule {
+    /// Every run stops at its next await (a2a-python).
+    Always,
+    /// Only streaming runs are aborted; blocking and non-blocking runs go on (Mastra).
+    StreamingOnly,
+}
+
+/// What a cancel of an already canceled task answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SecondCancel {
+    /// `-32002` TaskNotCancelable.
+    Error,
+    /// The canceled task, as the spec's "cancel is idempotent" asks.
+    Idempotent,
+}
+
+/// How a turn saves its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResultSave {
+    /// Like every other save: CAS on a versioned store, overwrite on a plain one.
+    AsStore,
+    /// Overwrite the whole task, unless it was canceled meanwhile (Mastra's skipIfCanceled).
+    OverwriteUnlessCanceled,
+}
+
+/// Cancel knobs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CancelKnobs {
+    /// Which local runs a cancel stops.
+    pub stops_executor: StopRule,
+    /// What a second cancel answers.
+    pub second_cancel: SecondCancel,
+    /// The executor records an effect intent with CAS before its effect, and a cancel waits
+    /// until no effect is pending before it writes CANCELED with CAS.
+    pub fence_effects: bool,
 }
 
 /// Message deduplication knobs.
@@ -139,6 +184,7 @@ pub struct Profile {
     pub description: String,
     pub store: StoreKnobs,
     pub handler: HandlerKnobs,
+    pub cancel: CancelKnobs,
     pub dedup: DedupKnobs,
     pub ledger: LedgerKnobs,
     /// Knob path (`store.placement`) → where the behaviour comes from.
@@ -155,6 +201,10 @@ pub const KNOBS: &[&str] = &[
     "handler.message_to_terminal_code",
     "handler.conflict_reapply",
     "handler.after_effect_failure",
+    "handler.result_save",
+    "cancel.stops_executor",
+    "cancel.second_cancel",
+    "cancel.fence_effects",
     "dedup.scope",
     "dedup.ttl_ms",
     "dedup.lease_ms",

@@ -8,10 +8,10 @@
 //! The agent is a script. Turn `n` of a conversation:
 //! 1. resolves the task (a new one for turn 1, the message's `taskId` after that),
 //! 2. appends the user message and saves the task as working,
-//! 3. performs one business effect on the ledger over the network,
-//! 4. thinks for a while (simulated time drawn from the seed),
-//! 5. writes artifact `turn-n` and its reply, and saves the task as input-required, or
-//!    completed on the conversation's last turn.
+//! 3. thinks (its model call: simulated time drawn from the seed),
+//! 4. performs one business effect on the ledger over the network (its tool call),
+//! 5. composes its reply, writes artifact `turn-n`, and saves the task as input-required,
+//!    or completed on the conversation's last turn.
 //!
 //! Every step takes simulated time, so a fault can land between the effect and the save.
 //! How each step treats the store (snapshot cache, CAS, conflict re-application, dedup,
@@ -35,13 +35,24 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use crate::ledger::{self, EffectRequest};
-use crate::model::{AfterEffect, DedupScope, MismatchRule, Placement, Profile};
+use crate::model::{
+    AfterEffect, DedupScope, MismatchRule, Placement, Profile, ResultSave, SecondCancel, StopRule,
+};
 use crate::net::{self, BoxBody, ChannelBody};
 use crate::store::{Claim, SaveError, SaveMode, SharedState, StoreState, TaskStore};
-use crate::trace::Trace;
+use crate::trace::{now_ms, Trace};
 
 /// Port every replica serves on.
 pub const PORT: u16 = 9000;
+
+/// How long an effect intent holds off a fenced cancel (the pod may have died mid-effect).
+const EFFECT_LEASE_MS: u64 = 2500;
+
+/// How long a fenced cancel waits for a pending effect before giving up.
+const CANCEL_WAIT_MS: u64 = 5000;
+
+/// How often a fenced cancel re-reads a task with a pending effect.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
 
 /// Wait between tries of a store call that got no answer.
 const TRANSIENT_BACKOFF: Duration = Duration::from_millis(50);
@@ -52,8 +63,11 @@ pub const REPLICA_HEADER: &str = "x-a2a-chaos-replica";
 /// Simulated-time settings shared by every replica of a run.
 #[derive(Debug, Clone)]
 pub struct Timing {
-    /// How long the agent thinks after its effect, drawn uniformly from this range (ms).
+    /// How long the agent thinks (its model call) before the effect, drawn uniformly from
+    /// this range (ms).
     pub think_ms: (u64, u64),
+    /// How long it takes to compose its reply after the effect, before the save (ms).
+    pub compose_ms: (u64, u64),
     /// Timeout of one call to the store.
     pub store_timeout: Duration,
     /// Timeout of one call to the ledger.
@@ -68,6 +82,7 @@ impl Default for Timing {
     fn default() -> Self {
         Timing {
             think_ms: (20, 60),
+            compose_ms: (5, 15),
             store_timeout: Duration::from_millis(500),
             ledger_timeout: Duration::from_millis(500),
             push_timeout: Duration::from_millis(500),
@@ -130,6 +145,8 @@ struct ActiveTask {
     canceled: Cell<bool>,
     /// True while the executor runs a turn of this task here.
     running: Cell<bool>,
+    /// True while that turn is a streaming run.
+    streaming: Cell<bool>,
 }
 
 /// One replica process.
@@ -621,7 +638,14 @@ impl Replica {
             })
             .await;
         let version = match saved {
-            Ok(v) => v,
+            Ok(Saved::Version(v)) => v,
+            Ok(Saved::Terminal(t)) => {
+                release(self.clone()).await;
+                return Err(rpc(
+                    self.profile.handler.message_to_terminal_code,
+                    format!("task {} is {:?}", t.id, t.status.state),
+                ));
+            }
             Err(r) => {
                 release(self.clone()).await;
                 return Err(r);
@@ -636,6 +660,7 @@ impl Replica {
         }
         active.canceled.set(false);
         active.running.set(true);
+        active.streaming.set(sink.is_some());
         Ok(Begun::Turn(Box::new(Turn {
             info,
             message,
@@ -649,18 +674,19 @@ impl Replica {
     }
 
     /// Saves `task` based on `version`; on a version conflict, re-reads and applies `reapply`
-    /// to the fresh copy, up to the profile's `conflict_reapply` times.
+    /// to the fresh copy, up to the profile's `conflict_reapply` times. A task found terminal
+    /// on the re-read is not written: `Saved::Terminal` carries it.
     async fn save_reapplying(
         &self,
         task: &mut Task,
         version: Option<u64>,
         reapply: impl Fn(&mut Task),
-    ) -> Result<u64, Refusal> {
+    ) -> Result<Saved, Refusal> {
         let mut version = version;
         let mut attempts = 0;
         loop {
             match self.persist(task, self.save_mode(version), version).await {
-                Ok(v) => return Ok(v),
+                Ok(v) => return Ok(Saved::Version(v)),
                 Err(SaveError::Conflict { current }) => {
                     self.record(format!(
                         "conflict saving {} (based on {version:?}, now {current:?})",
@@ -681,11 +707,8 @@ impl Replica {
                     match self.load(&task.id).await {
                         Ok(Some((mut fresh, v))) => {
                             if fresh.status.state.is_terminal() {
-                                *task = fresh;
-                                return Err(rpc(
-                                    -32004,
-                                    format!("task {} became terminal", task.id),
-                                ));
+                                *task = fresh.clone();
+                                return Ok(Saved::Terminal(fresh));
                             }
                             reapply(&mut fresh);
                             *task = fresh;
@@ -740,7 +763,41 @@ impl Replica {
         active: &ActiveTask,
         sink: Option<&mpsc::Sender<StreamResponse>>,
     ) -> Result<Task, Refusal> {
-        // The business effect.
+        let mut version = version;
+        let fenced = self.profile.cancel.fence_effects;
+
+        // Think (the model call).
+        tokio::time::sleep(self.draw(self.timing.think_ms)).await;
+        if active.canceled.get() {
+            return self.canceled_result(task).await;
+        }
+
+        // Fence: record the effect intent with CAS, so a cancel that landed first stops the
+        // effect, and a cancel that lands later waits for it.
+        if fenced {
+            let marker = json!({"effectPending": {
+                "turn": info.turn,
+                "messageId": message.message_id,
+                "untilMs": now_ms() + EFFECT_LEASE_MS,
+            }});
+            set_marker(task, Some(&marker));
+            match self
+                .save_reapplying(task, Some(version), |t| set_marker(t, Some(&marker)))
+                .await
+            {
+                Ok(Saved::Version(v)) => version = v,
+                Ok(Saved::Terminal(t)) => {
+                    self.record(format!(
+                        "{}#{}: {} became {:?} before the effect; no effect",
+                        info.conversation, info.turn, t.id, t.status.state
+                    ));
+                    return Ok(t);
+                }
+                Err(r) => return Err(r),
+            }
+        }
+
+        // The business effect (the tool call).
         let effect = EffectRequest {
             task_id: task.id.clone(),
             context_id: task.context_id.clone(),
@@ -753,12 +810,9 @@ impl Replica {
                 .ledger
                 .idempotency_key
                 .then(|| format!("{}/{}", task.context_id, message.message_id)),
+            sent_ms: now_ms(),
         };
-        let effect_result = ledger::perform(&effect, self.timing.ledger_timeout).await;
-        if active.canceled.get() {
-            return self.canceled_result(task).await;
-        }
-        if let Err(e) = effect_result {
+        if let Err(e) = ledger::perform(&effect, self.timing.ledger_timeout).await {
             self.record(format!(
                 "{}#{}: effect outcome unknown: {e}",
                 info.conversation, info.turn
@@ -773,13 +827,10 @@ impl Replica {
             return Err(self.after_effect(rpc(-32603, format!("business effect failed: {e}"))));
         }
 
-        // Think.
-        let think = {
-            let (lo, hi) = self.timing.think_ms;
-            self.rng.borrow_mut().random_range(lo..=hi)
-        };
-        tokio::time::sleep(Duration::from_millis(think)).await;
-        if active.canceled.get() {
+        // Compose the reply: a step between the effect and the save.
+        tokio::time::sleep(self.draw(self.timing.compose_ms)).await;
+        if active.canceled.get() && !fenced {
+            // Stopped at its next await: the effect ran, its result is never saved.
             return self.canceled_result(task).await;
         }
 
@@ -810,18 +861,36 @@ impl Replica {
         // Idempotent: re-applied on a fresh copy after a conflict, it adds nothing twice.
         let apply = |t: &mut Task| {
             let artifacts = t.artifacts.get_or_insert_with(Vec::new);
-            if !artifacts
-                .iter()
-                .any(|a| a.artifact_id == artifact.artifact_id)
-            {
+            if !artifacts.iter().any(|a| a.artifact_id == artifact.artifact_id) {
                 artifacts.push(artifact.clone());
             }
             push_message(t, &reply);
+            set_marker(t, None);
             t.status = status(next_state.clone());
         };
         apply(task);
-        let version = match self.save_reapplying(task, Some(version), apply).await {
-            Ok(v) => v,
+        let saved = match self.profile.handler.result_save {
+            ResultSave::AsStore => self.save_reapplying(task, Some(version), apply).await,
+            ResultSave::OverwriteUnlessCanceled => match self.load(&task.id).await {
+                Ok(Some((current, _))) if current.status.state == TaskState::Canceled => {
+                    Ok(Saved::Terminal(current))
+                }
+                _ => self
+                    .persist(task, SaveMode::Overwrite, Some(version))
+                    .await
+                    .map(Saved::Version)
+                    .map_err(|e| rpc(-32603, format!("{e:?}"))),
+            },
+        };
+        let version = match saved {
+            Ok(Saved::Version(v)) => v,
+            Ok(Saved::Terminal(t)) => {
+                self.record(format!(
+                    "{}#{}: {} became {:?}; result not saved",
+                    info.conversation, info.turn, t.id, t.status.state
+                ));
+                return Ok(t);
+            }
             Err(r) => return Err(self.after_effect(r)),
         };
         self.record(format!(
@@ -855,9 +924,14 @@ impl Replica {
         Ok(task.clone())
     }
 
+    /// A duration drawn uniformly from `[lo, hi]` ms with this replica's generator.
+    fn draw(&self, (lo, hi): (u64, u64)) -> Duration {
+        Duration::from_millis(self.rng.borrow_mut().random_range(lo..=hi))
+    }
+
     async fn canceled_result(&self, task: &Task) -> Result<Task, Refusal> {
         self.record(format!("executor for {} stopped by cancel", task.id));
-        match self.store.get(&task.id).await {
+        match self.load(&task.id).await {
             Ok(Some((t, _))) => Ok(t),
             _ => Ok(task.clone()),
         }
@@ -891,48 +965,84 @@ impl Replica {
 
     // ---------------------------------------------------------------- cancel
 
-    /// CancelTask (A2A-BEHAVIOURS.md §2.2): unknown → -32001, terminal → -32002; a local
-    /// executor is told to stop at its next await; the store is written CANCELED.
+    /// CancelTask (A2A-BEHAVIOURS.md §2.2): unknown → -32001; terminal → -32002 (or the
+    /// canceled task, when the model makes cancel idempotent); a local run is told to stop
+    /// at its next await (as the model's stop rule allows); the store is written CANCELED.
+    /// With `fence_effects`, the cancel waits while an effect is pending and writes with CAS.
     pub async fn cancel(&self, task_id: &str) -> Result<Task, Refusal> {
-        let (task, version) = match self.load(task_id).await {
-            Ok(Some(found)) => found,
-            Ok(None) => return Err(rpc(-32001, format!("task {task_id} not found"))),
-            Err(e) => return Err(rpc(-32603, e)),
-        };
-        if task.status.state.is_terminal() {
-            return Err(rpc(
-                -32002,
-                format!("task {task_id} is {:?}", task.status.state),
-            ));
-        }
-        if let Some(active) = self.active.borrow().get(task_id) {
-            if active.running.get() {
-                active.canceled.set(true);
-            }
-        }
-        let mut canceled = task.clone();
-        canceled.status = status(TaskState::Canceled);
-        let mode = match (self.profile.store.placement, self.profile.store.versioned) {
-            (Placement::Shared, true) => SaveMode::Cancel,
-            (_, true) => SaveMode::Cas(Some(version)),
-            (_, false) => SaveMode::Overwrite,
-        };
-        match self.persist(&canceled, mode, Some(version)).await {
-            Ok(v) => {
-                self.record(format!("canceled {task_id} v{v}"));
-                Ok(canceled)
-            }
-            Err(SaveError::Conflict { .. }) => match self.store.get(task_id).await {
-                Ok(Some((t, _))) if t.status.state == TaskState::Canceled => Ok(t),
-                _ => Err(rpc(
+        let deadline = now_ms() + CANCEL_WAIT_MS;
+        loop {
+            let (task, version) = match self.load(task_id).await {
+                Ok(Some(found)) => found,
+                Ok(None) => return Err(rpc(-32001, format!("task {task_id} not found"))),
+                Err(e) => return Err(rpc(-32603, e)),
+            };
+            if task.status.state.is_terminal() {
+                if task.status.state == TaskState::Canceled
+                    && self.profile.cancel.second_cancel == SecondCancel::Idempotent
+                {
+                    return Ok(task);
+                }
+                return Err(rpc(
                     -32002,
-                    format!("task {task_id} changed while canceling"),
-                )),
-            },
-            Err(SaveError::NotCancelable) => {
-                Err(rpc(-32002, format!("task {task_id} is not cancelable")))
+                    format!("task {task_id} is {:?}", task.status.state),
+                ));
             }
-            Err(SaveError::Unavailable(e)) => Err(rpc(-32603, e)),
+            if let Some(active) = self.active.borrow().get(task_id) {
+                let stops = match self.profile.cancel.stops_executor {
+                    StopRule::Always => true,
+                    StopRule::StreamingOnly => active.streaming.get(),
+                };
+                if active.running.get() && stops {
+                    active.canceled.set(true);
+                }
+            }
+            let mut canceled = task.clone();
+            canceled.status = status(TaskState::Canceled);
+            if self.profile.cancel.fence_effects {
+                if pending_until(&task).is_some_and(|until| now_ms() < until) {
+                    if now_ms() >= deadline {
+                        return Err(self.after_effect(rpc(-32603, "an effect is still pending")));
+                    }
+                    tokio::time::sleep(CANCEL_POLL).await;
+                    continue;
+                }
+                set_marker(&mut canceled, None);
+                match self
+                    .persist(&canceled, SaveMode::Cas(Some(version)), Some(version))
+                    .await
+                {
+                    Ok(v) => {
+                        self.record(format!("canceled {task_id} v{v}"));
+                        return Ok(canceled);
+                    }
+                    Err(SaveError::Conflict { .. }) | Err(SaveError::NotCancelable) => continue,
+                    Err(SaveError::Unavailable(e)) => return Err(self.after_effect(rpc(-32603, e))),
+                }
+            }
+            let mode = match (self.profile.store.placement, self.profile.store.versioned) {
+                (Placement::Shared, true) => SaveMode::Cancel,
+                (_, true) => SaveMode::Cas(Some(version)),
+                (_, false) => SaveMode::Overwrite,
+            };
+            return match self.persist(&canceled, mode, Some(version)).await {
+                Ok(v) => {
+                    self.record(format!("canceled {task_id} v{v}"));
+                    Ok(canceled)
+                }
+                Err(SaveError::Conflict { .. }) => match self.load(task_id).await {
+                    Ok(Some((t, _))) if t.status.state == TaskState::Canceled => Ok(t),
+                    _ => Err(rpc(
+                        -32002,
+                        format!("task {task_id} changed while canceling"),
+                    )),
+                },
+                Err(SaveError::NotCancelable) => Err(rpc(
+                    -32002,
+                    format!("task {task_id} is not cancelable"),
+                )),
+                Err(SaveError::Unavailable(e)) => Err(rpc(-32603, e)),
+            };
         }
     }
 
@@ -1024,6 +1134,43 @@ struct Turn {
     _guard: tokio::sync::OwnedMutexGuard<()>,
     mismatch: bool,
     dedup: Option<(TaskStore, String)>,
+}
+
+/// The outcome of a save that may have found the task terminal.
+enum Saved {
+    Version(u64),
+    Terminal(Task),
+}
+
+/// The replica's own bookkeeping in a task's metadata (one key, so it serialises the same
+/// way every time): the effect intent of a fenced turn.
+const MARKER_KEY: &str = "a2aChaos";
+
+fn set_marker(task: &mut Task, marker: Option<&Value>) {
+    match marker {
+        Some(m) => {
+            let mut map = std::collections::HashMap::new();
+            map.insert(MARKER_KEY.to_string(), m.clone());
+            task.metadata = Some(map);
+        }
+        None => {
+            if let Some(map) = task.metadata.as_mut() {
+                map.remove(MARKER_KEY);
+            }
+            if task.metadata.as_ref().is_some_and(|m| m.is_empty()) {
+                task.metadata = None;
+            }
+        }
+    }
+}
+
+/// Until when a task's pending effect holds off a cancel, if one is pending.
+fn pending_until(task: &Task) -> Option<u64> {
+    task.metadata
+        .as_ref()?
+        .get(MARKER_KEY)?
+        .pointer("/effectPending/untilMs")?
+        .as_u64()
 }
 
 /// Appends a message to a task's history unless a message with its id is already there.

@@ -9,7 +9,9 @@
 //!
 //! Adding a checker is one file in this folder plus one line in [`CHECKERS`].
 
+mod cancel_idempotent;
 mod exactly_once;
+mod no_effect_after_cancel;
 mod no_lost_writes;
 mod terminal_final;
 mod versions;
@@ -83,11 +85,12 @@ pub const CHECKERS: &[(&str, &dyn Checker)] = &[
     ("exactly-once-effects", &exactly_once::ExactlyOnce),
     ("terminal-is-final", &terminal_final::TerminalIsFinal),
     ("versions-monotonic", &versions::VersionsMonotonic),
+    ("no-effect-after-cancel", &no_effect_after_cancel::NoEffectAfterCancel),
+    ("cancel-idempotent", &cancel_idempotent::CancelIdempotent),
 ];
 
 /// Invariant names in the contract that this version does not check yet.
 pub const NOT_YET_CHECKED: &[&str] = &[
-    "no-effect-after-cancel",
     "dedup-contract",
     "stream-continuity",
     "push-accounted",
