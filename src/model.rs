@@ -15,24 +15,14 @@ use serde::{Deserialize, Serialize};
 use crate::error::InputError;
 
 /// The profiles that ship with the tool, by name: `(name, TOML text)`.
+#[rustfmt::skip]
 pub const BUILTIN: &[(&str, &str)] = &[
     ("reference", include_str!("../models/reference.toml")),
-    (
-        "a2a-python-1.1",
-        include_str!("../models/a2a-python-1.1.toml"),
-    ),
-    (
-        "a2a-python-1.3-plain",
-        include_str!("../models/a2a-python-1.3-plain.toml"),
-    ),
-    (
-        "a2a-python-1.3-versioned",
-        include_str!("../models/a2a-python-1.3-versioned.toml"),
-    ),
-    (
-        "a2a-python-1.3-memory",
-        include_str!("../models/a2a-python-1.3-memory.toml"),
-    ),
+    ("a2a-python-1.1", include_str!("../models/a2a-python-1.1.toml")),
+    ("a2a-python-1.3-plain", include_str!("../models/a2a-python-1.3-plain.toml")),
+    ("a2a-python-1.3-versioned", include_str!("../models/a2a-python-1.3-versioned.toml")),
+    ("a2a-python-1.3-memory", include_str!("../models/a2a-python-1.3-memory.toml")),
+    ("rasa-3.17", include_str!("../models/rasa-3.17.toml")),
 ];
 
 /// Where a replica keeps tasks.
@@ -67,6 +57,17 @@ pub enum MismatchRule {
     RejectAfterExecutor,
     /// Never compared (Mastra).
     Ignore,
+}
+
+/// What a replica does with a message whose taskId it cannot find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnknownTask {
+    /// `-32001` TaskNotFound (the spec, a2a-python, Mastra).
+    NotFound,
+    /// Start a new task for the conversation (Rasa: the conversation tracker is persistent,
+    /// the A2A task is per pod).
+    NewTask,
 }
 
 /// Task storage knobs.
@@ -110,6 +111,8 @@ pub struct HandlerKnobs {
     pub after_effect_failure: AfterEffect,
     /// How a turn saves its result.
     pub result_save: ResultSave,
+    /// What a message with an unknown taskId gets.
+    pub unknown_task: UnknownTask,
 }
 
 /// Which runs a cancel on the replica that runs them stops.
@@ -202,6 +205,7 @@ pub const KNOBS: &[&str] = &[
     "handler.conflict_reapply",
     "handler.after_effect_failure",
     "handler.result_save",
+    "handler.unknown_task",
     "cancel.stops_executor",
     "cancel.second_cancel",
     "cancel.fence_effects",

@@ -37,6 +37,7 @@ use tokio::sync::mpsc;
 use crate::ledger::{self, EffectRequest};
 use crate::model::{
     AfterEffect, DedupScope, MismatchRule, Placement, Profile, ResultSave, SecondCancel, StopRule,
+    UnknownTask,
 };
 use crate::net::{self, BoxBody, ChannelBody};
 use crate::store::{Claim, SaveError, SaveMode, SharedState, StoreState, TaskStore};
@@ -561,7 +562,7 @@ impl Replica {
         };
 
         // Resolve the task.
-        let (mut task, version, active, guard, mismatch) = match &message.task_id {
+        let (task, version, active, guard, mismatch) = match &message.task_id {
             None => {
                 let id = self.new_id("task");
                 let context_id = message
@@ -599,6 +600,44 @@ impl Replica {
                     },
                 };
                 let Some((task, version)) = loaded else {
+                    if self.profile.handler.unknown_task == UnknownTask::NewTask {
+                        // The conversation goes on in a new task on this pod.
+                        drop(guard);
+                        let id = self.new_id("task");
+                        self.record(format!(
+                            "{}#{}: task {task_id} unknown here; new task {id}",
+                            info.conversation, info.turn
+                        ));
+                        let context_id = message
+                            .context_id
+                            .clone()
+                            .unwrap_or_else(|| self.new_id("ctx"));
+                        let task = Task {
+                            id: id.clone(),
+                            context_id,
+                            status: status(TaskState::Submitted),
+                            artifacts: None,
+                            history: None,
+                            metadata: None,
+                        };
+                        let active = self.active(&id);
+                        let guard = active.lock.clone().lock_owned().await;
+                        return self
+                            .clone()
+                            .start(
+                                message,
+                                info,
+                                task,
+                                None,
+                                active,
+                                guard,
+                                false,
+                                sink,
+                                dedup_store,
+                                dedup_key,
+                            )
+                            .await;
+                    }
                     release(self.clone()).await;
                     self.record(format!(
                         "{}#{}: task {task_id} not found",
@@ -627,6 +666,45 @@ impl Replica {
             }
         };
 
+        self.start(
+            message,
+            info,
+            task,
+            version,
+            active,
+            guard,
+            mismatch,
+            sink,
+            dedup_store,
+            dedup_key,
+        )
+        .await
+    }
+
+    /// Appends the user message and saves the task as working: the turn has begun.
+    #[allow(clippy::too_many_arguments)]
+    async fn start(
+        self: Rc<Self>,
+        message: Message,
+        info: TurnInfo,
+        mut task: Task,
+        version: Option<u64>,
+        active: Rc<ActiveTask>,
+        guard: tokio::sync::OwnedMutexGuard<()>,
+        mismatch: bool,
+        sink: Option<&mpsc::Sender<StreamResponse>>,
+        dedup_store: Option<TaskStore>,
+        dedup_key: String,
+    ) -> Result<Begun, Refusal> {
+        let release = || {
+            let dedup = dedup_store.clone();
+            let key = dedup_key.clone();
+            async move {
+                if let Some(d) = dedup {
+                    let _ = d.finish(&key, None, 0).await;
+                }
+            }
+        };
         // Append the user message and save the task as working.
         push_message(&mut task, &message);
         task.status = status(TaskState::Working);
@@ -640,14 +718,14 @@ impl Replica {
         let version = match saved {
             Ok(Saved::Version(v)) => v,
             Ok(Saved::Terminal(t)) => {
-                release(self.clone()).await;
+                release().await;
                 return Err(rpc(
                     self.profile.handler.message_to_terminal_code,
                     format!("task {} is {:?}", t.id, t.status.state),
                 ));
             }
             Err(r) => {
-                release(self.clone()).await;
+                release().await;
                 return Err(r);
             }
         };
@@ -708,7 +786,7 @@ impl Replica {
                         Ok(Some((mut fresh, v))) => {
                             if fresh.status.state.is_terminal() {
                                 *task = fresh.clone();
-                                return Ok(Saved::Terminal(fresh));
+                                return Ok(Saved::Terminal(Box::new(fresh)));
                             }
                             reapply(&mut fresh);
                             *task = fresh;
@@ -791,7 +869,7 @@ impl Replica {
                         "{}#{}: {} became {:?} before the effect; no effect",
                         info.conversation, info.turn, t.id, t.status.state
                     ));
-                    return Ok(t);
+                    return Ok(*t);
                 }
                 Err(r) => return Err(r),
             }
@@ -861,7 +939,10 @@ impl Replica {
         // Idempotent: re-applied on a fresh copy after a conflict, it adds nothing twice.
         let apply = |t: &mut Task| {
             let artifacts = t.artifacts.get_or_insert_with(Vec::new);
-            if !artifacts.iter().any(|a| a.artifact_id == artifact.artifact_id) {
+            if !artifacts
+                .iter()
+                .any(|a| a.artifact_id == artifact.artifact_id)
+            {
                 artifacts.push(artifact.clone());
             }
             push_message(t, &reply);
@@ -873,7 +954,7 @@ impl Replica {
             ResultSave::AsStore => self.save_reapplying(task, Some(version), apply).await,
             ResultSave::OverwriteUnlessCanceled => match self.load(&task.id).await {
                 Ok(Some((current, _))) if current.status.state == TaskState::Canceled => {
-                    Ok(Saved::Terminal(current))
+                    Ok(Saved::Terminal(Box::new(current)))
                 }
                 _ => self
                     .persist(task, SaveMode::Overwrite, Some(version))
@@ -889,7 +970,7 @@ impl Replica {
                     "{}#{}: {} became {:?}; result not saved",
                     info.conversation, info.turn, t.id, t.status.state
                 ));
-                return Ok(t);
+                return Ok(*t);
             }
             Err(r) => return Err(self.after_effect(r)),
         };
@@ -1037,10 +1118,9 @@ impl Replica {
                         format!("task {task_id} changed while canceling"),
                     )),
                 },
-                Err(SaveError::NotCancelable) => Err(rpc(
-                    -32002,
-                    format!("task {task_id} is not cancelable"),
-                )),
+                Err(SaveError::NotCancelable) => {
+                    Err(rpc(-32002, format!("task {task_id} is not cancelable")))
+                }
                 Err(SaveError::Unavailable(e)) => Err(rpc(-32603, e)),
             };
         }
@@ -1139,7 +1219,7 @@ struct Turn {
 /// The outcome of a save that may have found the task terminal.
 enum Saved {
     Version(u64),
-    Terminal(Task),
+    Terminal(Box<Task>),
 }
 
 /// The replica's own bookkeeping in a task's metadata (one key, so it serialises the same

@@ -56,6 +56,7 @@ pub enum SaveError {
 pub struct SaveRecord {
     pub at_ms: u64,
     pub task_id: String,
+    pub context_id: String,
     pub mode: SaveMode,
     /// The version stored before this save (`None`: the task did not exist).
     pub before: Option<u64>,
@@ -157,6 +158,7 @@ impl StoreState {
         self.saves.push(SaveRecord {
             at_ms: now_ms(),
             task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
             mode,
             before,
             based_on,

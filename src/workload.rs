@@ -103,7 +103,10 @@ impl WorkloadSpec {
             }
         }
         if self.cancel_delay_ms[0] > self.cancel_delay_ms[1] {
-            return bad(format!("cancel-delay-ms = {:?} must be [min, max]", self.cancel_delay_ms));
+            return bad(format!(
+                "cancel-delay-ms = {:?} must be [min, max]",
+                self.cancel_delay_ms
+            ));
         }
         if self.request_timeout_ms == 0 {
             return bad("request-timeout-ms must be > 0".into());
@@ -216,7 +219,11 @@ async fn conversation(
             if let Some(id) = &task_id {
                 let delay = rng.random_range(spec.cancel_delay_ms[0]..=spec.cancel_delay_ms[1]);
                 tokio::time::sleep(Duration::from_millis(delay)).await;
-                let times = if rng.random_bool(spec.double_cancel_rate) { 2 } else { 1 };
+                let times = if rng.random_bool(spec.double_cancel_rate) {
+                    2
+                } else {
+                    1
+                };
                 for _ in 0..times {
                     cancel(spec, client, &name, &ctx, id).await;
                 }

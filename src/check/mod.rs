@@ -10,6 +10,7 @@
 //! Adding a checker is one file in this folder plus one line in [`CHECKERS`].
 
 mod cancel_idempotent;
+mod dedup_contract;
 mod exactly_once;
 mod no_effect_after_cancel;
 mod no_lost_writes;
@@ -80,6 +81,7 @@ pub trait Checker: Sync {
 }
 
 /// The checkers, by invariant name.
+#[rustfmt::skip]
 pub const CHECKERS: &[(&str, &dyn Checker)] = &[
     ("no-lost-writes", &no_lost_writes::NoLostWrites),
     ("exactly-once-effects", &exactly_once::ExactlyOnce),
@@ -87,11 +89,11 @@ pub const CHECKERS: &[(&str, &dyn Checker)] = &[
     ("versions-monotonic", &versions::VersionsMonotonic),
     ("no-effect-after-cancel", &no_effect_after_cancel::NoEffectAfterCancel),
     ("cancel-idempotent", &cancel_idempotent::CancelIdempotent),
+    ("dedup-contract", &dedup_contract::DedupContract),
 ];
 
 /// Invariant names in the contract that this version does not check yet.
 pub const NOT_YET_CHECKED: &[&str] = &[
-    "dedup-contract",
     "stream-continuity",
     "push-accounted",
     "owner-isolation",

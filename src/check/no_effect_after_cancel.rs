@@ -44,18 +44,26 @@ impl Checker for NoEffectAfterCancel {
                 .iter()
                 .filter(|e| e.applied && e.request.task_id == view.id)
                 .collect();
-            if racing || effects.iter().any(|e| e.request.sent_ms >= cancel.invoke_ms) {
+            if racing
+                || effects
+                    .iter()
+                    .any(|e| e.request.sent_ms >= cancel.invoke_ms)
+            {
                 exercised += 1;
             }
-            for e in effects.iter().filter(|e| e.request.sent_ms > cancel.complete_ms) {
+            for e in effects
+                .iter()
+                .filter(|e| e.request.sent_ms > cancel.complete_ms)
+            {
                 violations.push(Violation {
                     invariant: "",
                     detail: format!(
-                        "task {} was canceled (acknowledged by {} at {} ms), yet {} started its effect at {} ms",
+                        "task {} was canceled (acknowledged by {} at {} ms), yet {} on {} started its effect at {} ms",
                         view.id,
                         cancel.replica.as_deref().unwrap_or("?"),
                         cancel.complete_ms,
-                        format!("{} on {}", turn_label(&e.request.conversation, e.request.turn), e.request.replica),
+                        turn_label(&e.request.conversation, e.request.turn),
+                        e.request.replica,
                         e.request.sent_ms
                     ),
                 });
