@@ -23,6 +23,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("a2a-python-1.3-versioned", include_str!("../models/a2a-python-1.3-versioned.toml")),
     ("a2a-python-1.3-memory", include_str!("../models/a2a-python-1.3-memory.toml")),
     ("rasa-3.17", include_str!("../models/rasa-3.17.toml")),
+    ("mastra", include_str!("../models/mastra.toml")),
 ];
 
 /// Where a replica keeps tasks.
@@ -70,6 +71,49 @@ pub enum UnknownTask {
     NewTask,
 }
 
+/// What a non-blocking follow-up to a task that is still working gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NonBlockingToWorking {
+    /// It runs like any follow-up.
+    Run,
+    /// The current task is returned as success and the message is not processed (Mastra).
+    ReturnCurrent,
+}
+
+/// What SubscribeToTask does for a task this replica does not know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SubscribeUnknown {
+    /// `-32001` TaskNotFound.
+    Error,
+    /// HTTP 200 with an empty event stream (Mastra).
+    EmptyStream,
+}
+
+/// Where a subscriber's later events come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SubscribeSource {
+    /// The store's event log, polled: any replica can follow any task (a2a-python cluster
+    /// mode's DatabaseTaskEventStream; a per-process store's own log).
+    StoreEvents,
+    /// Only runs on this replica: a subscriber elsewhere gets the snapshot and nothing more.
+    LocalOnly,
+}
+
+/// SubscribeToTask knobs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubscribeKnobs {
+    /// A task this replica does not know.
+    pub unknown_task: SubscribeUnknown,
+    /// Where later events come from.
+    pub source: SubscribeSource,
+    /// How often the source is polled, in simulated ms.
+    pub poll_ms: u64,
+}
+
 /// Task storage knobs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -113,6 +157,12 @@ pub struct HandlerKnobs {
     pub result_save: ResultSave,
     /// What a message with an unknown taskId gets.
     pub unknown_task: UnknownTask,
+    /// Requests for one task on one replica run one at a time.
+    pub per_task_lock: bool,
+    /// What a non-blocking follow-up to a working task gets.
+    pub nonblocking_to_working: NonBlockingToWorking,
+    /// JSON-RPC code when conflicts exhaust `conflict_reapply`.
+    pub conflict_code: i32,
 }
 
 /// Which runs a cancel on the replica that runs them stops.
@@ -171,6 +221,16 @@ pub struct DedupKnobs {
     pub lease_ms: u64,
 }
 
+/// Takeover of tasks whose runner died.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecoveryKnobs {
+    /// How often each replica sweeps the store for abandoned tasks, in simulated ms; 0: never.
+    pub sweep_ms: u64,
+    /// How long a working task's runner holds it before a sweep may take it over.
+    pub runner_lease_ms: u64,
+}
+
 /// Business-effect knobs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -188,7 +248,9 @@ pub struct Profile {
     pub store: StoreKnobs,
     pub handler: HandlerKnobs,
     pub cancel: CancelKnobs,
+    pub subscribe: SubscribeKnobs,
     pub dedup: DedupKnobs,
+    pub recovery: RecoveryKnobs,
     pub ledger: LedgerKnobs,
     /// Knob path (`store.placement`) → where the behaviour comes from.
     pub sources: BTreeMap<String, String>,
@@ -206,12 +268,20 @@ pub const KNOBS: &[&str] = &[
     "handler.after_effect_failure",
     "handler.result_save",
     "handler.unknown_task",
+    "handler.per_task_lock",
+    "handler.nonblocking_to_working",
+    "handler.conflict_code",
     "cancel.stops_executor",
     "cancel.second_cancel",
     "cancel.fence_effects",
+    "subscribe.unknown_task",
+    "subscribe.source",
+    "subscribe.poll_ms",
     "dedup.scope",
     "dedup.ttl_ms",
     "dedup.lease_ms",
+    "recovery.sweep_ms",
+    "recovery.runner_lease_ms",
     "ledger.idempotency_key",
 ];
 

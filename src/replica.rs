@@ -36,8 +36,8 @@ use tokio::sync::mpsc;
 
 use crate::ledger::{self, EffectRequest};
 use crate::model::{
-    AfterEffect, DedupScope, MismatchRule, Placement, Profile, ResultSave, SecondCancel, StopRule,
-    UnknownTask,
+    AfterEffect, DedupScope, MismatchRule, NonBlockingToWorking, Placement, Profile, ResultSave,
+    SecondCancel, StopRule, SubscribeSource, SubscribeUnknown, UnknownTask,
 };
 use crate::net::{self, BoxBody, ChannelBody};
 use crate::store::{Claim, SaveError, SaveMode, SharedState, StoreState, TaskStore};
@@ -75,8 +75,6 @@ pub struct Timing {
     pub ledger_timeout: Duration,
     /// Timeout of one push delivery.
     pub push_timeout: Duration,
-    /// How often a subscriber polls the store for new versions.
-    pub poll_interval: Duration,
 }
 
 impl Default for Timing {
@@ -87,7 +85,6 @@ impl Default for Timing {
             store_timeout: Duration::from_millis(500),
             ledger_timeout: Duration::from_millis(500),
             push_timeout: Duration::from_millis(500),
-            poll_interval: Duration::from_millis(500),
         }
     }
 }
@@ -160,6 +157,9 @@ pub struct Replica {
     local_dedup: SharedState,
     active: RefCell<BTreeMap<String, Rc<ActiveTask>>>,
     push_configs: RefCell<BTreeMap<String, String>>,
+    /// Versions of tasks this replica saved itself (the local registry a subscriber on this
+    /// replica can follow when the model has no shared event stream).
+    local_events: RefCell<BTreeMap<String, Vec<(u64, Task)>>>,
     rng: RefCell<ChaCha8Rng>,
     id_prefix: String,
     next_id: Cell<u64>,
@@ -188,6 +188,7 @@ impl Replica {
             local_dedup: Rc::default(),
             active: RefCell::default(),
             push_configs: RefCell::default(),
+            local_events: RefCell::default(),
             rng: RefCell::new(ChaCha8Rng::seed_from_u64(stream)),
             id_prefix: format!("{:04x}-r{index}b{boot}", seed & 0xffff),
             next_id: Cell::new(1),
@@ -207,6 +208,16 @@ impl Replica {
             .entry(task_id.to_string())
             .or_default()
             .clone()
+    }
+
+    /// Takes the task's lock, when the model serialises requests per task; otherwise a
+    /// guard of a fresh lock, which never waits.
+    async fn lock(&self, active: &ActiveTask) -> tokio::sync::OwnedMutexGuard<()> {
+        if self.profile.handler.per_task_lock {
+            active.lock.clone().lock_owned().await
+        } else {
+            Arc::new(tokio::sync::Mutex::new(())).lock_owned().await
+        }
     }
 
     fn record(&self, what: impl Into<String>) {
@@ -240,7 +251,15 @@ impl Replica {
     ) -> Result<u64, SaveError> {
         let mut tries = 0;
         loop {
-            match self.store.save(task, mode, based_on, &self.name).await {
+            let result = self.store.save(task, mode, based_on, &self.name).await;
+            if let Ok(v) = &result {
+                self.local_events
+                    .borrow_mut()
+                    .entry(task.id.clone())
+                    .or_default()
+                    .push((*v, task.clone()));
+            }
+            match result {
                 Err(SaveError::Unavailable(e)) if tries < self.profile.store.transient_retries => {
                     tries += 1;
                     self.record(format!(
@@ -275,6 +294,10 @@ impl Replica {
 
     /// Serves this replica until the host is crashed.
     pub async fn serve(self: Rc<Self>) -> turmoil::Result {
+        if self.profile.recovery.sweep_ms > 0 {
+            let me = self.clone();
+            tokio::task::spawn_local(async move { me.sweep().await });
+        }
         net::serve(PORT, move |req| {
             let me = self.clone();
             async move { Ok(me.handle(req).await) }
@@ -458,7 +481,7 @@ impl Replica {
 
     /// SendMessage: runs a whole turn (blocking) or returns after the working save.
     pub async fn send(self: Rc<Self>, message: Message, blocking: bool) -> Result<Task, Refusal> {
-        let turn = self.clone().begin(message, None).await?;
+        let turn = self.clone().begin(message, blocking, None).await?;
         match turn {
             Begun::Replay(task) => Ok(*task),
             Begun::Turn(turn) => {
@@ -477,7 +500,7 @@ impl Replica {
 
     async fn send_streaming(self: Rc<Self>, id: Value, message: Message) -> Response<BoxBody> {
         let (tx, rx) = mpsc::channel::<StreamResponse>(16);
-        let turn = match self.clone().begin(message, Some(&tx)).await {
+        let turn = match self.clone().begin(message, true, Some(&tx)).await {
             Ok(t) => t,
             Err(r) => return self.rpc_error(id, r),
         };
@@ -500,6 +523,7 @@ impl Replica {
     async fn begin(
         self: Rc<Self>,
         message: Message,
+        blocking: bool,
         sink: Option<&mpsc::Sender<StreamResponse>>,
     ) -> Result<Begun, Refusal> {
         let Some(info) = TurnInfo::from_message(&message) else {
@@ -578,12 +602,12 @@ impl Replica {
                     metadata: None,
                 };
                 let active = self.active(&id);
-                let guard = active.lock.clone().lock_owned().await;
+                let guard = self.lock(&active).await;
                 (task, None, active, guard, false)
             }
             Some(task_id) => {
                 let active = self.active(task_id);
-                let guard = active.lock.clone().lock_owned().await;
+                let guard = self.lock(&active).await;
                 let cached = if self.profile.handler.cache_snapshot {
                     active.cached.borrow().clone()
                 } else {
@@ -621,7 +645,7 @@ impl Replica {
                             metadata: None,
                         };
                         let active = self.active(&id);
-                        let guard = active.lock.clone().lock_owned().await;
+                        let guard = self.lock(&active).await;
                         return self
                             .clone()
                             .start(
@@ -661,6 +685,18 @@ impl Replica {
                         self.profile.handler.message_to_terminal_code,
                         format!("task {task_id} is terminal"),
                     ));
+                }
+                if !blocking
+                    && task.status.state == TaskState::Working
+                    && self.profile.handler.nonblocking_to_working
+                        == NonBlockingToWorking::ReturnCurrent
+                {
+                    release(self.clone()).await;
+                    self.record(format!(
+                        "{}#{}: {task_id} is working; non-blocking follow-up not processed",
+                        info.conversation, info.turn
+                    ));
+                    return Ok(Begun::Replay(Box::new(task)));
                 }
                 (task, Some(version), active, guard, mismatch)
             }
@@ -706,13 +742,21 @@ impl Replica {
             }
         };
         // Append the user message and save the task as working.
+        let runner = (self.profile.recovery.sweep_ms > 0)
+            .then(|| json!(now_ms() + self.profile.recovery.runner_lease_ms));
         push_message(&mut task, &message);
         task.status = status(TaskState::Working);
+        if runner.is_some() {
+            set_marker(&mut task, "runnerUntilMs", runner.clone());
+        }
         let user_message = message.clone();
         let saved = self
             .save_reapplying(&mut task, version, |fresh| {
                 push_message(fresh, &user_message);
                 fresh.status = status(TaskState::Working);
+                if runner.is_some() {
+                    set_marker(fresh, "runnerUntilMs", runner.clone());
+                }
             })
             .await;
         let version = match saved {
@@ -779,7 +823,10 @@ impl Replica {
                                     self.persist(&fresh, self.save_mode(Some(v)), Some(v)).await;
                             }
                         }
-                        return Err(rpc(-32603, "concurrent task modification"));
+                        return Err(rpc(
+                            self.profile.handler.conflict_code,
+                            "concurrent task modification",
+                        ));
                     }
                     attempts += 1;
                     match self.load(&task.id).await {
@@ -853,14 +900,16 @@ impl Replica {
         // Fence: record the effect intent with CAS, so a cancel that landed first stops the
         // effect, and a cancel that lands later waits for it.
         if fenced {
-            let marker = json!({"effectPending": {
+            let marker = json!({
                 "turn": info.turn,
                 "messageId": message.message_id,
                 "untilMs": now_ms() + EFFECT_LEASE_MS,
-            }});
-            set_marker(task, Some(&marker));
+            });
+            set_marker(task, "effectPending", Some(marker.clone()));
             match self
-                .save_reapplying(task, Some(version), |t| set_marker(t, Some(&marker)))
+                .save_reapplying(task, Some(version), |t| {
+                    set_marker(t, "effectPending", Some(marker.clone()))
+                })
                 .await
             {
                 Ok(Saved::Version(v)) => version = v,
@@ -946,7 +995,8 @@ impl Replica {
                 artifacts.push(artifact.clone());
             }
             push_message(t, &reply);
-            set_marker(t, None);
+            set_marker(t, "effectPending", None);
+            set_marker(t, "runnerUntilMs", None);
             t.status = status(next_state.clone());
         };
         apply(task);
@@ -1044,6 +1094,54 @@ impl Replica {
         ));
     }
 
+    /// Takes over abandoned tasks: a working task whose runner lease ran out is moved to
+    /// input-required, asking the client to send its message again (which dedup and the
+    /// ledger key make safe).
+    async fn sweep(&self) {
+        let every = Duration::from_millis(self.profile.recovery.sweep_ms);
+        loop {
+            tokio::time::sleep(every).await;
+            let Ok(tasks) = self.store.abandoned().await else {
+                continue;
+            };
+            for (mut task, version) in tasks {
+                set_marker(&mut task, "runnerUntilMs", None);
+                set_marker(&mut task, "effectPending", None);
+                task.status = TaskStatus {
+                    state: TaskState::InputRequired,
+                    message: Some(Message {
+                        message_id: format!("{}-interrupted-v{version}", task.id),
+                        context_id: Some(task.context_id.clone()),
+                        task_id: Some(task.id.clone()),
+                        role: Role::Agent,
+                        parts: vec![Part::text(
+                            "interrupted: please send your last message again",
+                        )],
+                        metadata: None,
+                        extensions: None,
+                        reference_task_ids: None,
+                    }),
+                    timestamp: None,
+                };
+                if let Ok(v) = self
+                    .store
+                    .save(
+                        &task,
+                        SaveMode::Cas(Some(version)),
+                        Some(version),
+                        &self.name,
+                    )
+                    .await
+                {
+                    self.record(format!(
+                        "took over abandoned {} v{v}: input-required",
+                        task.id
+                    ));
+                }
+            }
+        }
+    }
+
     // ---------------------------------------------------------------- cancel
 
     /// CancelTask (A2A-BEHAVIOURS.md §2.2): unknown → -32001; terminal → -32002 (or the
@@ -1088,7 +1186,8 @@ impl Replica {
                     tokio::time::sleep(CANCEL_POLL).await;
                     continue;
                 }
-                set_marker(&mut canceled, None);
+                set_marker(&mut canceled, "effectPending", None);
+                set_marker(&mut canceled, "runnerUntilMs", None);
                 match self
                     .persist(&canceled, SaveMode::Cas(Some(version)), Some(version))
                     .await
@@ -1131,10 +1230,15 @@ impl Replica {
     /// SubscribeToTask: a Task snapshot first, then each later version from the store's event
     /// log (polled), ending at a terminal or interrupted state.
     async fn subscribe(self: Rc<Self>, id: Value, task_id: String) -> Response<BoxBody> {
-        let (task, version) = match self.store.get(&task_id).await {
+        let (task, version) = match self.load(&task_id).await {
             Ok(Some(found)) => found,
             Ok(None) => {
-                return self.rpc_error(id, rpc(-32001, format!("task {task_id} not found")))
+                if self.profile.subscribe.unknown_task == SubscribeUnknown::EmptyStream {
+                    self.record(format!("subscribe to unknown {task_id}: empty stream"));
+                    let (_tx, rx) = mpsc::channel::<StreamResponse>(1);
+                    return sse_response(id, rx);
+                }
+                return self.rpc_error(id, rpc(-32001, format!("task {task_id} not found")));
             }
             Err(e) => return self.rpc_error(id, rpc(-32603, e)),
         };
@@ -1149,10 +1253,22 @@ impl Replica {
             }
             let mut seen = version;
             let mut last = task;
+            let poll = Duration::from_millis(me.profile.subscribe.poll_ms.max(1));
             loop {
-                tokio::time::sleep(me.timing.poll_interval).await;
-                let Ok(events) = me.store.events_after(&task_id, seen).await else {
-                    continue;
+                tokio::time::sleep(poll).await;
+                let events = match me.profile.subscribe.source {
+                    SubscribeSource::StoreEvents => {
+                        match me.store.events_after(&task_id, seen).await {
+                            Ok(events) => events,
+                            Err(_) => continue,
+                        }
+                    }
+                    SubscribeSource::LocalOnly => me
+                        .local_events
+                        .borrow()
+                        .get(&task_id)
+                        .map(|evs| evs.iter().filter(|(v, _)| *v > seen).cloned().collect())
+                        .unwrap_or_default(),
                 };
                 for (v, snapshot) in events {
                     seen = v;
@@ -1226,21 +1342,28 @@ enum Saved {
 /// way every time): the effect intent of a fenced turn.
 const MARKER_KEY: &str = "a2aChaos";
 
-fn set_marker(task: &mut Task, marker: Option<&Value>) {
-    match marker {
-        Some(m) => {
-            let mut map = std::collections::HashMap::new();
-            map.insert(MARKER_KEY.to_string(), m.clone());
-            task.metadata = Some(map);
-        }
-        None => {
-            if let Some(map) = task.metadata.as_mut() {
-                map.remove(MARKER_KEY);
+fn set_marker(task: &mut Task, field: &str, value: Option<Value>) {
+    let map = task
+        .metadata
+        .get_or_insert_with(std::collections::HashMap::new);
+    let entry = map
+        .entry(MARKER_KEY.to_string())
+        .or_insert_with(|| Value::Object(Default::default()));
+    if let Value::Object(obj) = entry {
+        match value {
+            Some(v) => {
+                obj.insert(field.to_string(), v);
             }
-            if task.metadata.as_ref().is_some_and(|m| m.is_empty()) {
-                task.metadata = None;
+            None => {
+                obj.remove(field);
             }
         }
+        if obj.is_empty() {
+            map.remove(MARKER_KEY);
+        }
+    }
+    if task.metadata.as_ref().is_some_and(|m| m.is_empty()) {
+        task.metadata = None;
     }
 }
 

@@ -175,6 +175,29 @@ impl StoreState {
         Ok(version)
     }
 
+    /// Working or submitted tasks whose runner lease (the replica's marker
+    /// `a2aChaos.runnerUntilMs`) ran out before `now_ms`.
+    pub fn abandoned(&self, now_ms: u64) -> Vec<(Task, u64)> {
+        self.tasks
+            .values()
+            .filter(|(t, _)| {
+                matches!(
+                    t.status.state,
+                    a2a::TaskState::Working | a2a::TaskState::Submitted
+                )
+            })
+            .filter(|(t, _)| {
+                t.metadata
+                    .as_ref()
+                    .and_then(|m| m.get("a2aChaos"))
+                    .and_then(|m| m.get("runnerUntilMs"))
+                    .and_then(serde_json::Value::as_u64)
+                    .is_some_and(|until| until < now_ms)
+            })
+            .cloned()
+            .collect()
+    }
+
     /// Claims a message for processing (see [`Claim`]).
     pub fn claim(&mut self, key: &str, now_ms: u64, lease_ms: u64) -> Claim {
         match self.dedup.get(key) {
@@ -259,6 +282,7 @@ enum StoreRequest {
         key: String,
         lease_ms: u64,
     },
+    Abandoned,
     Finish {
         key: String,
         task_id: Option<String>,
@@ -275,6 +299,7 @@ enum StoreResponse {
     Refused { error: SaveError },
     Events { events: Vec<(u64, Task)> },
     Claim { claim: Claim },
+    Abandoned { tasks: Vec<(Task, u64)> },
     Done,
 }
 
@@ -350,6 +375,19 @@ impl TaskStore {
                 match self.remote(&req, *timeout).await? {
                     StoreResponse::Events { events } => Ok(events),
                     _ => Err("store: unexpected reply to events".into()),
+                }
+            }
+        }
+    }
+
+    /// Tasks whose runner lease ran out (see [`StoreState::abandoned`]).
+    pub async fn abandoned(&self) -> Result<Vec<(Task, u64)>, String> {
+        match self {
+            TaskStore::Local(state) => Ok(state.borrow().abandoned(now_ms())),
+            TaskStore::Remote { timeout } => {
+                match self.remote(&StoreRequest::Abandoned, *timeout).await? {
+                    StoreResponse::Abandoned { tasks } => Ok(tasks),
+                    _ => Err("store: unexpected reply to abandoned".into()),
                 }
             }
         }
@@ -473,6 +511,9 @@ async fn handle(
             trace.record("store", format!("claim {key}: {claim:?}"));
             StoreResponse::Claim { claim }
         }
+        StoreRequest::Abandoned => StoreResponse::Abandoned {
+            tasks: state.borrow().abandoned(now_ms()),
+        },
         StoreRequest::Finish {
             key,
             task_id,
