@@ -29,6 +29,7 @@ use crate::faults::{Action, FaultSpec, PlanInput, Scheduled};
 use crate::history::{History, Op};
 use crate::ledger::{self, Effect, LedgerState};
 use crate::model::{Placement, Profile};
+use crate::push::{Egress, PushReport, SharedPush};
 use crate::replica::{self, Replica, Timing};
 use crate::router::{self, RouterControl};
 use crate::store::{self, SaveRecord, SharedState, StoreState, TaskStore};
@@ -91,6 +92,10 @@ pub struct RunRecord {
     pub saves: Vec<SaveRecord>,
     /// Every push delivery that reached the webhook.
     pub deliveries: Vec<Delivery>,
+    /// What the replicas reported about their pushes (failures only when the model logs them).
+    pub push_reports: Vec<PushReport>,
+    /// Every connection a push opened, as the simulator saw it.
+    pub push_egress: Vec<Egress>,
     /// The fault rates this seed ran with.
     pub fault_rates: BTreeMap<String, f64>,
     /// Fault actions applied, with their time.
@@ -134,6 +139,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     let store_state: SharedState = Rc::new(RefCell::new(StoreState::default()));
     let ledger_state = Rc::new(RefCell::new(LedgerState::default()));
     let webhook_state = Rc::new(RefCell::new(WebhookState::default()));
+    let push_world: SharedPush = Rc::default();
     let control = RouterControl::new(spec.replicas);
     let history = History::default();
     let link = DriverLink::default();
@@ -162,6 +168,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         let profile = spec.profile.clone();
         let timing = spec.timing.clone();
         let trace = trace.clone();
+        let push_world = push_world.clone();
         sim.host(format!("replica-{i}"), move || {
             let b = boot.get();
             boot.set(b + 1);
@@ -182,6 +189,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
                 profile.clone(),
                 timing.clone(),
                 store,
+                push_world.clone(),
                 trace.clone(),
             ));
             let trace = trace.clone();
@@ -284,6 +292,10 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     let conversations = link.tasks.borrow().clone();
     let effects = ledger_state.borrow().effects().to_vec();
     let deliveries = webhook_state.borrow().deliveries.clone();
+    let (push_reports, push_egress) = {
+        let w = push_world.borrow();
+        (w.reports.clone(), w.egress.clone())
+    };
     RunRecord {
         seed,
         model: spec.profile.name.clone(),
@@ -295,6 +307,8 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         final_tasks,
         saves,
         deliveries,
+        push_reports,
+        push_egress,
         fault_rates,
         faults: driver.applied,
         conversations,

@@ -29,6 +29,7 @@ pub mod ledger;
 pub mod logging;
 pub mod model;
 pub mod net;
+pub mod push;
 pub mod replica;
 pub mod report;
 pub mod router;
