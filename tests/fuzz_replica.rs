@@ -993,7 +993,7 @@ const BATCH: usize = 64;
 fn fuzz_replica_requests() {
     fuzz(
         "replica/requests",
-        1_536,
+        4_096,
         BATCH as u64,
         || batch(BATCH),
         |(p, seed, reqs)| check_batch(p, seed, &reqs),
