@@ -1249,3 +1249,19 @@ fn bug_subscribing_to_an_input_required_task_never_ends() {
         String::from_utf8_lossy(body)
     );
 }
+
+#[test]
+fn the_fuzz_world_is_deterministic() {
+    // One generated batch, run twice: the same answers, byte for byte.
+    fuzz_support::on_big_stack(|| {
+        use proptest::strategy::ValueTree;
+        let mut runner = proptest::test_runner::TestRunner::new(proptest::test_runner::Config {
+            rng_seed: proptest::test_runner::RngSeed::Fixed(11),
+            ..Default::default()
+        });
+        let (profile, seed, reqs) = batch(BATCH).new_tree(&mut runner).unwrap().current();
+        let once = format!("{:?}", run_world(PROFILES[profile], seed, &reqs));
+        let twice = format!("{:?}", run_world(PROFILES[profile], seed, &reqs));
+        assert!(once == twice, "two runs of one batch differ");
+    });
+}

@@ -70,6 +70,18 @@ pub fn accepted() {
 /// 2 MiB a test thread gets.
 const FUZZ_STACK_BYTES: usize = 256 << 20;
 
+/// Runs `f` on a thread with [`FUZZ_STACK_BYTES`] of stack, passing on its panic.
+pub fn on_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .stack_size(FUZZ_STACK_BYTES)
+            .spawn_scoped(scope, f)
+            .expect("a thread starts")
+            .join()
+    })
+    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
 /// Runs `test` on `default_inputs` inputs (or `A2A_CHAOS_FUZZ_CASES`) drawn from the
 /// strategy `make` builds, where one case carries `inputs_per_case` inputs. Prints the count
 /// and the wall time. `test` returns how many inputs the case really ran. The strategy is
