@@ -30,7 +30,7 @@ use crate::history::{History, Op};
 use crate::ledger::{self, Effect, LedgerState};
 use crate::model::{Placement, Profile};
 use crate::push::{Egress, PushReport, SharedPush};
-use crate::replica::{self, Replica, Timing};
+use crate::replica::{self, Replica, Timing, Wiring};
 use crate::router::{self, RouterControl};
 use crate::store::{self, SaveRecord, SharedState, StoreState, TaskStore};
 use crate::trace::{Trace, TraceEvent};
@@ -42,6 +42,9 @@ pub const EPOCH_SECS: u64 = 1_767_225_600;
 
 /// Simulated time one step advances.
 pub const TICK: Duration = Duration::from_millis(1);
+
+/// Pending connections a listener may queue (see [`run`]).
+pub const TCP_CAPACITY: usize = 4096;
 
 /// Network latency bounds per message (ms), outside latency faults.
 pub const LATENCY_MS: (u64, u64) = (1, 4);
@@ -134,6 +137,9 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         .simulation_duration(spec.budget)
         .min_message_latency(Duration::from_millis(LATENCY_MS.0))
         .max_message_latency(Duration::from_millis(LATENCY_MS.1))
+        // turmoil queues 64 pending connections per listener by default and panics past
+        // that; a burst of conversations (or a wide `concurrent` step) can exceed it.
+        .tcp_capacity(TCP_CAPACITY)
         .build();
 
     let store_state: SharedState = Rc::new(RefCell::new(StoreState::default()));
@@ -186,11 +192,13 @@ pub fn run(spec: &RunSpec) -> RunRecord {
                 i,
                 b,
                 seed,
-                profile.clone(),
-                timing.clone(),
-                store,
-                push_world.clone(),
-                trace.clone(),
+                Wiring {
+                    profile: profile.clone(),
+                    timing: timing.clone(),
+                    store,
+                    push_world: push_world.clone(),
+                    trace: trace.clone(),
+                },
             ));
             let trace = trace.clone();
             async move {

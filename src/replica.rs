@@ -149,6 +149,19 @@ struct ActiveTask {
     streaming: Cell<bool>,
 }
 
+/// What a replica process is connected to.
+#[derive(Clone)]
+pub struct Wiring {
+    /// Its behaviour model.
+    pub profile: Rc<Profile>,
+    pub timing: Timing,
+    /// Its task store (its own memory, or the `store` host).
+    pub store: TaskStore,
+    /// The run's resolver and push logs.
+    pub push_world: SharedPush,
+    pub trace: Trace,
+}
+
 /// One replica process.
 pub struct Replica {
     pub name: String,
@@ -173,16 +186,14 @@ pub struct Replica {
 
 impl Replica {
     /// A replica process. `boot` counts its restarts, so ids never repeat across boots.
-    pub fn new(
-        index: usize,
-        boot: u32,
-        seed: u64,
-        profile: Rc<Profile>,
-        timing: Timing,
-        store: TaskStore,
-        push_world: SharedPush,
-        trace: Trace,
-    ) -> Self {
+    pub fn new(index: usize, boot: u32, seed: u64, wiring: Wiring) -> Self {
+        let Wiring {
+            profile,
+            timing,
+            store,
+            push_world,
+            trace,
+        } = wiring;
         let stream = (seed ^ 0x5eed_0000_0000_0000)
             .wrapping_add((index as u64) << 32)
             .wrapping_add(u64::from(boot));
@@ -399,6 +410,9 @@ impl Replica {
             Err(e) => return self.rpc_error(Value::Null, rpc(-32700, format!("parse error: {e}"))),
         };
         let id = request.get("id").cloned().unwrap_or(Value::Null);
+        if !matches!(id, Value::String(_) | Value::Number(_) | Value::Null) {
+            return self.rpc_error(Value::Null, rpc(-32600, "invalid request: bad id"));
+        }
         let (Some(method), Some("2.0")) = (
             request.get("method").and_then(Value::as_str),
             request.get("jsonrpc").and_then(Value::as_str),
@@ -1432,7 +1446,12 @@ impl Replica {
         let (tx, rx) = mpsc::channel::<StreamResponse>(16);
         let me = self.clone();
         tokio::task::spawn_local(async move {
-            if tx.send(StreamResponse::Task(task.clone())).await.is_err() {
+            let interrupted = matches!(
+                task.status.state,
+                TaskState::InputRequired | TaskState::AuthRequired
+            );
+            if tx.send(StreamResponse::Task(task.clone())).await.is_err() || interrupted {
+                // An interrupted task has nothing more to say until the client answers.
                 return;
             }
             let mut seen = version;

@@ -228,7 +228,7 @@ impl StoreState {
         self.dedup.insert(
             key.to_string(),
             DedupEntry::InFlight {
-                until_ms: now_ms + lease_ms,
+                until_ms: now_ms.saturating_add(lease_ms),
             },
         );
         Claim::New
@@ -242,7 +242,7 @@ impl StoreState {
                     key.to_string(),
                     DedupEntry::Done {
                         task_id,
-                        until_ms: now_ms + ttl_ms,
+                        until_ms: now_ms.saturating_add(ttl_ms),
                     },
                 );
             }

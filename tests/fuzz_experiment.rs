@@ -341,7 +341,6 @@ fn bound_replicas() {
 /// in `FaultSpec::validate`: `window_ms <= WINDOW_MS_MAX && liveness_ms <= LIVENESS_MS_MAX`
 /// (say one simulated hour each), and compute the budget with `checked_add`.
 #[test]
-#[ignore = "bug: experiment budget overflows on a huge window-ms (see doc comment)"]
 fn bug_huge_fault_window_overflows_the_budget() {
     for line in [
         "window-ms = 18446744073709551615",
@@ -349,7 +348,7 @@ fn bug_huge_fault_window_overflows_the_budget() {
     ] {
         let text = with(line, "faults")
             .replace("\nwindow-ms = 3000\n", "\n")
-            .replace("\nliveness-ms = 2000\n", "\n");
+            .replace("\nliveness-ms = 4000\n", "\n");
         let got = std::panic::catch_unwind(|| Experiment::parse(&text, "f.toml", None));
         match got {
             Err(_) => panic!("{line}: Experiment::parse panicked"),
@@ -364,7 +363,6 @@ fn bug_huge_fault_window_overflows_the_budget() {
 /// 31 simulated years at 1 ms a tick) is a run that never ends in practice. Fix: cap both,
 /// e.g. `WINDOW_MS_MAX = LIVENESS_MS_MAX = 3_600_000`.
 #[test]
-#[ignore = "missing bound: window-ms and liveness-ms are unbounded (see doc comment)"]
 fn bug_fault_window_has_no_upper_bound() {
     let text = with("window-ms = 1000000000000", "faults").replace("\nwindow-ms = 3000\n", "\n");
     assert!(

@@ -33,7 +33,7 @@ use a2a_chaos::cluster::{EPOCH_SECS, LATENCY_MS, TICK};
 use a2a_chaos::ledger;
 use a2a_chaos::model::{Placement, Profile};
 use a2a_chaos::net::{self, Call, BODY_BYTES_MAX};
-use a2a_chaos::replica::{self, Replica, Timing, TurnInfo, REPLICA_HEADER};
+use a2a_chaos::replica::{self, Replica, Timing, TurnInfo, Wiring, REPLICA_HEADER};
 use a2a_chaos::sse::take_event;
 use a2a_chaos::store::{self, StoreState, TaskStore};
 use a2a_chaos::trace::Trace;
@@ -233,10 +233,13 @@ fn run_world(profile: &str, seed: u64, batch: &[Req]) -> Vec<Seen> {
                 0,
                 b,
                 seed,
-                profile.clone(),
-                timing,
-                store,
-                trace.clone(),
+                Wiring {
+                    profile: profile.clone(),
+                    timing,
+                    store,
+                    push_world: Rc::default(),
+                    trace: trace.clone(),
+                },
             ));
             r.serve()
         });
@@ -1208,7 +1211,6 @@ fn a_well_formed_conversation_runs_through_the_fuzz_world() {
 /// move the id check before the method check, or answer
 /// `if id is String|Number|Null { id } else { Null }` in the first `-32600` branch.
 #[test]
-#[ignore = "bug: replica echoes an invalid id on -32600 (see doc comment)"]
 fn bug_an_invalid_request_echoes_an_unusable_id() {
     let seen = one(
         "a2a-python-1.3-memory",
@@ -1232,7 +1234,6 @@ fn bug_an_invalid_request_echoes_an_unusable_id() {
 /// state. Fix: after sending the snapshot, `return` when
 /// `task.status.state == TaskState::InputRequired` (as for a later event).
 #[test]
-#[ignore = "bug: a subscription to an input-required task never ends (see doc comment)"]
 fn bug_subscribing_to_an_input_required_task_never_ends() {
     let first = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
         "messageId": "m1", "role": "ROLE_USER",

@@ -427,7 +427,6 @@ fn bug_a_contained_panic_loses_its_message() {
 /// connections to the router at once, a duplicate included), or refuse such workloads in
 /// `WorkloadSpec::validate`.
 #[test]
-#[ignore = "bug: a burst of connections overflows turmoil's accept queue (see doc comment)"]
 fn bug_a_burst_of_connections_crashes_every_run() {
     let exp = experiment(
         &SMALL
@@ -450,7 +449,6 @@ fn bug_a_burst_of_connections_crashes_every_run() {
 /// `cluster::run` above the widest burst the inputs allow, and bound the width of a
 /// `concurrent` step in `Script::from_file` to match (say 256).
 #[test]
-#[ignore = "bug: a concurrent step of more than 64 sends crashes the run (see doc comment)"]
 fn bug_a_wide_concurrent_step_crashes_the_run() {
     let sends: Vec<String> = (0..100)
         .map(|i| format!("{{ send = {{ conversation = \"c{i}\", turn = 1 }} }}"))
@@ -503,7 +501,6 @@ fn ttl_scenario() -> String {
 /// entry expires at once and a retry runs its effect again. Fix: `now_ms.saturating_add(...)`
 /// in both places (or bound `dedup.ttl_ms` and `dedup.lease_ms` in `Profile::parse`).
 #[test]
-#[ignore = "bug: a huge dedup ttl_ms overflows the store's clock (see doc comment)"]
 fn bug_a_huge_dedup_ttl_overflows_the_store_clock() {
     let script = Script::load(std::path::Path::new(&ttl_scenario())).unwrap();
     let summary = std::panic::catch_unwind(|| a2a_chaos::cli::run_scenario(&script).unwrap())
