@@ -395,8 +395,11 @@ pub fn runs_csv(runs: &[RunSummary]) -> Vec<u8> {
 /// One row of `summary.csv`: one invariant of one (model, routing) combination.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SummaryRow {
+    /// Model name.
     pub model: String,
+    /// Routing strategy.
     pub routing: String,
+    /// Invariant name.
     pub invariant: &'static str,
     /// Runs of the combination.
     pub runs: u64,
@@ -410,10 +413,12 @@ pub struct SummaryRow {
     pub requests: u64,
     /// Ledger effects over every run of the combination.
     pub effects: u64,
-    /// Latency percentiles of acknowledged sends over every run, simulated ms (`None` when
-    /// no send was acknowledged).
+    /// Median latency of acknowledged sends over every run, simulated ms (`None` when no
+    /// send was acknowledged).
     pub p50_ms: Option<u64>,
+    /// 99th percentile, as `p50_ms`.
     pub p99_ms: Option<u64>,
+    /// 99.9th percentile, as `p50_ms`.
     pub p999_ms: Option<u64>,
 }
 

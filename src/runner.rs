@@ -192,6 +192,7 @@ pub struct WorkItem {
     pub model: usize,
     /// Index into the experiment's routing strategies.
     pub routing: usize,
+    /// The seed.
     pub seed: u64,
 }
 

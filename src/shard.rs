@@ -34,7 +34,9 @@ pub const SHARDS_MAX: u64 = 1_000_000;
 /// Shard `index` of `count` (`index` counts from 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shard {
+    /// Which shard, from 0.
     pub index: u64,
+    /// How many shards the sweep is cut into.
     pub count: u64,
 }
 
@@ -181,6 +183,7 @@ pub struct Manifest {
     pub models: Vec<String>,
     /// Routing strategies in the experiment's order.
     pub routing: Vec<String>,
+    /// Which shard this is.
     pub shard: Shard,
     /// Rows in the shard's `runs.csv`.
     pub runs: u64,

@@ -590,6 +590,9 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
         if xs.is_empty() {
             xs.push((x_of(end_ms), "end of run".into()));
         }
+        // One marker per place: a turn completing at a time the sentence also cites.
+        xs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        xs.dedup_by(|b, a| (a.0 - b.0).abs() < 1.0);
         for (x, why) in xs {
             let _ = writeln!(
                 svg,

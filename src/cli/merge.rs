@@ -50,6 +50,7 @@ fn shard_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
     Ok(out)
 }
 
+/// Runs `a2a-chaos merge`; returns the exit code.
 pub fn cmd_merge(dirs: Vec<PathBuf>, out: Option<PathBuf>) -> Result<i32, InputError> {
     if dirs.is_empty() {
         return Err(InputError::new(

@@ -62,6 +62,7 @@ fn load(path: &Option<PathBuf>) -> Result<(Experiment, Option<String>), InputErr
     }
 }
 
+/// Runs `a2a-chaos run`; returns the exit code (0 whether or not violations were found).
 pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
     let (mut exp, text) = load(&args.path)?;
     if let Some(n) = args.seeds {
@@ -265,11 +266,14 @@ pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
                 &manifest,
                 &Manifest::new(&exp, text, *s, runs.len() as u64).to_bytes(),
             )?;
+            let all_shards = match &args.out {
+                None => out.parent().unwrap_or(Path::new(".")).display().to_string(),
+                Some(_) => "DIR...".to_string(),
+            };
             println!(
-                "wrote {} and {}; join the shards with `a2a-chaos merge {}`",
+                "wrote {} and {}; once every shard is done, join them with `a2a-chaos merge {all_shards}`",
                 runs_csv.display(),
                 manifest.display(),
-                out.parent().unwrap_or(Path::new(".")).display()
             );
         }
         None => write_outputs(Some(&exp), &exp.file.name, &runs, &out)?,
