@@ -189,7 +189,7 @@ fn check_head(
         return Err(InputError::new(
             origin,
             format!(
-                "this journal belongs to experiment `{name}` with configuration {print}, not `{experiment}` with {fingerprint} (the file, a model or --seeds changed); remove it or run without --resume"
+                "this journal belongs to experiment `{name}` with configuration {print}, not `{experiment}` with {fingerprint} (the file, a model, --seeds or --shard changed); remove it or run without --resume"
             ),
         ));
     }

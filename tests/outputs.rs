@@ -424,3 +424,14 @@ fn bad_shard_flags_and_merge_inputs_exit_2() {
         assert_eq!(err.lines().count(), 1, "{args:?}: one clear message: {err}");
     }
 }
+
+#[test]
+fn merging_an_unfinished_shard_is_refused() {
+    let parent = fresh("unfinished");
+    let shard = parent.join("shard-0-of-2");
+    ok(sweep(&shard, &["--shard", "0/2", "--stop-after", "1"]));
+    let out = run(&["merge", &parent.display().to_string()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("has not finished"), "{err}");
+}

@@ -22,22 +22,33 @@ use super::run::write_outputs;
 /// The shard directories named by the arguments, expanding a parent of `shard-*` folders.
 fn shard_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
     let mut out = Vec::new();
+    let unfinished = |d: &Path| {
+        InputError::new(
+            d.display().to_string(),
+            format!(
+                "is a shard that has not finished (no {MANIFEST} yet): finish it with `a2a-chaos run ... --shard K/N --resume`"
+            ),
+        )
+    };
     for d in dirs {
         if d.join(MANIFEST).exists() {
             out.push(d.clone());
             continue;
+        }
+        if d.join(crate::journal::FILE_NAME).exists() {
+            return Err(unfinished(d));
         }
         let origin = d.display().to_string();
         let entries = std::fs::read_dir(d)
             .map_err(|e| InputError::new(&origin, format!("cannot read: {e}")))?;
         let mut found: Vec<PathBuf> = entries
             .flatten()
-            .filter(|e| {
-                let name = e.file_name().to_string_lossy().to_string();
-                name.starts_with("shard-") && e.path().join(MANIFEST).exists()
-            })
+            .filter(|e| e.file_name().to_string_lossy().starts_with("shard-") && e.path().is_dir())
             .map(|e| e.path())
             .collect();
+        if let Some(d) = found.iter().find(|d| !d.join(MANIFEST).exists()) {
+            return Err(unfinished(d));
+        }
         if found.is_empty() {
             return Err(InputError::new(
                 &origin,
