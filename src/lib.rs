@@ -15,8 +15,11 @@
 //! - [`replica`]: the A2A server and scripted agent, shaped by a [`model::Profile`];
 //! - [`store`], [`ledger`], [`webhook`]: the hosts that hold ground truth;
 //! - [`faults`] and [`cluster`]: the fault plan and the driver loop;
-//! - [`check`]: the invariants; [`runner`], [`report`], [`experiment`]: sweeps and output.
+//! - [`check`]: the invariants; [`runner`], [`report`], [`experiment`]: sweeps and output;
+//!   [`chart`] and [`timeline`]: the picture of a sweep and of one failing run;
+//!   [`shard`] and [`journal`]: sweeps split over machines, and resumed after an interruption.
 
+pub mod chart;
 pub mod check;
 pub mod cli;
 pub mod client;
@@ -25,6 +28,7 @@ pub mod error;
 pub mod experiment;
 pub mod faults;
 pub mod history;
+pub mod journal;
 pub mod ledger;
 pub mod logging;
 pub mod model;
@@ -35,8 +39,10 @@ pub mod report;
 pub mod router;
 pub mod runner;
 pub mod scenario;
+pub mod shard;
 pub mod sse;
 pub mod store;
+pub mod timeline;
 pub mod trace;
 pub mod webhook;
 pub mod workload;

@@ -99,8 +99,7 @@ fn find_event_end(buf: &[u8], from: usize) -> Option<(usize, usize)> {
     while let Some(rel) = buf[i..].iter().position(|b| *b == b'\n') {
         let n = i + rel;
         // `\r\n\r\n` starting two bytes before this `\n`'s `\r`...
-        if n >= 1 && buf[n - 1] == b'\r' && buf.get(n + 1..n + 3) == Some(b"\r\n") && n - 1 >= from
-        {
+        if n >= 1 && buf[n - 1] == b'\r' && buf.get(n + 1..n + 3) == Some(b"\r\n") && n > from {
             // ... unless a `\n\n` starts earlier: it cannot, since this is the first `\n`.
             return Some((n - 1, 4));
         }
