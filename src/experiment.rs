@@ -186,7 +186,14 @@ impl Experiment {
     }
 
     /// The command that replays one run of this experiment.
+    /// A model loaded from a profile path is named by that path, which `replay` can load.
     pub fn reproduce(&self, seed: u64, model: &str, routing: &str) -> String {
+        let model = self
+            .profiles
+            .iter()
+            .position(|p| p.name == model)
+            .and_then(|i| self.file.models.get(i))
+            .map_or(model, String::as_str);
         match &self.path {
             Some(p) => {
                 format!("a2a-chaos replay {p} --seed {seed} --model {model} --routing {routing}")

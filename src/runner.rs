@@ -139,39 +139,88 @@ pub fn summarise(record: &RunRecord, wall_ms: u64) -> RunSummary {
     }
 }
 
-/// Runs one seed of one combination, containing a panic.
-pub fn run_one(exp: &Experiment, profile: &Profile, routing: &str, seed: u64) -> RunSummary {
-    let start = Instant::now();
-    let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        let record = cluster::run(&spec_for(exp, profile, routing, seed, false));
-        summarise(&record, start.elapsed().as_millis() as u64)
-    }));
-    match result {
-        Ok(summary) => summary,
-        Err(panic) => {
-            let why = panic
+thread_local! {
+    /// While a run is contained on this thread: the first panic's message and location.
+    static FIRST_PANIC: std::cell::RefCell<Option<Option<String>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f`, containing a panic: `Err` carries the first panic's message and location
+/// (a panic inside a simulated host is followed by tokio's own "a spawned task panicked";
+/// the first one says where and why). Panics outside a contained run print as usual.
+pub fn contain<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let contained = FIRST_PANIC.with(|p| {
+                let mut p = p.borrow_mut();
+                match p.as_mut() {
+                    Some(first) => {
+                        if first.is_none() {
+                            let message = info
+                                .payload()
+                                .downcast_ref::<String>()
+                                .cloned()
+                                .or_else(|| {
+                                    info.payload().downcast_ref::<&str>().map(|s| s.to_string())
+                                })
+                                .unwrap_or_else(|| "unknown panic".into());
+                            let at = info
+                                .location()
+                                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                                .unwrap_or_default();
+                            *first = Some(format!("{message}{at}"));
+                        }
+                        true
+                    }
+                    None => false,
+                }
+            });
+            if !contained {
+                previous(info);
+            }
+        }));
+    });
+    FIRST_PANIC.with(|p| *p.borrow_mut() = Some(None));
+    let result = std::panic::catch_unwind(AssertUnwindSafe(f));
+    let first = FIRST_PANIC.with(|p| p.borrow_mut().take()).flatten();
+    result.map_err(|panic| {
+        first.unwrap_or_else(|| {
+            panic
                 .downcast_ref::<String>()
                 .cloned()
                 .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "unknown panic".into());
-            RunSummary {
-                model: profile.name.clone(),
-                routing: routing.to_string(),
-                seed,
-                requests: 0,
-                ok: 0,
-                fail: 0,
-                info: 0,
-                effects: 0,
-                latencies_ms: Vec::new(),
-                invariants: Vec::new(),
-                trace_hash: String::new(),
-                fault_rates: String::new(),
-                sim_ms: 0,
-                wall_ms: start.elapsed().as_millis() as u64,
-                error: Some(format!("panicked: {why}")),
-            }
-        }
+                .unwrap_or_else(|| "unknown panic".into())
+        })
+    })
+}
+
+/// Runs one seed of one combination, containing a panic.
+pub fn run_one(exp: &Experiment, profile: &Profile, routing: &str, seed: u64) -> RunSummary {
+    let start = Instant::now();
+    let result = contain(|| {
+        let record = cluster::run(&spec_for(exp, profile, routing, seed, false));
+        summarise(&record, start.elapsed().as_millis() as u64)
+    });
+    match result {
+        Ok(summary) => summary,
+        Err(why) => RunSummary {
+            model: profile.name.clone(),
+            routing: routing.to_string(),
+            seed,
+            requests: 0,
+            ok: 0,
+            fail: 0,
+            info: 0,
+            effects: 0,
+            latencies_ms: Vec::new(),
+            invariants: Vec::new(),
+            trace_hash: String::new(),
+            fault_rates: String::new(),
+            sim_ms: 0,
+            wall_ms: start.elapsed().as_millis() as u64,
+            error: Some(format!("panicked: {why}")),
+        },
     }
 }
 
@@ -254,13 +303,7 @@ pub fn fingerprint(exp: &Experiment) -> String {
 /// model the experiment loads from a profile file is named by that file, so the command
 /// works for experiment-local profiles too.
 pub fn reproduce(exp: &Experiment, seed: u64, model: &str, routing: &str) -> String {
-    let entry = exp
-        .profiles
-        .iter()
-        .position(|p| p.name == model)
-        .and_then(|i| exp.file.models.get(i))
-        .map_or(model, String::as_str);
-    exp.reproduce(seed, entry, routing)
+    exp.reproduce(seed, model, routing)
 }
 
 /// Runs every combination × seed; returns summaries sorted by (model, routing, seed) in the

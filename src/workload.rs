@@ -76,6 +76,10 @@ impl Default for WorkloadSpec {
 pub const CONVERSATIONS_MAX: u32 = 200;
 /// See [`CONVERSATIONS_MAX`].
 pub const TURNS_MAX: u32 = 50;
+/// Longest time setting of a workload, in simulated ms (one hour).
+pub const TIME_MS_MAX: u64 = 3_600_000;
+/// Most retries of one turn.
+pub const RETRIES_MAX: u32 = 20;
 
 impl WorkloadSpec {
     /// Refuses sizes and rates the simulator cannot honour.
@@ -106,6 +110,25 @@ impl WorkloadSpec {
             return bad(format!(
                 "cancel-delay-ms = {:?} must be [min, max]",
                 self.cancel_delay_ms
+            ));
+        }
+        for (name, ms) in [
+            ("request-timeout-ms", self.request_timeout_ms),
+            ("retry-backoff-ms", self.retry_backoff_ms),
+            ("gap-ms", self.gap_ms[1]),
+            ("start-spread-ms", self.start_spread_ms),
+            ("cancel-delay-ms", self.cancel_delay_ms[1]),
+        ] {
+            if ms > TIME_MS_MAX {
+                return bad(format!(
+                    "{name} = {ms} must be at most {TIME_MS_MAX} (one simulated hour)"
+                ));
+            }
+        }
+        if self.retries > RETRIES_MAX {
+            return bad(format!(
+                "retries = {} must be at most {RETRIES_MAX}",
+                self.retries
             ));
         }
         if self.request_timeout_ms == 0 {

@@ -382,6 +382,8 @@ fn allowed_codes(method: &str, profile: &Profile) -> Vec<i64> {
         "GetTask" => vec![-32001, -32603],
         "CancelTask" => vec![-32001, -32002, -32603],
         "SubscribeToTask" => vec![-32001, -32004, -32603],
+        // Unknown task; a URL refused at registration; no push at all; the store down.
+        "CreateTaskPushNotificationConfig" => vec![-32001, -32602, -32003, -32603],
         _ => vec![],
     }
 }

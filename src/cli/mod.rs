@@ -222,11 +222,30 @@ pub fn run_scenario(script: &Script) -> Result<RunSummary, InputError> {
         false,
     );
     let started = Instant::now();
-    let record = cluster::run(&spec);
-    Ok(runner::summarise(
-        &record,
-        started.elapsed().as_millis() as u64,
-    ))
+    // Contained like a sweep's runs: a panicking run is a failed check, not a crash.
+    match runner::contain(|| cluster::run(&spec)) {
+        Ok(record) => Ok(runner::summarise(
+            &record,
+            started.elapsed().as_millis() as u64,
+        )),
+        Err(why) => Ok(runner::RunSummary {
+            model: spec.profile.name.clone(),
+            routing: spec.routing.clone(),
+            seed: spec.seed,
+            requests: 0,
+            ok: 0,
+            fail: 0,
+            info: 0,
+            effects: 0,
+            latencies_ms: Vec::new(),
+            invariants: Vec::new(),
+            trace_hash: String::new(),
+            fault_rates: String::new(),
+            sim_ms: 0,
+            wall_ms: started.elapsed().as_millis() as u64,
+            error: Some(format!("panicked: {why}")),
+        }),
+    }
 }
 
 /// Prints each invariant's verdict for one run.
