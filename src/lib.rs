@@ -15,7 +15,9 @@
 //! - [`replica`]: the A2A server and scripted agent, shaped by a [`model::Profile`];
 //! - [`store`], [`ledger`], [`webhook`]: the hosts that hold ground truth;
 //! - [`faults`] and [`cluster`]: the fault plan and the driver loop;
-//! - [`check`]: the invariants; [`runner`], [`report`], [`experiment`]: sweeps and output.
+//! - [`check`]: the invariants; [`runner`], [`report`], [`experiment`]: sweeps and output;
+//! - [`shrink`]: from a failing run to a small scenario; [`strategies`]: proptest strategies
+//!   that generate scenarios for your own tests.
 
 pub mod check;
 pub mod cli;
@@ -34,8 +36,10 @@ pub mod report;
 pub mod router;
 pub mod runner;
 pub mod scenario;
+pub mod shrink;
 pub mod sse;
 pub mod store;
+pub mod strategies;
 pub mod trace;
 pub mod webhook;
 pub mod workload;
