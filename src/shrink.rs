@@ -572,10 +572,16 @@ impl Size {
 
 impl std::fmt::Display for Size {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = |n: usize| if n == 1 { "" } else { "s" };
         write!(
             f,
-            "{} steps, {} replicas, {} faults",
-            self.steps, self.replicas, self.faults
+            "{} step{}, {} replica{}, {} fault{}",
+            self.steps,
+            s(self.steps),
+            self.replicas,
+            s(self.replicas),
+            self.faults,
+            s(self.faults)
         )
     }
 }
@@ -839,17 +845,11 @@ fn renumbered(steps: &[Step], rename: bool, renumber: bool) -> Vec<Step> {
     })
 }
 
-/// Simpler versions of one leaf: without `to`, without `message_id`, blocking.
+/// Simpler versions of one leaf: without `message_id`, blocking, a shorter wait.
 fn simpler(step: &Step) -> Vec<Step> {
     let mut out = Vec::new();
     match step {
         Step::Send(s) => {
-            if s.to.is_some() {
-                out.push(Step::Send(SendStep {
-                    to: None,
-                    ..s.clone()
-                }));
-            }
             if s.message_id.is_some() {
                 out.push(Step::Send(SendStep {
                     message_id: None,
@@ -864,18 +864,33 @@ fn simpler(step: &Step) -> Vec<Step> {
                 }));
             }
         }
-        Step::Get(s) if s.to.is_some() => out.push(Step::Get(TaskStep {
-            to: None,
-            ..s.clone()
-        })),
-        Step::Cancel(s) if s.to.is_some() => out.push(Step::Cancel(TaskStep {
-            to: None,
-            ..s.clone()
-        })),
         Step::WaitMs(ms) if *ms > 1 => out.push(Step::WaitMs(ms / 2)),
         _ => {}
     }
     out
+}
+
+/// Every request routed by the scenario's routing instead of pinned with `to`.
+fn unpinned(steps: &[Step]) -> Vec<Step> {
+    tree::map(steps, &mut |s| match s {
+        Step::Send(x) => Step::Send(SendStep {
+            to: None,
+            ..x.clone()
+        }),
+        Step::Cancel(x) => Step::Cancel(TaskStep {
+            to: None,
+            ..x.clone()
+        }),
+        Step::Get(x) => Step::Get(TaskStep {
+            to: None,
+            ..x.clone()
+        }),
+        Step::Subscribe(x) => Step::Subscribe(TaskStep {
+            to: None,
+            ..x.clone()
+        }),
+        other => other.clone(),
+    })
 }
 
 /// The minimisation after a reproducing conversion.
@@ -988,9 +1003,17 @@ impl Minimiser<'_> {
         steps
     }
 
-    /// Simpler leaves (no `to`, ...) and renumbered conversations and turns.
+    /// Renumbered conversations and turns, simpler leaves, and no `to` when no request
+    /// needs one (pins are kept all together otherwise: they tell the story, and they do
+    /// not depend on how the routing strategy draws).
     fn simplify(&mut self, steps: Vec<Step>) -> Vec<Step> {
         let mut steps = steps;
+        let free = unpinned(&steps);
+        if free != steps && self.fails(&free) {
+            self.notes
+                .push("no request needs `to`: the routing strategy places them".into());
+            steps = free;
+        }
         for (rename, renumber) in [(true, true), (false, true), (true, false)] {
             let candidate = renumbered(&steps, rename, renumber);
             if candidate != steps && self.fails(&candidate) {
