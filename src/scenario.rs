@@ -153,9 +153,7 @@ impl Step {
                 Action::Kill(h) => t.kill = Some(h.clone()),
                 Action::Restart(h) => t.restart = Some(h.clone()),
                 Action::Partition(a, b) => t.partition = Some([a.clone(), b.clone()]),
-                Action::PartitionOneway(a, b) => {
-                    t.partition_oneway = Some([a.clone(), b.clone()])
-                }
+                Action::PartitionOneway(a, b) => t.partition_oneway = Some([a.clone(), b.clone()]),
                 Action::Repair(a, b) => t.repair = Some([a.clone(), b.clone()]),
                 Action::HealAll => t.heal = Some("all".into()),
                 Action::DropNextReply => t.drop_reply = Some(true),
@@ -454,7 +452,11 @@ fn resolve(
         check_host(a, replicas, origin)?;
         check_host(b, replicas, origin)?;
         check_ms("latency max-ms", l.max_ms.unwrap_or(0), origin)?;
-        found.push(Step::Fault(Action::LinkLatency(a.clone(), b.clone(), l.max_ms)));
+        found.push(Step::Fault(Action::LinkLatency(
+            a.clone(),
+            b.clone(),
+            l.max_ms,
+        )));
     }
     if let Some(h) = &table.heal {
         if h != "all" {
@@ -613,8 +615,10 @@ fn step_pairs(t: &StepTable) -> Vec<(&'static str, String)> {
 
 /// One step as an inline table, for lists.
 fn inline_step(t: &StepTable) -> String {
-    let pairs: Vec<(&str, Option<String>)> =
-        step_pairs(t).into_iter().map(|(k, v)| (k, Some(v))).collect();
+    let pairs: Vec<(&str, Option<String>)> = step_pairs(t)
+        .into_iter()
+        .map(|(k, v)| (k, Some(v)))
+        .collect();
     inline_table(&pairs)
 }
 

@@ -347,7 +347,7 @@ mod tree {
                             }
                             Step::Concurrent(v) => {
                                 let v = normalise(vec![Step::Concurrent(v)]);
-                                (!v.is_empty()).then(|| Step::Sequence(v))
+                                (!v.is_empty()).then_some(Step::Sequence(v))
                             }
                             other => Some(other),
                         })
@@ -784,7 +784,9 @@ fn rename_replicas(step: &Step, map: &BTreeMap<usize, usize>) -> Step {
             Action::LinkLatency(a, b, ms) => Action::LinkLatency(host(a), host(b), *ms),
             other => other.clone(),
         }),
-        Step::Concurrent(v) => Step::Concurrent(v.iter().map(|s| rename_replicas(s, map)).collect()),
+        Step::Concurrent(v) => {
+            Step::Concurrent(v.iter().map(|s| rename_replicas(s, map)).collect())
+        }
         Step::Sequence(v) => Step::Sequence(v.iter().map(|s| rename_replicas(s, map)).collect()),
         other => other.clone(),
     }
@@ -906,7 +908,12 @@ impl Minimiser<'_> {
     }
 
     /// Slice and ddmin over events; then the simplest layout that still fails.
-    fn events(&mut self, events: Vec<Event>, layout: Layout, named: &BTreeSet<String>) -> (Vec<Event>, Layout) {
+    fn events(
+        &mut self,
+        events: Vec<Event>,
+        layout: Layout,
+        named: &BTreeSet<String>,
+    ) -> (Vec<Event>, Layout) {
         let mut events = events;
         if !named.is_empty() {
             let slice: Vec<Event> = events
@@ -926,7 +933,9 @@ impl Minimiser<'_> {
         }
         let oracle = self.oracle;
         let replicas = self.replicas;
-        events = ddmin(events, &mut |sub| oracle.fails(replicas, &render(sub, layout)));
+        events = ddmin(events, &mut |sub| {
+            oracle.fails(replicas, &render(sub, layout))
+        });
         let mut layout = layout;
         for simpler in [Layout::Sequential, Layout::Timed] {
             if simpler < layout && self.fails(&render(&events, simpler)) {
@@ -935,7 +944,9 @@ impl Minimiser<'_> {
                     simpler.word()
                 ));
                 layout = simpler;
-                events = ddmin(events, &mut |sub| oracle.fails(replicas, &render(sub, layout)));
+                events = ddmin(events, &mut |sub| {
+                    oracle.fails(replicas, &render(sub, layout))
+                });
                 break;
             }
         }
@@ -950,8 +961,7 @@ impl Minimiser<'_> {
         for s in &steps {
             replicas_named(s, &mut used);
         }
-        let dense: BTreeMap<usize, usize> =
-            used.iter().enumerate().map(|(j, i)| (*i, j)).collect();
+        let dense: BTreeMap<usize, usize> = used.iter().enumerate().map(|(j, i)| (*i, j)).collect();
         let renamed: Vec<Step> = steps.iter().map(|s| rename_replicas(s, &dense)).collect();
         let needed = used.len().max(1);
         if needed < self.replicas || renamed != steps {
@@ -1084,7 +1094,10 @@ fn reduce_experiment(
                 .iter()
                 .any(|f| f.invariant == invariant && f.verdict() == Verdict::Fail)
     };
-    let mut tried = |exp: &mut Experiment, change: &dyn Fn(&mut Experiment) -> bool, what: String, runs: &mut usize| {
+    let mut tried = |exp: &mut Experiment,
+                     change: &dyn Fn(&mut Experiment) -> bool,
+                     what: String,
+                     runs: &mut usize| {
         let mut candidate = exp.clone();
         if change(&mut candidate) && still(&candidate, runs) {
             notes.push(what);
@@ -1248,7 +1261,9 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
             events.len()
         ));
         let mut runs = 0;
-        let reduced = reduce_experiment(exp, profile, routing, seed, invariant, &mut runs, &mut notes);
+        let reduced = reduce_experiment(
+            exp, profile, routing, seed, invariant, &mut runs, &mut notes,
+        );
         let record = run_experiment(&reduced, profile, routing, seed);
         let c = convert(&record);
         before = Size::of(&render(&c.events, Layout::Sequential), record.replicas);
@@ -1286,7 +1301,11 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
         replicas,
         notes: Vec::new(),
     };
-    let named: BTreeSet<String> = details.iter().take(1).flat_map(|d| conversations_named(d)).collect();
+    let named: BTreeSet<String> = details
+        .iter()
+        .take(1)
+        .flat_map(|d| conversations_named(d))
+        .collect();
     let (events, layout) = m.events(events, converted_layout, &named);
     let steps = render(&events, layout);
     let steps = m.replicas(steps);
@@ -1472,5 +1491,32 @@ mod tests {
         };
         let out = renumbered(&[send("c7", 3), send("c2", 2), send("c7", 4)], true, true);
         assert_eq!(out, vec![send("c1", 1), send("c2", 1), send("c1", 2)]);
+    }
+
+    #[test]
+    fn the_fallback_shrinks_the_generated_workload_while_the_seed_still_fails() {
+        let exp = Experiment::default_experiment();
+        let profile = Profile::load("a2a-python-1.3-memory").unwrap();
+        let (mut runs, mut notes) = (0, Vec::new());
+        let reduced = reduce_experiment(
+            &exp,
+            &profile,
+            "round-robin",
+            7,
+            "no-lost-writes",
+            &mut runs,
+            &mut notes,
+        );
+        let w = &reduced.file.workload;
+        assert!(
+            w.conversations < exp.file.workload.conversations || w.turns < exp.file.workload.turns,
+            "{notes:?}"
+        );
+        assert!(!notes.is_empty());
+        let record = run_experiment(&reduced, &profile, "round-robin", 7);
+        let (invariant, _) = target(&record, Some("no-lost-writes")).unwrap();
+        assert_eq!(invariant, "no-lost-writes");
+        // Its conversion is much smaller than the original run's.
+        assert!(convert(&record).events.len() < 20, "{notes:?}");
     }
 }

@@ -446,7 +446,10 @@ mod tests {
             failure_persistence: None,
             ..Config::default()
         };
-        TestRunner::new_with_rng(config.clone(), TestRng::deterministic_rng(config.rng_algorithm))
+        TestRunner::new_with_rng(
+            config.clone(),
+            TestRng::deterministic_rng(config.rng_algorithm),
+        )
     }
 
     #[test]

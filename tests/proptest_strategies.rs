@@ -87,7 +87,10 @@ fn is_fault(s: &Step) -> bool {
 #[test]
 fn a_per_pod_memory_store_fails_and_shrinks_to_a_send_and_a_kill() {
     let (minimal, violated) = minimal_failure(ScenarioConfig::new("a2a-python-1.3-memory"));
-    assert!(violated.contains(&"no-lost-writes"), "{violated:?} {minimal:?}");
+    assert!(
+        violated.contains(&"no-lost-writes"),
+        "{violated:?} {minimal:?}"
+    );
     assert!(minimal.step_count() <= 3, "{minimal:?}");
     assert_eq!(minimal.file.replicas, 1, "{minimal:?}");
     assert_eq!(
@@ -100,7 +103,10 @@ fn a_per_pod_memory_store_fails_and_shrinks_to_a_send_and_a_kill() {
 #[test]
 fn no_message_dedup_fails_and_shrinks_to_one_message_sent_twice() {
     let (minimal, violated) = minimal_failure(ScenarioConfig::new("a2a-python-1.3-versioned"));
-    assert!(violated.contains(&"exactly-once-effects"), "{violated:?} {minimal:?}");
+    assert!(
+        violated.contains(&"exactly-once-effects"),
+        "{violated:?} {minimal:?}"
+    );
     assert_eq!(minimal.step_count(), 2, "{minimal:?}");
     assert!(!minimal.steps.iter().any(is_fault), "{minimal:?}");
     // What it prints is a scenario file that `a2a-chaos check` runs as it is.
