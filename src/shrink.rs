@@ -10,11 +10,13 @@
 //!    router's trace line when the answer was lost), a reply the router dropped becomes a
 //!    `drop-reply` just before its send, and every fault the driver applied
 //!    (`RunRecord::faults`) becomes a `kill`, `restart`, `partition`, `repair`, `latency` or
-//!    `heal` step. Each event keeps its simulated time and its lane (its conversation, or
-//!    the fault lane). A scenario's own top-level steps are its events.
+//!    `heal` step. Each event keeps its simulated time and its lane: the fault lane, or a
+//!    lane of its conversation (a conversation's requests that overlapped in time, such as
+//!    a send and its duplicate, get one lane each). A scenario's own top-level steps are its
+//!    events.
 //! 3. **Verify** that the converted scenario violates the same invariant, trying the
-//!    [`Layout`]s from the most faithful (`lanes`: one timed sequence per conversation and
-//!    one for faults, all concurrent) to the most readable (`sequential`: one step after
+//!    [`Layout`]s from the most faithful (`lanes`: one timed sequence per lane, all
+//!    concurrent) to the most readable (`sequential`: one step after
 //!    another in time order).
 //! 4. **Minimise** with delta debugging: first a slice (only the conversations the
 //!    violation names, plus the faults), then ddmin over events, then the most readable
@@ -58,19 +60,23 @@ pub struct Event {
     /// Simulated ms since the start of the original run.
     pub at_ms: u64,
     /// The conversation it belongs to; `None` for the fault lane.
-    pub lane: Option<String>,
+    pub conversation: Option<String>,
+    /// Which lane of its conversation: requests that overlapped in time get different
+    /// lanes; 0 for most.
+    pub lane: u32,
     pub step: Step,
 }
 
 /// How events become steps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Layout {
-    /// One step after another in time order, no waits: the most readable.
+    /// One step after another in time order, no waits: the most readable. Requests of one
+    /// conversation that started together (a send and its duplicate) are `concurrent`.
     Sequential,
     /// One step after another, each at its original time (`until-ms`).
     Timed,
-    /// One timed sequence per conversation and one for faults, all concurrent: closest to
-    /// the original run.
+    /// One timed sequence per lane (per conversation, and one for faults), all concurrent:
+    /// closest to the original run.
     Lanes,
 }
 
@@ -100,12 +106,41 @@ pub fn render(events: &[Event], layout: Layout) -> Vec<Step> {
         out
     };
     match layout {
-        Layout::Sequential => events.iter().map(|e| e.step.clone()).collect(),
+        Layout::Sequential => {
+            // Events of one conversation at the same instant on different lanes start
+            // together.
+            let mut out = Vec::new();
+            let mut i = 0;
+            while i < events.len() {
+                let e = &events[i];
+                let mut j = i + 1;
+                while e.conversation.is_some()
+                    && events
+                        .get(j)
+                        .is_some_and(|n| n.at_ms == e.at_ms && n.conversation == e.conversation)
+                {
+                    j += 1;
+                }
+                let mut lanes: BTreeMap<u32, Vec<Step>> = BTreeMap::new();
+                for n in &events[i..j] {
+                    lanes.entry(n.lane).or_default().push(n.step.clone());
+                }
+                if lanes.len() == 1 {
+                    out.extend(lanes.into_values().flatten());
+                } else {
+                    out.push(Step::Concurrent(
+                        lanes.into_values().map(Step::Sequence).collect(),
+                    ));
+                }
+                i = j;
+            }
+            tree::normalise(out)
+        }
         Layout::Timed => timed(&events.iter().collect::<Vec<_>>()),
         Layout::Lanes => {
-            let mut lanes: BTreeMap<&Option<String>, Vec<&Event>> = BTreeMap::new();
+            let mut lanes: BTreeMap<(&Option<String>, u32), Vec<&Event>> = BTreeMap::new();
             for e in events {
-                lanes.entry(&e.lane).or_default().push(e);
+                lanes.entry((&e.conversation, e.lane)).or_default().push(e);
             }
             if lanes.len() <= 1 {
                 return timed(&events.iter().collect::<Vec<_>>());
@@ -218,8 +253,20 @@ pub fn convert(record: &RunRecord) -> Conversion {
     }
     let mut events = Vec::new();
     let mut skipped_push = false;
+    // Per conversation, when each of its lanes is free again.
+    let mut lanes: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     for op in &record.history {
         let conversation = op.kind.conversation().to_string();
+        let ends = lanes.entry(conversation.clone()).or_default();
+        let lane = match ends.iter().position(|end| *end <= op.invoke_ms) {
+            Some(i) => i,
+            None => {
+                ends.push(0);
+                ends.len() - 1
+            }
+        };
+        ends[lane] = op.complete_ms;
+        let lane = lane as u32;
         let context = workload::context_id(seed, &conversation);
         let forward = forwards.iter_mut().find(|(f, used)| {
             !*used
@@ -281,13 +328,15 @@ pub fn convert(record: &RunRecord) -> Conversion {
         if dropped {
             events.push(Event {
                 at_ms: op.invoke_ms,
-                lane: Some(conversation.clone()),
+                conversation: Some(conversation.clone()),
+                lane,
                 step: Step::Fault(Action::DropNextReply),
             });
         }
         events.push(Event {
             at_ms: op.invoke_ms,
-            lane: Some(conversation),
+            conversation: Some(conversation),
+            lane,
             step,
         });
     }
@@ -301,7 +350,8 @@ pub fn convert(record: &RunRecord) -> Conversion {
             Some(Action::LostReplyRate(_)) => rate_seen = true,
             Some(action) => events.push(Event {
                 at_ms: *at_ms,
-                lane: None,
+                conversation: None,
+                lane: 0,
                 step: Step::Fault(action),
             }),
             None => {
@@ -319,7 +369,7 @@ pub fn convert(record: &RunRecord) -> Conversion {
         notes.push(format!("fault `{text}` has no step kind and is left out"));
     }
     // Faults first at the same instant: the driver applies them before the tick.
-    events.sort_by_key(|e| (e.at_ms, e.lane.is_some()));
+    events.sort_by_key(|e| (e.at_ms, e.conversation.is_some()));
     Conversion { events, notes }
 }
 
@@ -918,7 +968,7 @@ impl Minimiser<'_> {
         if !named.is_empty() {
             let slice: Vec<Event> = events
                 .iter()
-                .filter(|e| e.lane.as_ref().is_none_or(|c| named.contains(c)))
+                .filter(|e| e.conversation.as_ref().is_none_or(|c| named.contains(c)))
                 .cloned()
                 .collect();
             if slice.len() < events.len() && self.fails(&render(&slice, layout)) {
@@ -1231,7 +1281,8 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
                 .iter()
                 .map(|s| Event {
                     at_ms: 0,
-                    lane: None,
+                    conversation: None,
+                    lane: 0,
                     step: s.clone(),
                 })
                 .collect(),
@@ -1287,14 +1338,18 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
         ));
     }
     let (events, converted_layout, replicas) = found.expect("checked");
-    notes.insert(
-        0,
-        format!(
+    let first = match &request.source {
+        Source::Experiment { .. } => format!(
             "converted {} events; they reproduce {invariant} in the {} layout",
             events.len(),
             converted_layout.word()
         ),
-    );
+        Source::Scenario { .. } => format!(
+            "the scenario's {} top-level steps reproduce {invariant}",
+            events.len()
+        ),
+    };
+    notes.insert(0, first);
 
     let mut m = Minimiser {
         oracle: &oracle,
@@ -1417,7 +1472,7 @@ mod tests {
     }
 
     #[test]
-    fn lanes_keep_each_conversation_in_order_at_its_time() {
+    fn lanes_keep_each_conversation_in_order_and_duplicates_apart() {
         let send = |c: &str, t: u32| {
             Step::Send(SendStep {
                 conversation: c.into(),
@@ -1432,28 +1487,42 @@ mod tests {
         let events = vec![
             Event {
                 at_ms: 10,
-                lane: Some("c1".into()),
+                conversation: Some("c1".into()),
+                lane: 0,
                 step: send("c1", 1),
             },
             Event {
                 at_ms: 20,
-                lane: None,
+                conversation: None,
+                lane: 0,
                 step: Step::Fault(Action::Kill("replica-0".into())),
             },
             Event {
                 at_ms: 30,
-                lane: Some("c1".into()),
+                conversation: Some("c1".into()),
+                lane: 0,
+                step: send("c1", 2),
+            },
+            Event {
+                at_ms: 30,
+                conversation: Some("c1".into()),
+                lane: 1,
                 step: send("c1", 2),
             },
         ];
-        assert_eq!(render(&events, Layout::Sequential).len(), 3);
-        assert_eq!(Step::count(&render(&events, Layout::Timed)), 6);
+        let sequential = render(&events, Layout::Sequential);
+        assert_eq!(sequential.len(), 3);
+        assert_eq!(
+            sequential[2],
+            Step::Concurrent(vec![send("c1", 2), send("c1", 2)])
+        );
+        assert_eq!(Step::count(&render(&events, Layout::Timed)), 7);
         let lanes = render(&events, Layout::Lanes);
         assert_eq!(lanes.len(), 1);
         let Step::Concurrent(v) = &lanes[0] else {
             panic!("{lanes:?}")
         };
-        assert_eq!(v.len(), 2);
+        assert_eq!(v.len(), 3);
         assert_eq!(
             v[0],
             Step::Sequence(vec![
