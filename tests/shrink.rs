@@ -200,3 +200,53 @@ fn unusable_input_exits_2_with_one_message() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
     }
 }
+
+/// A send and its duplicate started together in the swarm run; the shrunk scenario keeps
+/// them together as a `concurrent` step.
+#[test]
+fn duplicates_from_the_swarm_stay_concurrent() {
+    let exp = Experiment::parse(
+        r#"
+name = "duplicates"
+models = ["a2a-python-1.3-plain"]
+routing = ["round-robin"]
+replicas = 2
+seeds = { start = 0, count = 1 }
+[workload]
+conversations = 3
+turns = 3
+duplicate-rate = 0.5
+[faults]
+window-ms = 1000
+liveness-ms = 500
+kill = 0.5
+"#,
+        "duplicates.toml",
+        None,
+    )
+    .unwrap();
+    let profile = exp.profiles[0].clone();
+    let shrunk = shrink(&Request {
+        source: Source::Experiment {
+            exp: Box::new(exp),
+            profile,
+            routing: "round-robin".into(),
+        },
+        seed: 2,
+        invariant: Some("versions-monotonic".into()),
+        command: "test".into(),
+        name: "duplicates".into(),
+    })
+    .unwrap();
+    assert_eq!(shrunk.invariant, "versions-monotonic");
+    assert!(shrunk.after.steps <= 4, "{}", shrunk.script.to_toml());
+    assert!(
+        shrunk
+            .script
+            .steps
+            .iter()
+            .any(|s| matches!(s, a2a_chaos::scenario::Step::Concurrent(_))),
+        "{}",
+        shrunk.script.to_toml()
+    );
+}
