@@ -43,8 +43,11 @@ use crate::workload;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SendStep {
+    /// The conversation (`c1`); its contextId and messageIds derive from it and the seed.
     pub conversation: String,
+    /// The turn, from 1; turn 1 creates the task.
     pub turn: u32,
+    /// Pin the request to this replica; default: the scenario's routing picks one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
     /// Reuse this messageId (a retry or a duplicate); defaults to the turn's own id.
@@ -56,6 +59,7 @@ pub struct SendStep {
     /// Sends with the streaming method (SSE) instead of SendMessage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streaming: Option<bool>,
+    /// The caller's identity, where the contract checks owners.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
 }
@@ -64,9 +68,12 @@ pub struct SendStep {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TaskStep {
+    /// The conversation whose task it aims at (skipped when it has no task yet).
     pub conversation: String,
+    /// Pin the request to this replica; default: the scenario's routing picks one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
+    /// The caller's identity, where the contract checks owners.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
 }
@@ -75,9 +82,12 @@ pub struct TaskStep {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PushStep {
+    /// The conversation whose task gets the push configuration.
     pub conversation: String,
+    /// Pin the request to this replica; default: the scenario's routing picks one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
+    /// Where pushes go.
     pub url: String,
 }
 
@@ -85,6 +95,7 @@ pub struct PushStep {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct LatencyStep {
+    /// The two ends of the link.
     pub between: [String; 2],
     /// The new maximum, simulated ms; absent restores the normal latency.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -95,32 +106,54 @@ pub struct LatencyStep {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct StepTable {
+    /// `send = { conversation, turn, to?, message_id?, blocking?, streaming?, principal? }`
     pub send: Option<SendStep>,
+    /// `cancel = { conversation, to? }`
     pub cancel: Option<TaskStep>,
+    /// `get = { conversation, to?, principal? }`
     pub get: Option<TaskStep>,
+    /// `subscribe = { conversation, to? }`
     pub subscribe: Option<TaskStep>,
+    /// `set-push = { conversation, to?, url }`
     pub set_push: Option<PushStep>,
+    /// `concurrent = [ {send = ...}, ... ]`: start all at the same simulated instant.
     pub concurrent: Option<Vec<StepTable>>,
+    /// `sequence = [ {send = ...}, ... ]`: run in order.
     pub sequence: Option<Vec<StepTable>>,
+    /// `kill = "replica-1"`
     pub kill: Option<String>,
+    /// `restart = "replica-1"`
     pub restart: Option<String>,
+    /// `partition = ["replica-0", "store"]`: both ways.
     pub partition: Option<[String; 2]>,
+    /// `partition-oneway = ["replica-0", "store"]`: from the first to the second only.
     pub partition_oneway: Option<[String; 2]>,
+    /// `repair = ["replica-0", "store"]`: one link back, both ways.
     pub repair: Option<[String; 2]>,
+    /// `latency = { between = ["replica-0", "store"], max-ms? }`
     pub latency: Option<LatencyStep>,
+    /// `heal = "all"`: every link back, every crashed host restarted.
     pub heal: Option<String>,
+    /// `wait-ms = 500`
     pub wait_ms: Option<u64>,
+    /// `until-ms = 1200`: wait until this simulated time since the start of the run.
     pub until_ms: Option<u64>,
+    /// `drop-reply = true`: the router loses the next reply.
     pub drop_reply: Option<bool>,
 }
 
 /// One step, resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
+    /// A turn of a conversation.
     Send(SendStep),
+    /// CancelTask.
     Cancel(TaskStep),
+    /// GetTask.
     Get(TaskStep),
+    /// SubscribeToTask.
     Subscribe(TaskStep),
+    /// CreateTaskPushNotificationConfig.
     SetPush(PushStep),
     /// Start every step at the same simulated instant; done when all are.
     Concurrent(Vec<Step>),
@@ -195,14 +228,20 @@ pub struct Expect {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ScenarioFile {
+    /// What the scenario is called.
     pub name: String,
+    /// A built-in model, or a path to a profile ending in `.toml`.
     pub model: String,
+    /// Replicas, `replica-0..N-1` (default 2).
     #[serde(default = "two")]
     pub replicas: usize,
+    /// Routing for requests that are not pinned with `to` (default `round-robin`).
     #[serde(default = "round_robin")]
     pub routing: String,
+    /// The run's seed: latency, jitter and ids (default 0).
     #[serde(default)]
     pub seed: u64,
+    /// What it shows, in a sentence.
     #[serde(default)]
     pub description: Option<String>,
     /// What broke and why (pinned regressions).
@@ -211,8 +250,10 @@ pub struct ScenarioFile {
     /// Client timeout per request, simulated ms.
     #[serde(default = "default_timeout")]
     pub request_timeout_ms: u64,
+    /// The `[[step]]` tables, in order.
     #[serde(default)]
     pub step: Vec<StepTable>,
+    /// `[expect]`.
     #[serde(default)]
     pub expect: Expect,
 }
@@ -237,10 +278,13 @@ pub const STEP_MS_MAX: u64 = 3_600_000;
 /// A scenario ready to run.
 #[derive(Debug, Clone)]
 pub struct Script {
+    /// The file as written.
     pub file: ScenarioFile,
+    /// Its steps, resolved.
     pub steps: Vec<Step>,
     /// Turns per conversation (the highest turn the script sends).
     pub turns: BTreeMap<String, u32>,
+    /// Client timeout per request.
     pub request_timeout: Duration,
 }
 

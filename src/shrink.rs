@@ -64,6 +64,7 @@ pub struct Event {
     /// Which lane of its conversation: requests that overlapped in time get different
     /// lanes; 0 for most.
     pub lane: u32,
+    /// What it did.
     pub step: Step,
 }
 
@@ -158,7 +159,9 @@ pub fn render(events: &[Event], layout: Layout) -> Vec<Step> {
 /// What a conversion found, and what it could not carry over.
 #[derive(Debug, Clone, Default)]
 pub struct Conversion {
+    /// Everything carried over, in time order (faults first at the same instant).
     pub events: Vec<Event>,
+    /// What was left out or replayed differently, in sentences.
     pub notes: Vec<String>,
 }
 
@@ -600,6 +603,7 @@ impl Oracle {
 pub struct Size {
     /// Steps that do something, nested ones and waits included.
     pub steps: usize,
+    /// Replicas the scenario runs.
     pub replicas: usize,
     /// Fault steps (`kill`, `restart`, `partition`, `heal`, `drop-reply`, ...).
     pub faults: usize,
@@ -640,21 +644,29 @@ impl std::fmt::Display for Size {
 pub enum Source {
     /// One combination of an experiment: its generated workload under its faults.
     Experiment {
+        /// The experiment (its workload, faults and replicas).
         exp: Box<Experiment>,
+        /// The model to run.
         profile: Profile,
+        /// The routing strategy to run.
         routing: String,
     },
     /// A scenario, run with its model and routing (or the ones given).
     Scenario {
+        /// The scenario; its own seed is replaced by the request's.
         script: Box<Script>,
+        /// The model to run.
         profile: Profile,
+        /// The routing strategy to run.
         routing: String,
     },
 }
 
 /// A shrink request.
 pub struct Request {
+    /// What to run.
     pub source: Source,
+    /// The failing seed.
     pub seed: u64,
     /// The invariant to keep failing; default: the first one the seed violates.
     pub invariant: Option<String>,
@@ -701,9 +713,11 @@ pub struct Shrunk {
     pub detail: String,
     /// The converted run (every event, sequential), before shrinking.
     pub before: Size,
+    /// The shrunk scenario.
     pub after: Size,
-    /// The layout the converted run reproduced in, and the one the result uses.
+    /// The layout the converted run reproduced in.
     pub converted_layout: Layout,
+    /// The layout the result uses.
     pub layout: Layout,
     /// The scenario, with its postmortem placeholder and `[expect]`.
     pub script: Script,

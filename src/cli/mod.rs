@@ -94,7 +94,7 @@ pub enum Command {
         /// The invariant to keep violated (default: the first the seed violates).
         #[arg(long)]
         invariant: Option<String>,
-        /// Where to write the scenario (default shrunk/<file>-seed-<N>-<model>-<routing>.toml).
+        /// Where to write the scenario (default `shrunk/<file>-seed-<N>-<model>-<routing>.toml`).
         #[arg(long)]
         out: Option<PathBuf>,
     },

@@ -19,11 +19,17 @@ use super::{load, Loaded};
 
 /// The options of `a2a-chaos shrink`.
 pub struct ShrinkArgs {
+    /// Experiment or scenario; default: the embedded default experiment.
     pub file: Option<PathBuf>,
+    /// The failing seed.
     pub seed: u64,
+    /// Model; default: the file's first.
     pub model: Option<String>,
+    /// Routing; default: the file's first.
     pub routing: Option<String>,
+    /// The invariant to keep violated; default: the first the seed violates.
     pub invariant: Option<String>,
+    /// Where to write; default `shrunk/<file>-seed-<N>-<model>-<routing>.toml`.
     pub out: Option<PathBuf>,
 }
 
@@ -53,6 +59,7 @@ fn slug(text: &str) -> String {
         .collect()
 }
 
+/// Runs `a2a-chaos shrink`; returns the exit code (unusable input is the error).
 pub fn cmd_shrink(args: ShrinkArgs) -> Result<i32, InputError> {
     let ShrinkArgs {
         file,
