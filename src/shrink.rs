@@ -1336,8 +1336,9 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
         .copied()
         .find(|l| oracle.fails(replicas, &render(&events, *l)))
         .map(|l| (events.clone(), l, replicas));
-    let mut before = Size::of(&render(&events, Layout::Sequential), replicas);
-    if found.is_none() {
+    let before = Size::of(&render(&events, Layout::Sequential), replicas);
+    let fell_back = found.is_none();
+    if fell_back {
         let Source::Experiment {
             exp,
             profile,
@@ -1358,7 +1359,6 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
         );
         let record = run_experiment(&reduced, profile, routing, seed);
         let c = convert(&record);
-        before = Size::of(&render(&c.events, Layout::Sequential), record.replicas);
         found = layouts
             .iter()
             .copied()
@@ -1373,12 +1373,15 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
                 cluster::describe_rates(&reduced.file.faults.rates),
             )));
         }
-        notes.push(format!(
-            "the reduced workload converts to {} events that reproduce {invariant}",
-            c.events.len()
-        ));
     }
     let (events, converted_layout, replicas) = found.expect("checked");
+    if fell_back {
+        notes.push(format!(
+            "the reduced workload converts to {} events that reproduce {invariant} in the {} layout",
+            events.len(),
+            converted_layout.word()
+        ));
+    }
     let first = match &request.source {
         Source::Experiment { .. } => format!(
             "converted {} events; they reproduce {invariant} in the {} layout",
@@ -1390,7 +1393,9 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
             events.len()
         ),
     };
-    notes.insert(0, first);
+    if !fell_back {
+        notes.insert(0, first);
+    }
 
     let mut m = Minimiser {
         oracle: &oracle,

@@ -83,6 +83,7 @@ pub enum Command {
     Shrink {
         /// Experiment or scenario file (default: the embedded default experiment).
         file: Option<PathBuf>,
+        /// The failing seed (from `run`'s table or runs.csv).
         #[arg(long)]
         seed: u64,
         /// Model (default: the file's first, or the scenario's).
