@@ -137,6 +137,7 @@ impl Client {
             replica,
             task: task.as_ref().map(TaskView::of),
             stream_states: Vec::new(),
+            stream_snapshot_first: false,
         });
         Answer { outcome, task }
     }
@@ -156,6 +157,7 @@ impl Client {
         let invoke_ms = now_ms();
         let call = self.call(method, params, context, target);
         let mut states = Vec::new();
+        let mut snapshot_first = None;
         let mut task: Option<Task> = None;
         let mut replica = None;
         let outcome = match tokio::time::timeout(stream_timeout, async {
@@ -188,6 +190,9 @@ impl Client {
                             serde_json::from_str(&data).map_err(|e| Outcome::Info {
                                 why: format!("bad event: {e}"),
                             })?;
+                        if snapshot_first.is_none() {
+                            snapshot_first = Some(value["result"].get("task").is_some());
+                        }
                         apply_event(&value["result"], &mut task, &mut states);
                     }
                     Ok(None) => return Ok(()),
@@ -232,6 +237,7 @@ impl Client {
             replica,
             task: task.as_ref().map(TaskView::of),
             stream_states: states,
+            stream_snapshot_first: snapshot_first.unwrap_or(false),
         });
         Answer { outcome, task }
     }

@@ -76,6 +76,8 @@ pub struct RunSpec {
 pub struct RunRecord {
     pub seed: u64,
     pub model: String,
+    /// The model's profile (checkers read its knobs to know what it promises).
+    pub profile: Profile,
     pub routing: String,
     pub replicas: usize,
     /// Every client operation.
@@ -84,7 +86,8 @@ pub struct RunRecord {
     pub effects: Vec<Effect>,
     /// The authoritative copy of every task at the end (store, or live pods' memory).
     pub final_tasks: BTreeMap<String, Task>,
-    /// Every accepted save (shared store, and the memory of pods that are still alive).
+    /// Every accepted save, in time order: the shared store's, or every pod's memory store's
+    /// (pods that died included: the simulator keeps their logs as an observer).
     pub saves: Vec<SaveRecord>,
     /// Every push delivery that reached the webhook.
     pub deliveries: Vec<Delivery>,
@@ -213,6 +216,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     let mut driver = Driver {
         control: control.clone(),
         memory_slots,
+        dead_memory: Vec::new(),
         crashed: BTreeSet::new(),
         partitions: BTreeSet::new(),
         slowed: BTreeSet::new(),
@@ -261,6 +265,9 @@ pub fn run(spec: &RunSpec) -> RunRecord {
             saves.extend_from_slice(s.saves());
         }
         Placement::Memory => {
+            for dead in &driver.dead_memory {
+                saves.extend_from_slice(dead.borrow().saves());
+            }
             for slot in &driver.memory_slots {
                 if let Some(mem) = slot.borrow().as_ref() {
                     let s = mem.borrow();
@@ -270,6 +277,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
                     saves.extend_from_slice(s.saves());
                 }
             }
+            saves.sort_by_key(|s| s.at_ms);
         }
     }
     drop(sim);
@@ -279,6 +287,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     RunRecord {
         seed,
         model: spec.profile.name.clone(),
+        profile: (*spec.profile).clone(),
         routing: spec.routing.clone(),
         replicas: spec.replicas,
         history: history.ops(),
@@ -346,6 +355,8 @@ fn client_future(
 struct Driver {
     control: RouterControl,
     memory_slots: Vec<Rc<RefCell<Option<SharedState>>>>,
+    /// Memory stores of pods that died: gone for the system, kept for the checkers.
+    dead_memory: Vec<SharedState>,
     crashed: BTreeSet<String>,
     partitions: BTreeSet<(String, String)>,
     slowed: BTreeSet<(String, String)>,
@@ -369,7 +380,9 @@ impl Driver {
                             *r = false;
                         }
                         if let Some(slot) = self.memory_slots.get(i) {
-                            *slot.borrow_mut() = None;
+                            if let Some(dead) = slot.borrow_mut().take() {
+                                self.dead_memory.push(dead);
+                            }
                         }
                     }
                     sim.crash(host.as_str());

@@ -122,6 +122,8 @@ pub struct Op {
     pub task: Option<TaskView>,
     /// For streams: every task state seen, in order.
     pub stream_states: Vec<TaskState>,
+    /// For streams: whether the first event was a Task snapshot.
+    pub stream_snapshot_first: bool,
 }
 
 /// The shared history of one run. Cloning shares it.

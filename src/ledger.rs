@@ -34,6 +34,8 @@ pub struct EffectRequest {
     pub replica: String,
     /// Idempotency key, when the model sends one.
     pub key: Option<String>,
+    /// Simulated time the replica started the effect (sent the request).
+    pub sent_ms: u64,
 }
 
 /// One arrival at the ledger.

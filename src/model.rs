@@ -15,24 +15,15 @@ use serde::{Deserialize, Serialize};
 use crate::error::InputError;
 
 /// The profiles that ship with the tool, by name: `(name, TOML text)`.
+#[rustfmt::skip]
 pub const BUILTIN: &[(&str, &str)] = &[
     ("reference", include_str!("../models/reference.toml")),
-    (
-        "a2a-python-1.1",
-        include_str!("../models/a2a-python-1.1.toml"),
-    ),
-    (
-        "a2a-python-1.3-plain",
-        include_str!("../models/a2a-python-1.3-plain.toml"),
-    ),
-    (
-        "a2a-python-1.3-versioned",
-        include_str!("../models/a2a-python-1.3-versioned.toml"),
-    ),
-    (
-        "a2a-python-1.3-memory",
-        include_str!("../models/a2a-python-1.3-memory.toml"),
-    ),
+    ("a2a-python-1.1", include_str!("../models/a2a-python-1.1.toml")),
+    ("a2a-python-1.3-plain", include_str!("../models/a2a-python-1.3-plain.toml")),
+    ("a2a-python-1.3-versioned", include_str!("../models/a2a-python-1.3-versioned.toml")),
+    ("a2a-python-1.3-memory", include_str!("../models/a2a-python-1.3-memory.toml")),
+    ("rasa-3.17", include_str!("../models/rasa-3.17.toml")),
+    ("mastra", include_str!("../models/mastra.toml")),
 ];
 
 /// Where a replica keeps tasks.
@@ -67,6 +58,60 @@ pub enum MismatchRule {
     RejectAfterExecutor,
     /// Never compared (Mastra).
     Ignore,
+}
+
+/// What a replica does with a message whose taskId it cannot find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnknownTask {
+    /// `-32001` TaskNotFound (the spec, a2a-python, Mastra).
+    NotFound,
+    /// Start a new task for the conversation (Rasa: the conversation tracker is persistent,
+    /// the A2A task is per pod).
+    NewTask,
+}
+
+/// What a non-blocking follow-up to a task that is still working gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NonBlockingToWorking {
+    /// It runs like any follow-up.
+    Run,
+    /// The current task is returned as success and the message is not processed (Mastra).
+    ReturnCurrent,
+}
+
+/// What SubscribeToTask does for a task this replica does not know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SubscribeUnknown {
+    /// `-32001` TaskNotFound.
+    Error,
+    /// HTTP 200 with an empty event stream (Mastra).
+    EmptyStream,
+}
+
+/// Where a subscriber's later events come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SubscribeSource {
+    /// The store's event log, polled: any replica can follow any task (a2a-python cluster
+    /// mode's DatabaseTaskEventStream; a per-process store's own log).
+    StoreEvents,
+    /// Only runs on this replica: a subscriber elsewhere gets the snapshot and nothing more.
+    LocalOnly,
+}
+
+/// SubscribeToTask knobs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubscribeKnobs {
+    /// A task this replica does not know.
+    pub unknown_task: SubscribeUnknown,
+    /// Where later events come from.
+    pub source: SubscribeSource,
+    /// How often the source is polled, in simulated ms.
+    pub poll_ms: u64,
 }
 
 /// Task storage knobs.
@@ -108,6 +153,59 @@ pub struct HandlerKnobs {
     pub conflict_reapply: u32,
     /// What the client is told when a turn fails after its effect may have run.
     pub after_effect_failure: AfterEffect,
+    /// How a turn saves its result.
+    pub result_save: ResultSave,
+    /// What a message with an unknown taskId gets.
+    pub unknown_task: UnknownTask,
+    /// Requests for one task on one replica run one at a time.
+    pub per_task_lock: bool,
+    /// What a non-blocking follow-up to a working task gets.
+    pub nonblocking_to_working: NonBlockingToWorking,
+    /// JSON-RPC code when conflicts exhaust `conflict_reapply`.
+    pub conflict_code: i32,
+}
+
+/// Which runs a cancel on the replica that runs them stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StopRule {
+    /// Every run stops at its next await (a2a-python).
+    Always,
+    /// Only streaming runs are aborted; blocking and non-blocking runs go on (Mastra).
+    StreamingOnly,
+}
+
+/// What a cancel of an already canceled task answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SecondCancel {
+    /// `-32002` TaskNotCancelable.
+    Error,
+    /// The canceled task, as the spec's "cancel is idempotent" asks.
+    Idempotent,
+}
+
+/// How a turn saves its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResultSave {
+    /// Like every other save: CAS on a versioned store, overwrite on a plain one.
+    AsStore,
+    /// Overwrite the whole task, unless it was canceled meanwhile (Mastra's skipIfCanceled).
+    OverwriteUnlessCanceled,
+}
+
+/// Cancel knobs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CancelKnobs {
+    /// Which local runs a cancel stops.
+    pub stops_executor: StopRule,
+    /// What a second cancel answers.
+    pub second_cancel: SecondCancel,
+    /// The executor records an effect intent with CAS before its effect, and a cancel waits
+    /// until no effect is pending before it writes CANCELED with CAS.
+    pub fence_effects: bool,
 }
 
 /// Message deduplication knobs.
@@ -121,6 +219,16 @@ pub struct DedupKnobs {
     /// How long an in-flight claim holds before another replica may take it over (shared
     /// scope only), in simulated ms.
     pub lease_ms: u64,
+}
+
+/// Takeover of tasks whose runner died.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecoveryKnobs {
+    /// How often each replica sweeps the store for abandoned tasks, in simulated ms; 0: never.
+    pub sweep_ms: u64,
+    /// How long a working task's runner holds it before a sweep may take it over.
+    pub runner_lease_ms: u64,
 }
 
 /// Business-effect knobs.
@@ -139,7 +247,10 @@ pub struct Profile {
     pub description: String,
     pub store: StoreKnobs,
     pub handler: HandlerKnobs,
+    pub cancel: CancelKnobs,
+    pub subscribe: SubscribeKnobs,
     pub dedup: DedupKnobs,
+    pub recovery: RecoveryKnobs,
     pub ledger: LedgerKnobs,
     /// Knob path (`store.placement`) → where the behaviour comes from.
     pub sources: BTreeMap<String, String>,
@@ -155,9 +266,22 @@ pub const KNOBS: &[&str] = &[
     "handler.message_to_terminal_code",
     "handler.conflict_reapply",
     "handler.after_effect_failure",
+    "handler.result_save",
+    "handler.unknown_task",
+    "handler.per_task_lock",
+    "handler.nonblocking_to_working",
+    "handler.conflict_code",
+    "cancel.stops_executor",
+    "cancel.second_cancel",
+    "cancel.fence_effects",
+    "subscribe.unknown_task",
+    "subscribe.source",
+    "subscribe.poll_ms",
     "dedup.scope",
     "dedup.ttl_ms",
     "dedup.lease_ms",
+    "recovery.sweep_ms",
+    "recovery.runner_lease_ms",
     "ledger.idempotency_key",
 ];
 

@@ -8,10 +8,10 @@
 //! The agent is a script. Turn `n` of a conversation:
 //! 1. resolves the task (a new one for turn 1, the message's `taskId` after that),
 //! 2. appends the user message and saves the task as working,
-//! 3. performs one business effect on the ledger over the network,
-//! 4. thinks for a while (simulated time drawn from the seed),
-//! 5. writes artifact `turn-n` and its reply, and saves the task as input-required, or
-//!    completed on the conversation's last turn.
+//! 3. thinks (its model call: simulated time drawn from the seed),
+//! 4. performs one business effect on the ledger over the network (its tool call),
+//! 5. composes its reply, writes artifact `turn-n`, and saves the task as input-required,
+//!    or completed on the conversation's last turn.
 //!
 //! Every step takes simulated time, so a fault can land between the effect and the save.
 //! How each step treats the store (snapshot cache, CAS, conflict re-application, dedup,
@@ -35,13 +35,25 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use crate::ledger::{self, EffectRequest};
-use crate::model::{AfterEffect, DedupScope, MismatchRule, Placement, Profile};
+use crate::model::{
+    AfterEffect, DedupScope, MismatchRule, NonBlockingToWorking, Placement, Profile, ResultSave,
+    SecondCancel, StopRule, SubscribeSource, SubscribeUnknown, UnknownTask,
+};
 use crate::net::{self, BoxBody, ChannelBody};
 use crate::store::{Claim, SaveError, SaveMode, SharedState, StoreState, TaskStore};
-use crate::trace::Trace;
+use crate::trace::{now_ms, Trace};
 
 /// Port every replica serves on.
 pub const PORT: u16 = 9000;
+
+/// How long an effect intent holds off a fenced cancel (the pod may have died mid-effect).
+const EFFECT_LEASE_MS: u64 = 2500;
+
+/// How long a fenced cancel waits for a pending effect before giving up.
+const CANCEL_WAIT_MS: u64 = 5000;
+
+/// How often a fenced cancel re-reads a task with a pending effect.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
 
 /// Wait between tries of a store call that got no answer.
 const TRANSIENT_BACKOFF: Duration = Duration::from_millis(50);
@@ -52,26 +64,27 @@ pub const REPLICA_HEADER: &str = "x-a2a-chaos-replica";
 /// Simulated-time settings shared by every replica of a run.
 #[derive(Debug, Clone)]
 pub struct Timing {
-    /// How long the agent thinks after its effect, drawn uniformly from this range (ms).
+    /// How long the agent thinks (its model call) before the effect, drawn uniformly from
+    /// this range (ms).
     pub think_ms: (u64, u64),
+    /// How long it takes to compose its reply after the effect, before the save (ms).
+    pub compose_ms: (u64, u64),
     /// Timeout of one call to the store.
     pub store_timeout: Duration,
     /// Timeout of one call to the ledger.
     pub ledger_timeout: Duration,
     /// Timeout of one push delivery.
     pub push_timeout: Duration,
-    /// How often a subscriber polls the store for new versions.
-    pub poll_interval: Duration,
 }
 
 impl Default for Timing {
     fn default() -> Self {
         Timing {
             think_ms: (20, 60),
+            compose_ms: (5, 15),
             store_timeout: Duration::from_millis(500),
             ledger_timeout: Duration::from_millis(500),
             push_timeout: Duration::from_millis(500),
-            poll_interval: Duration::from_millis(500),
         }
     }
 }
@@ -130,6 +143,8 @@ struct ActiveTask {
     canceled: Cell<bool>,
     /// True while the executor runs a turn of this task here.
     running: Cell<bool>,
+    /// True while that turn is a streaming run.
+    streaming: Cell<bool>,
 }
 
 /// One replica process.
@@ -142,6 +157,9 @@ pub struct Replica {
     local_dedup: SharedState,
     active: RefCell<BTreeMap<String, Rc<ActiveTask>>>,
     push_configs: RefCell<BTreeMap<String, String>>,
+    /// Versions of tasks this replica saved itself (the local registry a subscriber on this
+    /// replica can follow when the model has no shared event stream).
+    local_events: RefCell<BTreeMap<String, Vec<(u64, Task)>>>,
     rng: RefCell<ChaCha8Rng>,
     id_prefix: String,
     next_id: Cell<u64>,
@@ -170,6 +188,7 @@ impl Replica {
             local_dedup: Rc::default(),
             active: RefCell::default(),
             push_configs: RefCell::default(),
+            local_events: RefCell::default(),
             rng: RefCell::new(ChaCha8Rng::seed_from_u64(stream)),
             id_prefix: format!("{:04x}-r{index}b{boot}", seed & 0xffff),
             next_id: Cell::new(1),
@@ -189,6 +208,16 @@ impl Replica {
             .entry(task_id.to_string())
             .or_default()
             .clone()
+    }
+
+    /// Takes the task's lock, when the model serialises requests per task; otherwise a
+    /// guard of a fresh lock, which never waits.
+    async fn lock(&self, active: &ActiveTask) -> tokio::sync::OwnedMutexGuard<()> {
+        if self.profile.handler.per_task_lock {
+            active.lock.clone().lock_owned().await
+        } else {
+            Arc::new(tokio::sync::Mutex::new(())).lock_owned().await
+        }
     }
 
     fn record(&self, what: impl Into<String>) {
@@ -222,7 +251,15 @@ impl Replica {
     ) -> Result<u64, SaveError> {
         let mut tries = 0;
         loop {
-            match self.store.save(task, mode, based_on, &self.name).await {
+            let result = self.store.save(task, mode, based_on, &self.name).await;
+            if let Ok(v) = &result {
+                self.local_events
+                    .borrow_mut()
+                    .entry(task.id.clone())
+                    .or_default()
+                    .push((*v, task.clone()));
+            }
+            match result {
                 Err(SaveError::Unavailable(e)) if tries < self.profile.store.transient_retries => {
                     tries += 1;
                     self.record(format!(
@@ -257,6 +294,10 @@ impl Replica {
 
     /// Serves this replica until the host is crashed.
     pub async fn serve(self: Rc<Self>) -> turmoil::Result {
+        if self.profile.recovery.sweep_ms > 0 {
+            let me = self.clone();
+            tokio::task::spawn_local(async move { me.sweep().await });
+        }
         net::serve(PORT, move |req| {
             let me = self.clone();
             async move { Ok(me.handle(req).await) }
@@ -440,7 +481,7 @@ impl Replica {
 
     /// SendMessage: runs a whole turn (blocking) or returns after the working save.
     pub async fn send(self: Rc<Self>, message: Message, blocking: bool) -> Result<Task, Refusal> {
-        let turn = self.clone().begin(message, None).await?;
+        let turn = self.clone().begin(message, blocking, None).await?;
         match turn {
             Begun::Replay(task) => Ok(*task),
             Begun::Turn(turn) => {
@@ -459,7 +500,7 @@ impl Replica {
 
     async fn send_streaming(self: Rc<Self>, id: Value, message: Message) -> Response<BoxBody> {
         let (tx, rx) = mpsc::channel::<StreamResponse>(16);
-        let turn = match self.clone().begin(message, Some(&tx)).await {
+        let turn = match self.clone().begin(message, true, Some(&tx)).await {
             Ok(t) => t,
             Err(r) => return self.rpc_error(id, r),
         };
@@ -482,6 +523,7 @@ impl Replica {
     async fn begin(
         self: Rc<Self>,
         message: Message,
+        blocking: bool,
         sink: Option<&mpsc::Sender<StreamResponse>>,
     ) -> Result<Begun, Refusal> {
         let Some(info) = TurnInfo::from_message(&message) else {
@@ -544,7 +586,7 @@ impl Replica {
         };
 
         // Resolve the task.
-        let (mut task, version, active, guard, mismatch) = match &message.task_id {
+        let (task, version, active, guard, mismatch) = match &message.task_id {
             None => {
                 let id = self.new_id("task");
                 let context_id = message
@@ -560,12 +602,12 @@ impl Replica {
                     metadata: None,
                 };
                 let active = self.active(&id);
-                let guard = active.lock.clone().lock_owned().await;
+                let guard = self.lock(&active).await;
                 (task, None, active, guard, false)
             }
             Some(task_id) => {
                 let active = self.active(task_id);
-                let guard = active.lock.clone().lock_owned().await;
+                let guard = self.lock(&active).await;
                 let cached = if self.profile.handler.cache_snapshot {
                     active.cached.borrow().clone()
                 } else {
@@ -582,6 +624,44 @@ impl Replica {
                     },
                 };
                 let Some((task, version)) = loaded else {
+                    if self.profile.handler.unknown_task == UnknownTask::NewTask {
+                        // The conversation goes on in a new task on this pod.
+                        drop(guard);
+                        let id = self.new_id("task");
+                        self.record(format!(
+                            "{}#{}: task {task_id} unknown here; new task {id}",
+                            info.conversation, info.turn
+                        ));
+                        let context_id = message
+                            .context_id
+                            .clone()
+                            .unwrap_or_else(|| self.new_id("ctx"));
+                        let task = Task {
+                            id: id.clone(),
+                            context_id,
+                            status: status(TaskState::Submitted),
+                            artifacts: None,
+                            history: None,
+                            metadata: None,
+                        };
+                        let active = self.active(&id);
+                        let guard = self.lock(&active).await;
+                        return self
+                            .clone()
+                            .start(
+                                message,
+                                info,
+                                task,
+                                None,
+                                active,
+                                guard,
+                                false,
+                                sink,
+                                dedup_store,
+                                dedup_key,
+                            )
+                            .await;
+                    }
                     release(self.clone()).await;
                     self.record(format!(
                         "{}#{}: task {task_id} not found",
@@ -606,24 +686,90 @@ impl Replica {
                         format!("task {task_id} is terminal"),
                     ));
                 }
+                if !blocking
+                    && task.status.state == TaskState::Working
+                    && self.profile.handler.nonblocking_to_working
+                        == NonBlockingToWorking::ReturnCurrent
+                {
+                    release(self.clone()).await;
+                    self.record(format!(
+                        "{}#{}: {task_id} is working; non-blocking follow-up not processed",
+                        info.conversation, info.turn
+                    ));
+                    return Ok(Begun::Replay(Box::new(task)));
+                }
                 (task, Some(version), active, guard, mismatch)
             }
         };
 
+        self.start(
+            message,
+            info,
+            task,
+            version,
+            active,
+            guard,
+            mismatch,
+            sink,
+            dedup_store,
+            dedup_key,
+        )
+        .await
+    }
+
+    /// Appends the user message and saves the task as working: the turn has begun.
+    #[allow(clippy::too_many_arguments)]
+    async fn start(
+        self: Rc<Self>,
+        message: Message,
+        info: TurnInfo,
+        mut task: Task,
+        version: Option<u64>,
+        active: Rc<ActiveTask>,
+        guard: tokio::sync::OwnedMutexGuard<()>,
+        mismatch: bool,
+        sink: Option<&mpsc::Sender<StreamResponse>>,
+        dedup_store: Option<TaskStore>,
+        dedup_key: String,
+    ) -> Result<Begun, Refusal> {
+        let release = || {
+            let dedup = dedup_store.clone();
+            let key = dedup_key.clone();
+            async move {
+                if let Some(d) = dedup {
+                    let _ = d.finish(&key, None, 0).await;
+                }
+            }
+        };
         // Append the user message and save the task as working.
+        let runner = (self.profile.recovery.sweep_ms > 0)
+            .then(|| json!(now_ms() + self.profile.recovery.runner_lease_ms));
         push_message(&mut task, &message);
         task.status = status(TaskState::Working);
+        if runner.is_some() {
+            set_marker(&mut task, "runnerUntilMs", runner.clone());
+        }
         let user_message = message.clone();
         let saved = self
             .save_reapplying(&mut task, version, |fresh| {
                 push_message(fresh, &user_message);
                 fresh.status = status(TaskState::Working);
+                if runner.is_some() {
+                    set_marker(fresh, "runnerUntilMs", runner.clone());
+                }
             })
             .await;
         let version = match saved {
-            Ok(v) => v,
+            Ok(Saved::Version(v)) => v,
+            Ok(Saved::Terminal(t)) => {
+                release().await;
+                return Err(rpc(
+                    self.profile.handler.message_to_terminal_code,
+                    format!("task {} is {:?}", t.id, t.status.state),
+                ));
+            }
             Err(r) => {
-                release(self.clone()).await;
+                release().await;
                 return Err(r);
             }
         };
@@ -636,6 +782,7 @@ impl Replica {
         }
         active.canceled.set(false);
         active.running.set(true);
+        active.streaming.set(sink.is_some());
         Ok(Begun::Turn(Box::new(Turn {
             info,
             message,
@@ -649,18 +796,19 @@ impl Replica {
     }
 
     /// Saves `task` based on `version`; on a version conflict, re-reads and applies `reapply`
-    /// to the fresh copy, up to the profile's `conflict_reapply` times.
+    /// to the fresh copy, up to the profile's `conflict_reapply` times. A task found terminal
+    /// on the re-read is not written: `Saved::Terminal` carries it.
     async fn save_reapplying(
         &self,
         task: &mut Task,
         version: Option<u64>,
         reapply: impl Fn(&mut Task),
-    ) -> Result<u64, Refusal> {
+    ) -> Result<Saved, Refusal> {
         let mut version = version;
         let mut attempts = 0;
         loop {
             match self.persist(task, self.save_mode(version), version).await {
-                Ok(v) => return Ok(v),
+                Ok(v) => return Ok(Saved::Version(v)),
                 Err(SaveError::Conflict { current }) => {
                     self.record(format!(
                         "conflict saving {} (based on {version:?}, now {current:?})",
@@ -675,17 +823,17 @@ impl Replica {
                                     self.persist(&fresh, self.save_mode(Some(v)), Some(v)).await;
                             }
                         }
-                        return Err(rpc(-32603, "concurrent task modification"));
+                        return Err(rpc(
+                            self.profile.handler.conflict_code,
+                            "concurrent task modification",
+                        ));
                     }
                     attempts += 1;
                     match self.load(&task.id).await {
                         Ok(Some((mut fresh, v))) => {
                             if fresh.status.state.is_terminal() {
-                                *task = fresh;
-                                return Err(rpc(
-                                    -32004,
-                                    format!("task {} became terminal", task.id),
-                                ));
+                                *task = fresh.clone();
+                                return Ok(Saved::Terminal(Box::new(fresh)));
                             }
                             reapply(&mut fresh);
                             *task = fresh;
@@ -740,7 +888,43 @@ impl Replica {
         active: &ActiveTask,
         sink: Option<&mpsc::Sender<StreamResponse>>,
     ) -> Result<Task, Refusal> {
-        // The business effect.
+        let mut version = version;
+        let fenced = self.profile.cancel.fence_effects;
+
+        // Think (the model call).
+        tokio::time::sleep(self.draw(self.timing.think_ms)).await;
+        if active.canceled.get() {
+            return self.canceled_result(task).await;
+        }
+
+        // Fence: record the effect intent with CAS, so a cancel that landed first stops the
+        // effect, and a cancel that lands later waits for it.
+        if fenced {
+            let marker = json!({
+                "turn": info.turn,
+                "messageId": message.message_id,
+                "untilMs": now_ms() + EFFECT_LEASE_MS,
+            });
+            set_marker(task, "effectPending", Some(marker.clone()));
+            match self
+                .save_reapplying(task, Some(version), |t| {
+                    set_marker(t, "effectPending", Some(marker.clone()))
+                })
+                .await
+            {
+                Ok(Saved::Version(v)) => version = v,
+                Ok(Saved::Terminal(t)) => {
+                    self.record(format!(
+                        "{}#{}: {} became {:?} before the effect; no effect",
+                        info.conversation, info.turn, t.id, t.status.state
+                    ));
+                    return Ok(*t);
+                }
+                Err(r) => return Err(r),
+            }
+        }
+
+        // The business effect (the tool call).
         let effect = EffectRequest {
             task_id: task.id.clone(),
             context_id: task.context_id.clone(),
@@ -753,12 +937,9 @@ impl Replica {
                 .ledger
                 .idempotency_key
                 .then(|| format!("{}/{}", task.context_id, message.message_id)),
+            sent_ms: now_ms(),
         };
-        let effect_result = ledger::perform(&effect, self.timing.ledger_timeout).await;
-        if active.canceled.get() {
-            return self.canceled_result(task).await;
-        }
-        if let Err(e) = effect_result {
+        if let Err(e) = ledger::perform(&effect, self.timing.ledger_timeout).await {
             self.record(format!(
                 "{}#{}: effect outcome unknown: {e}",
                 info.conversation, info.turn
@@ -773,13 +954,10 @@ impl Replica {
             return Err(self.after_effect(rpc(-32603, format!("business effect failed: {e}"))));
         }
 
-        // Think.
-        let think = {
-            let (lo, hi) = self.timing.think_ms;
-            self.rng.borrow_mut().random_range(lo..=hi)
-        };
-        tokio::time::sleep(Duration::from_millis(think)).await;
-        if active.canceled.get() {
+        // Compose the reply: a step between the effect and the save.
+        tokio::time::sleep(self.draw(self.timing.compose_ms)).await;
+        if active.canceled.get() && !fenced {
+            // Stopped at its next await: the effect ran, its result is never saved.
             return self.canceled_result(task).await;
         }
 
@@ -817,11 +995,33 @@ impl Replica {
                 artifacts.push(artifact.clone());
             }
             push_message(t, &reply);
+            set_marker(t, "effectPending", None);
+            set_marker(t, "runnerUntilMs", None);
             t.status = status(next_state.clone());
         };
         apply(task);
-        let version = match self.save_reapplying(task, Some(version), apply).await {
-            Ok(v) => v,
+        let saved = match self.profile.handler.result_save {
+            ResultSave::AsStore => self.save_reapplying(task, Some(version), apply).await,
+            ResultSave::OverwriteUnlessCanceled => match self.load(&task.id).await {
+                Ok(Some((current, _))) if current.status.state == TaskState::Canceled => {
+                    Ok(Saved::Terminal(Box::new(current)))
+                }
+                _ => self
+                    .persist(task, SaveMode::Overwrite, Some(version))
+                    .await
+                    .map(Saved::Version)
+                    .map_err(|e| rpc(-32603, format!("{e:?}"))),
+            },
+        };
+        let version = match saved {
+            Ok(Saved::Version(v)) => v,
+            Ok(Saved::Terminal(t)) => {
+                self.record(format!(
+                    "{}#{}: {} became {:?}; result not saved",
+                    info.conversation, info.turn, t.id, t.status.state
+                ));
+                return Ok(*t);
+            }
             Err(r) => return Err(self.after_effect(r)),
         };
         self.record(format!(
@@ -855,9 +1055,14 @@ impl Replica {
         Ok(task.clone())
     }
 
+    /// A duration drawn uniformly from `[lo, hi]` ms with this replica's generator.
+    fn draw(&self, (lo, hi): (u64, u64)) -> Duration {
+        Duration::from_millis(self.rng.borrow_mut().random_range(lo..=hi))
+    }
+
     async fn canceled_result(&self, task: &Task) -> Result<Task, Refusal> {
         self.record(format!("executor for {} stopped by cancel", task.id));
-        match self.store.get(&task.id).await {
+        match self.load(&task.id).await {
             Ok(Some((t, _))) => Ok(t),
             _ => Ok(task.clone()),
         }
@@ -889,50 +1094,134 @@ impl Replica {
         ));
     }
 
+    /// Takes over abandoned tasks: a working task whose runner lease ran out is moved to
+    /// input-required, asking the client to send its message again (which dedup and the
+    /// ledger key make safe).
+    async fn sweep(&self) {
+        let every = Duration::from_millis(self.profile.recovery.sweep_ms);
+        loop {
+            tokio::time::sleep(every).await;
+            let Ok(tasks) = self.store.abandoned().await else {
+                continue;
+            };
+            for (mut task, version) in tasks {
+                set_marker(&mut task, "runnerUntilMs", None);
+                set_marker(&mut task, "effectPending", None);
+                task.status = TaskStatus {
+                    state: TaskState::InputRequired,
+                    message: Some(Message {
+                        message_id: format!("{}-interrupted-v{version}", task.id),
+                        context_id: Some(task.context_id.clone()),
+                        task_id: Some(task.id.clone()),
+                        role: Role::Agent,
+                        parts: vec![Part::text(
+                            "interrupted: please send your last message again",
+                        )],
+                        metadata: None,
+                        extensions: None,
+                        reference_task_ids: None,
+                    }),
+                    timestamp: None,
+                };
+                if let Ok(v) = self
+                    .store
+                    .save(
+                        &task,
+                        SaveMode::Cas(Some(version)),
+                        Some(version),
+                        &self.name,
+                    )
+                    .await
+                {
+                    self.record(format!(
+                        "took over abandoned {} v{v}: input-required",
+                        task.id
+                    ));
+                }
+            }
+        }
+    }
+
     // ---------------------------------------------------------------- cancel
 
-    /// CancelTask (A2A-BEHAVIOURS.md §2.2): unknown → -32001, terminal → -32002; a local
-    /// executor is told to stop at its next await; the store is written CANCELED.
+    /// CancelTask (A2A-BEHAVIOURS.md §2.2): unknown → -32001; terminal → -32002 (or the
+    /// canceled task, when the model makes cancel idempotent); a local run is told to stop
+    /// at its next await (as the model's stop rule allows); the store is written CANCELED.
+    /// With `fence_effects`, the cancel waits while an effect is pending and writes with CAS.
     pub async fn cancel(&self, task_id: &str) -> Result<Task, Refusal> {
-        let (task, version) = match self.load(task_id).await {
-            Ok(Some(found)) => found,
-            Ok(None) => return Err(rpc(-32001, format!("task {task_id} not found"))),
-            Err(e) => return Err(rpc(-32603, e)),
-        };
-        if task.status.state.is_terminal() {
-            return Err(rpc(
-                -32002,
-                format!("task {task_id} is {:?}", task.status.state),
-            ));
-        }
-        if let Some(active) = self.active.borrow().get(task_id) {
-            if active.running.get() {
-                active.canceled.set(true);
-            }
-        }
-        let mut canceled = task.clone();
-        canceled.status = status(TaskState::Canceled);
-        let mode = match (self.profile.store.placement, self.profile.store.versioned) {
-            (Placement::Shared, true) => SaveMode::Cancel,
-            (_, true) => SaveMode::Cas(Some(version)),
-            (_, false) => SaveMode::Overwrite,
-        };
-        match self.persist(&canceled, mode, Some(version)).await {
-            Ok(v) => {
-                self.record(format!("canceled {task_id} v{v}"));
-                Ok(canceled)
-            }
-            Err(SaveError::Conflict { .. }) => match self.store.get(task_id).await {
-                Ok(Some((t, _))) if t.status.state == TaskState::Canceled => Ok(t),
-                _ => Err(rpc(
+        let deadline = now_ms() + CANCEL_WAIT_MS;
+        loop {
+            let (task, version) = match self.load(task_id).await {
+                Ok(Some(found)) => found,
+                Ok(None) => return Err(rpc(-32001, format!("task {task_id} not found"))),
+                Err(e) => return Err(rpc(-32603, e)),
+            };
+            if task.status.state.is_terminal() {
+                if task.status.state == TaskState::Canceled
+                    && self.profile.cancel.second_cancel == SecondCancel::Idempotent
+                {
+                    return Ok(task);
+                }
+                return Err(rpc(
                     -32002,
-                    format!("task {task_id} changed while canceling"),
-                )),
-            },
-            Err(SaveError::NotCancelable) => {
-                Err(rpc(-32002, format!("task {task_id} is not cancelable")))
+                    format!("task {task_id} is {:?}", task.status.state),
+                ));
             }
-            Err(SaveError::Unavailable(e)) => Err(rpc(-32603, e)),
+            if let Some(active) = self.active.borrow().get(task_id) {
+                let stops = match self.profile.cancel.stops_executor {
+                    StopRule::Always => true,
+                    StopRule::StreamingOnly => active.streaming.get(),
+                };
+                if active.running.get() && stops {
+                    active.canceled.set(true);
+                }
+            }
+            let mut canceled = task.clone();
+            canceled.status = status(TaskState::Canceled);
+            if self.profile.cancel.fence_effects {
+                if pending_until(&task).is_some_and(|until| now_ms() < until) {
+                    if now_ms() >= deadline {
+                        return Err(self.after_effect(rpc(-32603, "an effect is still pending")));
+                    }
+                    tokio::time::sleep(CANCEL_POLL).await;
+                    continue;
+                }
+                set_marker(&mut canceled, "effectPending", None);
+                set_marker(&mut canceled, "runnerUntilMs", None);
+                match self
+                    .persist(&canceled, SaveMode::Cas(Some(version)), Some(version))
+                    .await
+                {
+                    Ok(v) => {
+                        self.record(format!("canceled {task_id} v{v}"));
+                        return Ok(canceled);
+                    }
+                    Err(SaveError::Conflict { .. }) | Err(SaveError::NotCancelable) => continue,
+                    Err(SaveError::Unavailable(e)) => return Err(self.after_effect(rpc(-32603, e))),
+                }
+            }
+            let mode = match (self.profile.store.placement, self.profile.store.versioned) {
+                (Placement::Shared, true) => SaveMode::Cancel,
+                (_, true) => SaveMode::Cas(Some(version)),
+                (_, false) => SaveMode::Overwrite,
+            };
+            return match self.persist(&canceled, mode, Some(version)).await {
+                Ok(v) => {
+                    self.record(format!("canceled {task_id} v{v}"));
+                    Ok(canceled)
+                }
+                Err(SaveError::Conflict { .. }) => match self.load(task_id).await {
+                    Ok(Some((t, _))) if t.status.state == TaskState::Canceled => Ok(t),
+                    _ => Err(rpc(
+                        -32002,
+                        format!("task {task_id} changed while canceling"),
+                    )),
+                },
+                Err(SaveError::NotCancelable) => {
+                    Err(rpc(-32002, format!("task {task_id} is not cancelable")))
+                }
+                Err(SaveError::Unavailable(e)) => Err(rpc(-32603, e)),
+            };
         }
     }
 
@@ -941,10 +1230,15 @@ impl Replica {
     /// SubscribeToTask: a Task snapshot first, then each later version from the store's event
     /// log (polled), ending at a terminal or interrupted state.
     async fn subscribe(self: Rc<Self>, id: Value, task_id: String) -> Response<BoxBody> {
-        let (task, version) = match self.store.get(&task_id).await {
+        let (task, version) = match self.load(&task_id).await {
             Ok(Some(found)) => found,
             Ok(None) => {
-                return self.rpc_error(id, rpc(-32001, format!("task {task_id} not found")))
+                if self.profile.subscribe.unknown_task == SubscribeUnknown::EmptyStream {
+                    self.record(format!("subscribe to unknown {task_id}: empty stream"));
+                    let (_tx, rx) = mpsc::channel::<StreamResponse>(1);
+                    return sse_response(id, rx);
+                }
+                return self.rpc_error(id, rpc(-32001, format!("task {task_id} not found")));
             }
             Err(e) => return self.rpc_error(id, rpc(-32603, e)),
         };
@@ -959,10 +1253,22 @@ impl Replica {
             }
             let mut seen = version;
             let mut last = task;
+            let poll = Duration::from_millis(me.profile.subscribe.poll_ms.max(1));
             loop {
-                tokio::time::sleep(me.timing.poll_interval).await;
-                let Ok(events) = me.store.events_after(&task_id, seen).await else {
-                    continue;
+                tokio::time::sleep(poll).await;
+                let events = match me.profile.subscribe.source {
+                    SubscribeSource::StoreEvents => {
+                        match me.store.events_after(&task_id, seen).await {
+                            Ok(events) => events,
+                            Err(_) => continue,
+                        }
+                    }
+                    SubscribeSource::LocalOnly => me
+                        .local_events
+                        .borrow()
+                        .get(&task_id)
+                        .map(|evs| evs.iter().filter(|(v, _)| *v > seen).cloned().collect())
+                        .unwrap_or_default(),
                 };
                 for (v, snapshot) in events {
                     seen = v;
@@ -1024,6 +1330,50 @@ struct Turn {
     _guard: tokio::sync::OwnedMutexGuard<()>,
     mismatch: bool,
     dedup: Option<(TaskStore, String)>,
+}
+
+/// The outcome of a save that may have found the task terminal.
+enum Saved {
+    Version(u64),
+    Terminal(Box<Task>),
+}
+
+/// The replica's own bookkeeping in a task's metadata (one key, so it serialises the same
+/// way every time): the effect intent of a fenced turn.
+const MARKER_KEY: &str = "a2aChaos";
+
+fn set_marker(task: &mut Task, field: &str, value: Option<Value>) {
+    let map = task
+        .metadata
+        .get_or_insert_with(std::collections::HashMap::new);
+    let entry = map
+        .entry(MARKER_KEY.to_string())
+        .or_insert_with(|| Value::Object(Default::default()));
+    if let Value::Object(obj) = entry {
+        match value {
+            Some(v) => {
+                obj.insert(field.to_string(), v);
+            }
+            None => {
+                obj.remove(field);
+            }
+        }
+        if obj.is_empty() {
+            map.remove(MARKER_KEY);
+        }
+    }
+    if task.metadata.as_ref().is_some_and(|m| m.is_empty()) {
+        task.metadata = None;
+    }
+}
+
+/// Until when a task's pending effect holds off a cancel, if one is pending.
+fn pending_until(task: &Task) -> Option<u64> {
+    task.metadata
+        .as_ref()?
+        .get(MARKER_KEY)?
+        .pointer("/effectPending/untilMs")?
+        .as_u64()
 }
 
 /// Appends a message to a task's history unless a message with its id is already there.

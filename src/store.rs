@@ -56,6 +56,7 @@ pub enum SaveError {
 pub struct SaveRecord {
     pub at_ms: u64,
     pub task_id: String,
+    pub context_id: String,
     pub mode: SaveMode,
     /// The version stored before this save (`None`: the task did not exist).
     pub before: Option<u64>,
@@ -157,6 +158,7 @@ impl StoreState {
         self.saves.push(SaveRecord {
             at_ms: now_ms(),
             task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
             mode,
             before,
             based_on,
@@ -171,6 +173,29 @@ impl StoreState {
             .push((version, task.clone()));
         self.tasks.insert(task.id.clone(), (task, version));
         Ok(version)
+    }
+
+    /// Working or submitted tasks whose runner lease (the replica's marker
+    /// `a2aChaos.runnerUntilMs`) ran out before `now_ms`.
+    pub fn abandoned(&self, now_ms: u64) -> Vec<(Task, u64)> {
+        self.tasks
+            .values()
+            .filter(|(t, _)| {
+                matches!(
+                    t.status.state,
+                    a2a::TaskState::Working | a2a::TaskState::Submitted
+                )
+            })
+            .filter(|(t, _)| {
+                t.metadata
+                    .as_ref()
+                    .and_then(|m| m.get("a2aChaos"))
+                    .and_then(|m| m.get("runnerUntilMs"))
+                    .and_then(serde_json::Value::as_u64)
+                    .is_some_and(|until| until < now_ms)
+            })
+            .cloned()
+            .collect()
     }
 
     /// Claims a message for processing (see [`Claim`]).
@@ -257,6 +282,7 @@ enum StoreRequest {
         key: String,
         lease_ms: u64,
     },
+    Abandoned,
     Finish {
         key: String,
         task_id: Option<String>,
@@ -273,6 +299,7 @@ enum StoreResponse {
     Refused { error: SaveError },
     Events { events: Vec<(u64, Task)> },
     Claim { claim: Claim },
+    Abandoned { tasks: Vec<(Task, u64)> },
     Done,
 }
 
@@ -348,6 +375,19 @@ impl TaskStore {
                 match self.remote(&req, *timeout).await? {
                     StoreResponse::Events { events } => Ok(events),
                     _ => Err("store: unexpected reply to events".into()),
+                }
+            }
+        }
+    }
+
+    /// Tasks whose runner lease ran out (see [`StoreState::abandoned`]).
+    pub async fn abandoned(&self) -> Result<Vec<(Task, u64)>, String> {
+        match self {
+            TaskStore::Local(state) => Ok(state.borrow().abandoned(now_ms())),
+            TaskStore::Remote { timeout } => {
+                match self.remote(&StoreRequest::Abandoned, *timeout).await? {
+                    StoreResponse::Abandoned { tasks } => Ok(tasks),
+                    _ => Err("store: unexpected reply to abandoned".into()),
                 }
             }
         }
@@ -471,6 +511,9 @@ async fn handle(
             trace.record("store", format!("claim {key}: {claim:?}"));
             StoreResponse::Claim { claim }
         }
+        StoreRequest::Abandoned => StoreResponse::Abandoned {
+            tasks: state.borrow().abandoned(now_ms()),
+        },
         StoreRequest::Finish {
             key,
             task_id,

@@ -5,7 +5,9 @@
 //! last turn completes it. A turn whose outcome is unknown (`info`) is retried with the same
 //! messageId, as Mastra's client `retries` do (A2A-BEHAVIOURS.md §3); a 409 (duplicate in
 //! flight) is retried too. With `duplicate-rate`, a send is also fired a second time at once,
-//! as a double-clicking user or a retrying proxy would.
+//! as a double-clicking user or a retrying proxy would. With `cancel-rate`, a conversation
+//! sends one turn non-blocking and cancels it while it runs (sometimes twice, as a client
+//! that retries its cancel does).
 //!
 //! Every id is derived from the seed and the conversation: nothing random is unseeded.
 
@@ -43,6 +45,13 @@ pub struct WorkloadSpec {
     pub start_spread_ms: u64,
     /// Probability that a send is fired twice at once (same messageId).
     pub duplicate_rate: f64,
+    /// Probability that a conversation is canceled: at a random turn the client sends the
+    /// turn non-blocking, then cancels it while it runs.
+    pub cancel_rate: f64,
+    /// The cancel follows the non-blocking send after a delay drawn from [min, max] ms.
+    pub cancel_delay_ms: [u64; 2],
+    /// Probability that a canceled conversation's cancel is sent a second time.
+    pub double_cancel_rate: f64,
 }
 
 impl Default for WorkloadSpec {
@@ -56,6 +65,9 @@ impl Default for WorkloadSpec {
             gap_ms: [50, 250],
             start_spread_ms: 500,
             duplicate_rate: 0.0,
+            cancel_rate: 0.0,
+            cancel_delay_ms: [0, 80],
+            double_cancel_rate: 0.5,
         }
     }
 }
@@ -81,10 +93,19 @@ impl WorkloadSpec {
         if self.gap_ms[0] > self.gap_ms[1] {
             return bad(format!("gap-ms = {:?} must be [min, max]", self.gap_ms));
         }
-        if !(0.0..=1.0).contains(&self.duplicate_rate) {
+        for (name, rate) in [
+            ("duplicate-rate", self.duplicate_rate),
+            ("cancel-rate", self.cancel_rate),
+            ("double-cancel-rate", self.double_cancel_rate),
+        ] {
+            if !(0.0..=1.0).contains(&rate) {
+                return bad(format!("{name} = {rate} must be in [0, 1]"));
+            }
+        }
+        if self.cancel_delay_ms[0] > self.cancel_delay_ms[1] {
             return bad(format!(
-                "duplicate-rate = {} must be in [0, 1]",
-                self.duplicate_rate
+                "cancel-delay-ms = {:?} must be [min, max]",
+                self.cancel_delay_ms
             ));
         }
         if self.request_timeout_ms == 0 {
@@ -137,6 +158,8 @@ async fn conversation(
     ))
     .await;
     let mut task_id: Option<String> = None;
+    let cancel_at = (spec.cancel_rate > 0.0 && rng.random_bool(spec.cancel_rate))
+        .then(|| rng.random_range(1..=spec.turns));
     for turn in 1..=spec.turns {
         let info = TurnInfo {
             conversation: name.clone(),
@@ -145,12 +168,16 @@ async fn conversation(
         };
         let mid = message_id(seed, &name, turn);
         let message = Client::turn_message(&info, &mid, &ctx, task_id.as_deref());
-        let params = json!({ "message": message });
+        let cancel_now = cancel_at == Some(turn);
+        let mut params = json!({ "message": message });
+        if cancel_now {
+            params["configuration"] = json!({ "returnImmediately": true });
+        }
         let kind = OpKind::Send {
             conversation: name.clone(),
             turn,
             message_id: mid.clone(),
-            blocking: true,
+            blocking: !cancel_now,
         };
         let mut done = false;
         for attempt in 0..=spec.retries {
@@ -188,8 +215,46 @@ async fn conversation(
             // The user gives up on this conversation.
             break;
         }
+        if cancel_now {
+            if let Some(id) = &task_id {
+                let delay = rng.random_range(spec.cancel_delay_ms[0]..=spec.cancel_delay_ms[1]);
+                tokio::time::sleep(Duration::from_millis(delay)).await;
+                let times = if rng.random_bool(spec.double_cancel_rate) {
+                    2
+                } else {
+                    1
+                };
+                for _ in 0..times {
+                    cancel(spec, client, &name, &ctx, id).await;
+                }
+            }
+            break;
+        }
         let gap = rng.random_range(spec.gap_ms[0]..=spec.gap_ms[1]);
         tokio::time::sleep(Duration::from_millis(gap)).await;
     }
     task_id.map(|id| (name, id))
+}
+
+/// Cancels a task, retrying while the outcome is unknown.
+async fn cancel(spec: &WorkloadSpec, client: &Rc<Client>, name: &str, ctx: &str, task_id: &str) {
+    for attempt in 0..=spec.retries {
+        let answer = client
+            .unary(
+                OpKind::Cancel {
+                    conversation: name.to_string(),
+                },
+                "CancelTask",
+                json!({ "id": task_id }),
+                Some(ctx),
+                None,
+            )
+            .await;
+        match answer.outcome {
+            Outcome::Info { .. } if attempt < spec.retries => {
+                tokio::time::sleep(Duration::from_millis(spec.retry_backoff_ms)).await;
+            }
+            _ => return,
+        }
+    }
 }

@@ -2,9 +2,10 @@
 //!
 //! The logical operation is a turn of a conversation, whatever messageIds, retries and
 //! duplicates carried it. Its applied effects at the ledger must be at most one; exactly one
-//! when any attempt was acknowledged `ok`; none when every attempt was refused (`fail`: the
-//! client was told it did not happen, so it may do it again); zero or one when the outcome
-//! was unknown (`info`). Exercised: turns that were retried, duplicated, refused or left
+//! when any attempt was acknowledged (an `ok` whose answer shows the turn's artifact); none
+//! when every attempt was refused (`fail`: the client was told it did not happen, so it may
+//! do it again); zero or one when the outcome was unknown (`info`, or an `ok` that does not
+//! show the turn: a non-blocking answer or a task canceled under it). Exercised: turns that were retried, duplicated, refused or left
 //! unknown, where double or phantom effects could happen.
 
 use std::collections::BTreeMap;
@@ -22,16 +23,30 @@ impl Checker for ExactlyOnce {
     }
 
     fn check(&self, run: &RunRecord) -> Finding {
+        // An `ok` acknowledges the turn only when its answer shows the turn's artifact; an
+        // `ok` without it (a non-blocking answer, a task canceled under the turn) leaves the
+        // effect unknown, like `info`.
+        let unacknowledged = Outcome::Info {
+            why: "answered without the turn's artifact".into(),
+        };
         let mut attempts: BTreeMap<(String, u32), Vec<&Outcome>> = BTreeMap::new();
         for op in &run.history {
             if let OpKind::Send {
                 conversation, turn, ..
             } = &op.kind
             {
+                let acknowledged = op
+                    .task
+                    .as_ref()
+                    .is_some_and(|t| t.artifacts.contains(&format!("turn-{turn}")));
+                let outcome = match &op.outcome {
+                    Outcome::Ok if !acknowledged => &unacknowledged,
+                    other => other,
+                };
                 attempts
                     .entry((conversation.clone(), *turn))
                     .or_default()
-                    .push(&op.outcome);
+                    .push(outcome);
             }
         }
         let mut effects: BTreeMap<(String, u32), Vec<String>> = BTreeMap::new();

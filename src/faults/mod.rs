@@ -85,6 +85,7 @@ pub trait Fault {
 }
 
 /// The faults, by the name used in experiment files.
+#[rustfmt::skip]
 pub const FAULTS: &[(&str, &dyn Fault)] = &[
     ("kill", &kill::Kill),
     ("partition", &partition::Partition),

@@ -60,6 +60,7 @@ pub trait Strategy {
 pub type MakeStrategy = fn() -> Box<dyn Strategy>;
 
 /// The strategies, by name, with their constructors.
+#[rustfmt::skip]
 pub const STRATEGIES: &[(&str, MakeStrategy)] = &[
     ("round-robin", round_robin::new),
     ("context-affinity", context_affinity::new),

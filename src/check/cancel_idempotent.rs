@@ -1,0 +1,64 @@
+//! `cancel-idempotent`: canceling a task that is already canceled succeeds.
+//!
+//! The A2A specification says cancel "is idempotent" (§3.3.1); a2a-python and Mastra answer
+//! a second cancel with `-32002` TaskNotCancelable (A2A-BEHAVIOURS.md §6.11), so a client
+//! that retries a cancel whose reply was lost is told it failed. Exercised: cancels sent
+//! after the task was already seen canceled.
+
+use a2a::TaskState;
+
+use crate::check::{Checker, Finding, Violation};
+use crate::cluster::RunRecord;
+use crate::history::{OpKind, Outcome};
+
+/// The cancel-idempotent checker.
+pub struct CancelIdempotent;
+
+impl Checker for CancelIdempotent {
+    fn describe(&self) -> &'static str {
+        "a cancel of a task already canceled returns the canceled task, not an error"
+    }
+
+    fn check(&self, run: &RunRecord) -> Finding {
+        let mut violations = Vec::new();
+        let mut exercised = 0;
+        for op in &run.history {
+            let OpKind::Cancel { conversation } = &op.kind else {
+                continue;
+            };
+            let Some(task_id) = run.conversations.get(conversation) else {
+                continue;
+            };
+            // Canceled before this cancel was sent: an earlier answer or save said so.
+            let canceled_at = run
+                .saves
+                .iter()
+                .filter(|s| &s.task_id == task_id && s.state == TaskState::Canceled)
+                .map(|s| s.at_ms)
+                .chain(run.history.iter().filter_map(|o| {
+                    let t = o.task.as_ref()?;
+                    (o.outcome == Outcome::Ok && &t.id == task_id && t.state == TaskState::Canceled)
+                        .then_some(o.complete_ms)
+                }))
+                .min();
+            let Some(at) = canceled_at.filter(|at| *at < op.invoke_ms) else {
+                continue;
+            };
+            exercised += 1;
+            if let Outcome::Fail { code, message } = &op.outcome {
+                violations.push(Violation {
+                    invariant: "",
+                    detail: format!(
+                        "a second cancel of task {task_id} (canceled at {at} ms) was refused by {} with {code} {message}",
+                        op.replica.as_deref().unwrap_or("?")
+                    ),
+                });
+            }
+        }
+        Finding {
+            invariant: "cancel-idempotent",
+            violations,
+            exercised,
+        }
+    }
+}

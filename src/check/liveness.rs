@@ -1,0 +1,137 @@
+//! `liveness`: after everything is healed, every task settles and every accepted message is
+//! processed.
+//!
+//! At the end of a run (for generated workloads, the liveness bound after the heal), every
+//! task must be waiting for input or terminal: one still `working` or `submitted` was
+//! abandoned (its runner died and nothing took over). And a message accepted without
+//! waiting (`returnImmediately` answered `ok`) must have been processed: its turn's artifact
+//! is in the final task, unless the task was canceled or failed. Exercised: tasks in flight
+//! when a fault struck or when everything was healed, and accepted non-blocking messages.
+
+use std::collections::BTreeMap;
+
+use a2a::TaskState;
+
+use crate::check::{turn_label, Checker, Finding, Violation};
+use crate::cluster::RunRecord;
+use crate::history::{OpKind, Outcome};
+
+/// The liveness checker.
+pub struct Liveness;
+
+fn settled(state: &TaskState) -> bool {
+    state.is_terminal() || matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
+}
+
+impl Checker for Liveness {
+    fn describe(&self) -> &'static str {
+        "after the heal, every task settles (input-required or terminal) and every accepted message is processed"
+    }
+
+    fn check(&self, run: &RunRecord) -> Finding {
+        let mut violations = Vec::new();
+        let mut exercised = 0;
+        // State of each task at each fault and at the heal, from the save log.
+        let mut moments: Vec<u64> = run.faults.iter().map(|(at, _)| *at).collect();
+        moments.push(run.healed_at_ms);
+        let mut last: BTreeMap<&str, (&TaskState, u64, &str, u64)> = BTreeMap::new();
+        let mut in_flight: BTreeMap<&str, bool> = BTreeMap::new();
+        let mut m = moments.clone();
+        m.sort();
+        let mut next_moment = m.into_iter().peekable();
+        for s in &run.saves {
+            while let Some(at) = next_moment.peek().copied().filter(|at| *at < s.at_ms) {
+                next_moment.next();
+                for (task, (state, ..)) in &last {
+                    if !settled(state) {
+                        in_flight.insert(task, true);
+                    }
+                }
+                let _ = at;
+            }
+            last.insert(&s.task_id, (&s.state, s.version, &s.replica, s.at_ms));
+        }
+        for (task, (state, ..)) in &last {
+            if next_moment.peek().is_some() && !settled(state) {
+                in_flight.insert(task, true);
+            }
+        }
+        for (id, task) in &run.final_tasks {
+            if in_flight.contains_key(id.as_str()) {
+                exercised += 1;
+            }
+            if settled(&task.status.state) {
+                continue;
+            }
+            let why = match last.get(id.as_str()) {
+                Some((_, v, replica, at)) => {
+                    let killed = run
+                        .faults
+                        .iter()
+                        .find(|(k, what)| *k >= *at && what == &format!("kill {replica}"))
+                        .map(|(k, _)| {
+                            format!(
+                                "; {replica} was killed at {k} ms and nothing took the task over"
+                            )
+                        })
+                        .unwrap_or_default();
+                    format!("its last save was v{v} by {replica} at {at} ms{killed}")
+                }
+                None => "it was never saved".into(),
+            };
+            violations.push(Violation {
+                invariant: "",
+                detail: format!(
+                    "task {id} is still {:?} at the end of the run ({} ms after everything was healed): {why}",
+                    task.status.state,
+                    run.sim_ms.saturating_sub(run.healed_at_ms)
+                ),
+            });
+        }
+        for op in &run.history {
+            let (
+                OpKind::Send {
+                    conversation,
+                    turn,
+                    message_id,
+                    blocking: false,
+                },
+                Outcome::Ok,
+                Some(view),
+            ) = (&op.kind, &op.outcome, &op.task)
+            else {
+                continue;
+            };
+            let Some(task) = run.final_tasks.get(&view.id) else {
+                continue;
+            };
+            exercised += 1;
+            if matches!(
+                task.status.state,
+                TaskState::Canceled | TaskState::Failed | TaskState::Rejected
+            ) {
+                continue;
+            }
+            let names = crate::store::artifact_names(task);
+            if !names.contains(&format!("turn-{turn}")) {
+                violations.push(Violation {
+                    invariant: "",
+                    detail: format!(
+                        "{} (message {message_id}) was accepted by {} at {} ms without waiting, but never processed: task {} ended {:?} with artifacts [{}]",
+                        turn_label(conversation, *turn),
+                        op.replica.as_deref().unwrap_or("?"),
+                        op.complete_ms,
+                        view.id,
+                        task.status.state,
+                        names.join(", ")
+                    ),
+                });
+            }
+        }
+        Finding {
+            invariant: "liveness",
+            violations,
+            exercised,
+        }
+    }
+}

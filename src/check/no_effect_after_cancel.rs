@@ -1,0 +1,78 @@
+//! `no-effect-after-cancel`: no business effect of a task starts after its cancel was
+//! acknowledged.
+//!
+//! A cancel is acknowledged when the client got an `ok` answer showing the task CANCELED;
+//! an effect starts when the replica sends it to the ledger (the ledger records the replica's
+//! simulated send time). An effect already in flight when the cancel is acknowledged is
+//! allowed; one that starts afterwards is the "HTTP 200 but the work went on" hazard
+//! (A2A-BEHAVIOURS.md §6.4). Exercised: acknowledged cancels of tasks that had a turn in
+//! progress while the cancel was in flight.
+
+use a2a::TaskState;
+
+use crate::check::{turn_label, Checker, Finding, Violation};
+use crate::cluster::RunRecord;
+use crate::history::{OpKind, Outcome};
+
+/// The no-effect-after-cancel checker.
+pub struct NoEffectAfterCancel;
+
+impl Checker for NoEffectAfterCancel {
+    fn describe(&self) -> &'static str {
+        "no effect of a task starts after its cancel was acknowledged"
+    }
+
+    fn check(&self, run: &RunRecord) -> Finding {
+        let mut violations = Vec::new();
+        let mut exercised = 0;
+        for cancel in &run.history {
+            let (OpKind::Cancel { conversation }, Outcome::Ok, Some(view)) =
+                (&cancel.kind, &cancel.outcome, &cancel.task)
+            else {
+                continue;
+            };
+            if view.state != TaskState::Canceled {
+                continue;
+            }
+            let racing = run.history.iter().any(|o| {
+                matches!(&o.kind, OpKind::Send { conversation: c, .. } if c == conversation)
+                    && o.invoke_ms <= cancel.complete_ms
+                    && o.complete_ms >= cancel.invoke_ms
+            });
+            let effects: Vec<_> = run
+                .effects
+                .iter()
+                .filter(|e| e.applied && e.request.task_id == view.id)
+                .collect();
+            if racing
+                || effects
+                    .iter()
+                    .any(|e| e.request.sent_ms >= cancel.invoke_ms)
+            {
+                exercised += 1;
+            }
+            for e in effects
+                .iter()
+                .filter(|e| e.request.sent_ms > cancel.complete_ms)
+            {
+                violations.push(Violation {
+                    invariant: "",
+                    detail: format!(
+                        "task {} was canceled (acknowledged by {} at {} ms), yet {} on {} started its effect at {} ms",
+                        view.id,
+                        cancel.replica.as_deref().unwrap_or("?"),
+                        cancel.complete_ms,
+                        turn_label(&e.request.conversation, e.request.turn),
+                        e.request.replica,
+                        e.request.sent_ms
+                    ),
+                });
+            }
+        }
+        Finding {
+            invariant: "no-effect-after-cancel",
+            violations,
+            exercised,
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! `stream-continuity`: a resubscribe delivers a snapshot, then every later change once, in
+//! order.
+//!
+//! For every SubscribeToTask: a task that exists must not be answered TaskNotFound (the
+//! replica that was asked simply does not have it: per-process stores, A2A-BEHAVIOURS.md
+//! §6.8); the stream must start with a Task snapshot (Mastra answers an unknown task with
+//! an empty stream); it must advance when the task changes (a subscriber on a replica with
+//! no event stream sees the snapshot and nothing more); and no state may arrive twice in a
+//! row. Exercised: subscriptions to tasks that exist.
+
+use crate::check::{Checker, Finding, Violation};
+use crate::cluster::RunRecord;
+use crate::history::{OpKind, Outcome};
+
+/// The stream-continuity checker.
+pub struct StreamContinuity;
+
+/// A change must reach a subscriber within this long (polling, at 0.5 s, included).
+const SLACK_MS: u64 = 700;
+
+impl Checker for StreamContinuity {
+    fn describe(&self) -> &'static str {
+        "a resubscribe delivers a snapshot, then every later change once and in order"
+    }
+
+    fn check(&self, run: &RunRecord) -> Finding {
+        let mut violations = Vec::new();
+        let mut exercised = 0;
+        for op in &run.history {
+            let OpKind::Subscribe { conversation } = &op.kind else {
+                continue;
+            };
+            let Some(task_id) = run.conversations.get(conversation) else {
+                continue;
+            };
+            let saves: Vec<_> = run.saves.iter().filter(|s| &s.task_id == task_id).collect();
+            let Some(first_save) = saves.first() else {
+                continue;
+            };
+            if first_save.at_ms > op.invoke_ms {
+                continue;
+            }
+            exercised += 1;
+            let by = op.replica.as_deref().unwrap_or("?");
+            let last_before = saves.iter().rev().find(|s| s.at_ms <= op.invoke_ms);
+            match &op.outcome {
+                Outcome::Fail { code: -32001, .. } => {
+                    let holder = last_before
+                        .map(|s| format!(" (last saved by {} at {} ms)", s.replica, s.at_ms))
+                        .unwrap_or_default();
+                    violations.push(Violation {
+                        invariant: "",
+                        detail: format!("SubscribeToTask for {task_id} on {by} answered TaskNotFound, but the task exists{holder}"),
+                    });
+                    continue;
+                }
+                Outcome::Fail { .. } => continue,
+                _ => {}
+            }
+            if op.stream_states.is_empty() || !op.stream_snapshot_first {
+                violations.push(Violation {
+                    invariant: "",
+                    detail: format!(
+                        "SubscribeToTask for {task_id} on {by} at {} ms {}",
+                        op.invoke_ms,
+                        if op.stream_states.is_empty() {
+                            "got an empty stream: no snapshot, no events"
+                        } else {
+                            "did not start with a Task snapshot"
+                        }
+                    ),
+                });
+                continue;
+            }
+            let changed = saves.iter().find(|s| {
+                s.at_ms > op.invoke_ms
+                    && s.at_ms + SLACK_MS < op.complete_ms
+                    && last_before.is_none_or(|b| b.state != s.state)
+            });
+            if op.stream_states.len() == 1 {
+                if let Some(s) = changed {
+                    violations.push(Violation {
+                        invariant: "",
+                        detail: format!(
+                            "the stream for {task_id} on {by} never advanced: the task became {:?} (v{} by {} at {} ms) but the subscriber saw only the snapshot until {} ms",
+                            s.state, s.version, s.replica, s.at_ms, op.complete_ms
+                        ),
+                    });
+                }
+            }
+            for pair in op.stream_states.windows(2).skip(1) {
+                if pair[0] == pair[1] {
+                    violations.push(Violation {
+                        invariant: "",
+                        detail: format!(
+                            "the stream for {task_id} on {by} delivered {:?} twice in a row",
+                            pair[0]
+                        ),
+                    });
+                    break;
+                }
+            }
+        }
+        Finding {
+            invariant: "stream-continuity",
+            violations,
+            exercised,
+        }
+    }
+}
