@@ -17,7 +17,8 @@
 //!
 //! A generated scenario is drawn as abstract steps ("the next turn of conversation 2", "kill
 //! replica #1") and only then turned into a [`Script`]: turns are numbered in the order the
-//! script sends them, and replica indices are taken modulo the replica count. So every value
+//! script sends them, conversations are named `c1, c2, ...` in order of first appearance, and
+//! replica indices are taken modulo the replica count. So every value
 //! proptest shrinks to is a valid scenario: removing a step renumbers the turns after it,
 //! lowering the replica count folds the replicas, and a step kind shrinks towards a plain
 //! send (the kinds are listed in that order), which removes faults. A failing case prints as
@@ -304,7 +305,22 @@ fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
     let mut last_turn: BTreeMap<u32, u32> = BTreeMap::new();
     let replica = |i: &Index| format!("replica-{}", i.index(replicas));
     let to = |t: &Option<Index>| t.as_ref().map(replica);
-    let name = |c: u32| format!("c{}", c + 1);
+    // Conversations are named in order of first appearance, so a shrunk case reads c1, c2.
+    let mut order: BTreeMap<u32, usize> = BTreeMap::new();
+    for d in drafts {
+        let mut note = |c: u32| {
+            let next = order.len() + 1;
+            order.entry(c).or_insert(next);
+        };
+        match d {
+            Draft::Send(c, _) | Draft::Get(c, _) | Draft::Retry(c, _) | Draft::Cancel(c, _) => {
+                note(*c)
+            }
+            Draft::Concurrent(list) => list.iter().for_each(|(c, _)| note(*c)),
+            _ => {}
+        }
+    }
+    let name = |c: u32| format!("c{}", order.get(&c).copied().unwrap_or(1));
     let mut send = |c: u32, t: &Option<Index>, again: bool| {
         let last = last_turn.entry(c).or_insert(0);
         if !again || *last == 0 {
@@ -472,7 +488,7 @@ mod tests {
                 Draft::Retry(0, None),
                 Draft::Send(0, Some(i)),
                 Draft::Retry(0, None),
-                Draft::Send(1, None),
+                Draft::Send(5, None),
                 Draft::Kill(i),
             ],
             2,
