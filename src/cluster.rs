@@ -29,7 +29,8 @@ use crate::faults::{Action, FaultSpec, PlanInput, Scheduled};
 use crate::history::{History, Op};
 use crate::ledger::{self, Effect, LedgerState};
 use crate::model::{Placement, Profile};
-use crate::replica::{self, Replica, Timing};
+use crate::push::{Egress, PushReport, SharedPush};
+use crate::replica::{self, Replica, Timing, Wiring};
 use crate::router::{self, RouterControl};
 use crate::store::{self, SaveRecord, SharedState, StoreState, TaskStore};
 use crate::trace::{Trace, TraceEvent};
@@ -41,6 +42,9 @@ pub const EPOCH_SECS: u64 = 1_767_225_600;
 
 /// Simulated time one step advances.
 pub const TICK: Duration = Duration::from_millis(1);
+
+/// Pending connections a listener may queue (see [`run`]).
+pub const TCP_CAPACITY: usize = 4096;
 
 /// Network latency bounds per message (ms), outside latency faults.
 pub const LATENCY_MS: (u64, u64) = (1, 4);
@@ -91,6 +95,10 @@ pub struct RunRecord {
     pub saves: Vec<SaveRecord>,
     /// Every push delivery that reached the webhook.
     pub deliveries: Vec<Delivery>,
+    /// What the replicas reported about their pushes (failures only when the model logs them).
+    pub push_reports: Vec<PushReport>,
+    /// Every connection a push opened, as the simulator saw it.
+    pub push_egress: Vec<Egress>,
     /// The fault rates this seed ran with.
     pub fault_rates: BTreeMap<String, f64>,
     /// Fault actions applied, with their time.
@@ -129,11 +137,15 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         .simulation_duration(spec.budget)
         .min_message_latency(Duration::from_millis(LATENCY_MS.0))
         .max_message_latency(Duration::from_millis(LATENCY_MS.1))
+        // turmoil queues 64 pending connections per listener by default and panics past
+        // that; a burst of conversations (or a wide `concurrent` step) can exceed it.
+        .tcp_capacity(TCP_CAPACITY)
         .build();
 
     let store_state: SharedState = Rc::new(RefCell::new(StoreState::default()));
     let ledger_state = Rc::new(RefCell::new(LedgerState::default()));
     let webhook_state = Rc::new(RefCell::new(WebhookState::default()));
+    let push_world: SharedPush = Rc::default();
     let control = RouterControl::new(spec.replicas);
     let history = History::default();
     let link = DriverLink::default();
@@ -162,6 +174,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         let profile = spec.profile.clone();
         let timing = spec.timing.clone();
         let trace = trace.clone();
+        let push_world = push_world.clone();
         sim.host(format!("replica-{i}"), move || {
             let b = boot.get();
             boot.set(b + 1);
@@ -179,10 +192,13 @@ pub fn run(spec: &RunSpec) -> RunRecord {
                 i,
                 b,
                 seed,
-                profile.clone(),
-                timing.clone(),
-                store,
-                trace.clone(),
+                Wiring {
+                    profile: profile.clone(),
+                    timing: timing.clone(),
+                    store,
+                    push_world: push_world.clone(),
+                    trace: trace.clone(),
+                },
             ));
             let trace = trace.clone();
             async move {
@@ -284,6 +300,10 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     let conversations = link.tasks.borrow().clone();
     let effects = ledger_state.borrow().effects().to_vec();
     let deliveries = webhook_state.borrow().deliveries.clone();
+    let (push_reports, push_egress) = {
+        let w = push_world.borrow();
+        (w.reports.clone(), w.egress.clone())
+    };
     RunRecord {
         seed,
         model: spec.profile.name.clone(),
@@ -295,6 +315,8 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         final_tasks,
         saves,
         deliveries,
+        push_reports,
+        push_egress,
         fault_rates,
         faults: driver.applied,
         conversations,

@@ -153,8 +153,20 @@ impl Experiment {
                 crate::check::validate_names(&e.violations, origin)?;
             }
         }
-        let budget =
-            Duration::from_millis(file.faults.window_ms + file.faults.liveness_ms + 120_000);
+        // The longest a run may take: the slowest conversation the workload allows (every
+        // turn retried to the end of its timeouts), then the liveness phase, plus a margin.
+        let w = &file.workload;
+        let per_turn = (u64::from(w.retries) + 1)
+            .saturating_mul(w.request_timeout_ms.saturating_add(w.retry_backoff_ms))
+            .saturating_add(w.gap_ms[1]);
+        let workload_ms = w
+            .start_spread_ms
+            .saturating_add(u64::from(w.turns).saturating_mul(per_turn));
+        let budget_ms = workload_ms
+            .max(file.faults.window_ms)
+            .saturating_add(file.faults.liveness_ms)
+            .saturating_add(120_000);
+        let budget = Duration::from_millis(budget_ms);
         Ok(Experiment {
             file,
             profiles,

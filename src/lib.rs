@@ -16,9 +16,12 @@
 //! - [`store`], [`ledger`], [`webhook`]: the hosts that hold ground truth;
 //! - [`faults`] and [`cluster`]: the fault plan and the driver loop;
 //! - [`check`]: the invariants; [`runner`], [`report`], [`experiment`]: sweeps and output;
+//!   [`chart`] and [`timeline`]: the picture of a sweep and of one failing run;
+//!   [`shard`] and [`journal`]: sweeps split over machines, and resumed after an interruption;
 //! - [`shrink`]: from a failing run to a small scenario; [`strategies`]: proptest strategies
 //!   that generate scenarios for your own tests.
 
+pub mod chart;
 pub mod check;
 pub mod cli;
 pub mod client;
@@ -27,19 +30,23 @@ pub mod error;
 pub mod experiment;
 pub mod faults;
 pub mod history;
+pub mod journal;
 pub mod ledger;
 pub mod logging;
 pub mod model;
 pub mod net;
+pub mod push;
 pub mod replica;
 pub mod report;
 pub mod router;
 pub mod runner;
 pub mod scenario;
+pub mod shard;
 pub mod shrink;
 pub mod sse;
 pub mod store;
 pub mod strategies;
+pub mod timeline;
 pub mod trace;
 pub mod webhook;
 pub mod workload;

@@ -231,6 +231,53 @@ pub struct RecoveryKnobs {
     pub runner_lease_ms: u64,
 }
 
+/// Which task states are pushed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PushOn {
+    /// After every persisted event (a2a-python).
+    EverySave,
+    /// Only on a change into a terminal or interrupted state (Mastra).
+    TerminalOrInterrupted,
+}
+
+/// Where push URLs are validated against private targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PushValidate {
+    None,
+    Registration,
+    Send,
+    RegistrationAndSend,
+}
+
+/// Push-notification knobs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushKnobs {
+    /// Push configs are accepted at all (otherwise `-32003`).
+    pub supported: bool,
+    /// Configs live in the pod that took them (`false`) or in the shared store.
+    pub shared_configs: bool,
+    /// Which states are pushed.
+    pub on: PushOn,
+    /// Where URLs are checked against private, loopback and link-local targets.
+    pub validate: PushValidate,
+    /// The checked address is the one connected to (no second DNS answer).
+    pub pin_dns: bool,
+    /// 3xx answers are followed (to wherever they point).
+    pub follow_redirects: bool,
+    /// Tries after a failed delivery.
+    pub retries: u32,
+    /// Timeout of one delivery, simulated ms.
+    pub timeout_ms: u64,
+    /// Failures (refused targets included) are logged.
+    pub log_failures: bool,
+    /// Deliveries are awaited inside the turn (holding its lock and its answer) rather than
+    /// sent in the background.
+    pub inline: bool,
+}
+
 /// Business-effect knobs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -251,6 +298,7 @@ pub struct Profile {
     pub subscribe: SubscribeKnobs,
     pub dedup: DedupKnobs,
     pub recovery: RecoveryKnobs,
+    pub push: PushKnobs,
     pub ledger: LedgerKnobs,
     /// Knob path (`store.placement`) → where the behaviour comes from.
     pub sources: BTreeMap<String, String>,
@@ -282,6 +330,16 @@ pub const KNOBS: &[&str] = &[
     "dedup.lease_ms",
     "recovery.sweep_ms",
     "recovery.runner_lease_ms",
+    "push.supported",
+    "push.shared_configs",
+    "push.on",
+    "push.validate",
+    "push.pin_dns",
+    "push.follow_redirects",
+    "push.retries",
+    "push.timeout_ms",
+    "push.log_failures",
+    "push.inline",
     "ledger.idempotency_key",
 ];
 

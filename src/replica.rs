@@ -36,10 +36,12 @@ use tokio::sync::mpsc;
 
 use crate::ledger::{self, EffectRequest};
 use crate::model::{
-    AfterEffect, DedupScope, MismatchRule, NonBlockingToWorking, Placement, Profile, ResultSave,
-    SecondCancel, StopRule, SubscribeSource, SubscribeUnknown, UnknownTask,
+    AfterEffect, DedupScope, MismatchRule, NonBlockingToWorking, Placement, Profile, PushOn,
+    PushValidate, ResultSave, SecondCancel, StopRule, SubscribeSource, SubscribeUnknown,
+    UnknownTask,
 };
 use crate::net::{self, BoxBody, ChannelBody};
+use crate::push::{Egress, PushReport, SharedPush};
 use crate::store::{Claim, SaveError, SaveMode, SharedState, StoreState, TaskStore};
 use crate::trace::{now_ms, Trace};
 
@@ -147,6 +149,19 @@ struct ActiveTask {
     streaming: Cell<bool>,
 }
 
+/// What a replica process is connected to.
+#[derive(Clone)]
+pub struct Wiring {
+    /// Its behaviour model.
+    pub profile: Rc<Profile>,
+    pub timing: Timing,
+    /// Its task store (its own memory, or the `store` host).
+    pub store: TaskStore,
+    /// The run's resolver and push logs.
+    pub push_world: SharedPush,
+    pub trace: Trace,
+}
+
 /// One replica process.
 pub struct Replica {
     pub name: String,
@@ -156,7 +171,10 @@ pub struct Replica {
     /// Per-pod dedup table (profiles with `dedup.scope = "per-pod"`).
     local_dedup: SharedState,
     active: RefCell<BTreeMap<String, Rc<ActiveTask>>>,
-    push_configs: RefCell<BTreeMap<String, String>>,
+    /// Per-pod push configs (models without `push.shared_configs`): task → URLs.
+    push_configs: RefCell<BTreeMap<String, Vec<String>>>,
+    /// The run's resolver and push logs.
+    push_world: SharedPush,
     /// Versions of tasks this replica saved itself (the local registry a subscriber on this
     /// replica can follow when the model has no shared event stream).
     local_events: RefCell<BTreeMap<String, Vec<(u64, Task)>>>,
@@ -168,15 +186,14 @@ pub struct Replica {
 
 impl Replica {
     /// A replica process. `boot` counts its restarts, so ids never repeat across boots.
-    pub fn new(
-        index: usize,
-        boot: u32,
-        seed: u64,
-        profile: Rc<Profile>,
-        timing: Timing,
-        store: TaskStore,
-        trace: Trace,
-    ) -> Self {
+    pub fn new(index: usize, boot: u32, seed: u64, wiring: Wiring) -> Self {
+        let Wiring {
+            profile,
+            timing,
+            store,
+            push_world,
+            trace,
+        } = wiring;
         let stream = (seed ^ 0x5eed_0000_0000_0000)
             .wrapping_add((index as u64) << 32)
             .wrapping_add(u64::from(boot));
@@ -188,6 +205,7 @@ impl Replica {
             local_dedup: Rc::default(),
             active: RefCell::default(),
             push_configs: RefCell::default(),
+            push_world,
             local_events: RefCell::default(),
             rng: RefCell::new(ChaCha8Rng::seed_from_u64(stream)),
             id_prefix: format!("{:04x}-r{index}b{boot}", seed & 0xffff),
@@ -392,6 +410,9 @@ impl Replica {
             Err(e) => return self.rpc_error(Value::Null, rpc(-32700, format!("parse error: {e}"))),
         };
         let id = request.get("id").cloned().unwrap_or(Value::Null);
+        if !matches!(id, Value::String(_) | Value::Number(_) | Value::Null) {
+            return self.rpc_error(Value::Null, rpc(-32600, "invalid request: bad id"));
+        }
         let (Some(method), Some("2.0")) = (
             request.get("method").and_then(Value::as_str),
             request.get("jsonrpc").and_then(Value::as_str),
@@ -424,9 +445,14 @@ impl Replica {
                         .as_ref()
                         .and_then(|c| c.return_immediately)
                         .unwrap_or(false);
-                    match self.clone().send(p.message, blocking).await {
-                        Ok(task) => self.rpc_ok(id, json!({ "task": task })),
-                        Err(r) => self.rpc_error(id, r),
+                    // The turn runs as its own task: a caller that hangs up (a client
+                    // timeout, a dropped connection) does not stop the work, as it does
+                    // not in a real server.
+                    let work = tokio::task::spawn_local(self.clone().send(p.message, blocking));
+                    match work.await {
+                        Ok(Ok(task)) => self.rpc_ok(id, json!({ "task": task })),
+                        Ok(Err(r)) => self.rpc_error(id, r),
+                        Err(e) => self.rpc_error(id, rpc(-32603, format!("turn aborted: {e}"))),
                     }
                 }
                 Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
@@ -446,12 +472,17 @@ impl Replica {
                 Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
             },
             "CancelTask" => match serde_json::from_value::<a2a::CancelTaskRequest>(params) {
-                Ok(p) => match self.cancel(&p.id).await {
-                    Ok(task) => {
-                        self.rpc_ok(id, serde_json::to_value(task).expect("tasks serialise"))
+                Ok(p) => {
+                    let me = self.clone();
+                    let work = tokio::task::spawn_local(async move { me.cancel(&p.id).await });
+                    match work.await {
+                        Ok(Ok(task)) => {
+                            self.rpc_ok(id, serde_json::to_value(task).expect("tasks serialise"))
+                        }
+                        Ok(Err(r)) => self.rpc_error(id, r),
+                        Err(e) => self.rpc_error(id, rpc(-32603, format!("cancel aborted: {e}"))),
                     }
-                    Err(r) => self.rpc_error(id, r),
-                },
+                }
                 Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
             },
             "SubscribeToTask" => {
@@ -462,13 +493,12 @@ impl Replica {
             }
             "CreateTaskPushNotificationConfig" => {
                 match serde_json::from_value::<a2a::TaskPushNotificationConfig>(params) {
-                    Ok(cfg) if !cfg.task_id.is_empty() => {
-                        self.push_configs
-                            .borrow_mut()
-                            .insert(cfg.task_id.clone(), cfg.url.clone());
-                        self.record(format!("push config for {} -> {}", cfg.task_id, cfg.url));
-                        self.rpc_ok(id, serde_json::to_value(cfg).expect("configs serialise"))
-                    }
+                    Ok(cfg) if !cfg.task_id.is_empty() => match self.register_push(&cfg).await {
+                        Ok(()) => {
+                            self.rpc_ok(id, serde_json::to_value(cfg).expect("configs serialise"))
+                        }
+                        Err(r) => self.rpc_error(id, r),
+                    },
                     Ok(_) => self.rpc_error(id, rpc(-32602, "invalid params: taskId required")),
                     Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
                 }
@@ -500,9 +530,14 @@ impl Replica {
 
     async fn send_streaming(self: Rc<Self>, id: Value, message: Message) -> Response<BoxBody> {
         let (tx, rx) = mpsc::channel::<StreamResponse>(16);
-        let turn = match self.clone().begin(message, true, Some(&tx)).await {
-            Ok(t) => t,
-            Err(r) => return self.rpc_error(id, r),
+        let begun = {
+            let (me, tx) = (self.clone(), tx.clone());
+            tokio::task::spawn_local(async move { me.begin(message, true, Some(&tx)).await })
+        };
+        let turn = match begun.await {
+            Ok(Ok(t)) => t,
+            Ok(Err(r)) => return self.rpc_error(id, r),
+            Err(e) => return self.rpc_error(id, rpc(-32603, format!("turn aborted: {e}"))),
         };
         match turn {
             Begun::Replay(task) => {
@@ -777,6 +812,9 @@ impl Replica {
             "{}#{}: working on {} v{version}",
             info.conversation, info.turn, task.id
         ));
+        if self.profile.push.on == PushOn::EverySave {
+            self.push(&task).await;
+        }
         if let Some(tx) = sink {
             let _ = tx.send(StreamResponse::Task(task.clone())).await;
         }
@@ -880,7 +918,7 @@ impl Replica {
     }
 
     async fn run_turn(
-        &self,
+        self: &Rc<Self>,
         info: &TurnInfo,
         message: &Message,
         task: &mut Task,
@@ -1068,30 +1106,188 @@ impl Replica {
         }
     }
 
-    /// Delivers a push notification for `task` if a config was registered on this replica.
-    /// Awaited inline; no redirects followed; no retry (A2A-BEHAVIOURS.md §2.2).
-    async fn push(&self, task: &Task) {
-        let Some(url) = self.push_configs.borrow().get(&task.id).cloned() else {
+    /// CreateTaskPushNotificationConfig: `-32003` when the model has no push; `-32001` for
+    /// an unknown task; `-32602` when validation at registration refuses the URL.
+    async fn register_push(&self, cfg: &a2a::TaskPushNotificationConfig) -> Result<(), Refusal> {
+        let knobs = &self.profile.push;
+        if !knobs.supported {
+            return Err(rpc(-32003, "push notifications are not supported"));
+        }
+        match self.load(&cfg.task_id).await {
+            Ok(Some(_)) => {}
+            Ok(None) => return Err(rpc(-32001, format!("task {} not found", cfg.task_id))),
+            Err(e) => return Err(rpc(-32603, e)),
+        }
+        if matches!(
+            knobs.validate,
+            PushValidate::Registration | PushValidate::RegistrationAndSend
+        ) {
+            if let Err(why) = self.check_target(&cfg.url) {
+                self.record(format!("push config for {} refused: {why}", cfg.task_id));
+                return Err(rpc(-32602, format!("push URL refused: {why}")));
+            }
+        }
+        if knobs.shared_configs {
+            self.store
+                .add_push(&cfg.task_id, &cfg.url)
+                .await
+                .map_err(|e| rpc(-32603, e))?;
+        } else {
+            let mut configs = self.push_configs.borrow_mut();
+            let urls = configs.entry(cfg.task_id.clone()).or_default();
+            if !urls.contains(&cfg.url) {
+                urls.push(cfg.url.clone());
+            }
+        }
+        self.record(format!("push config for {} -> {}", cfg.task_id, cfg.url));
+        Ok(())
+    }
+
+    /// Resolves a URL's host once and refuses private, loopback and link-local targets.
+    fn check_target(&self, url: &str) -> Result<crate::push::Address, String> {
+        let (host, _, _) =
+            crate::push::parse_url(url).ok_or_else(|| format!("not an http URL: {url}"))?;
+        let address = self
+            .push_world
+            .borrow_mut()
+            .resolver
+            .resolve(&host)
+            .ok_or_else(|| format!("{host} does not resolve"))?;
+        if address.private {
+            return Err(format!("{host} resolves to private address {}", address.ip));
+        }
+        Ok(address)
+    }
+
+    /// Pushes `task`'s state, inline (awaited by the turn) or in the background, as the
+    /// model does.
+    async fn push(self: &Rc<Self>, task: &Task) {
+        if self.profile.push.inline {
+            self.push_now(task).await;
+        } else {
+            let (me, task) = (self.clone(), task.clone());
+            tokio::task::spawn_local(async move { me.push_now(&task).await });
+        }
+    }
+
+    /// Pushes `task`'s state to every URL registered for it, if the model pushes this state.
+    async fn push_now(&self, task: &Task) {
+        let state = &task.status.state;
+        let wanted = match self.profile.push.on {
+            PushOn::EverySave => true,
+            PushOn::TerminalOrInterrupted => {
+                state.is_terminal()
+                    || matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
+            }
+        };
+        if !wanted || !self.profile.push.supported {
             return;
+        }
+        let urls = if self.profile.push.shared_configs {
+            self.store.push_urls(&task.id).await.unwrap_or_default()
+        } else {
+            self.push_configs
+                .borrow()
+                .get(&task.id)
+                .cloned()
+                .unwrap_or_default()
         };
-        let Some((host, port, path)) = parse_http_url(&url) else {
-            self.record(format!("push for {}: bad url {url}", task.id));
-            return;
-        };
-        let body = serde_json::to_vec(&json!({"statusUpdate": {
-            "taskId": task.id, "contextId": task.context_id, "status": task.status
-        }}))
-        .expect("push bodies serialise");
-        let call = net::Call::post_json(host, port, &path, body, self.timing.push_timeout);
-        let outcome = match net::send(&call).await {
-            Ok(r) if r.status.is_success() => format!("delivered ({})", r.status.as_u16()),
-            Ok(r) => format!("failed: HTTP {}", r.status.as_u16()),
-            Err(e) => format!("failed: {e}"),
-        };
-        self.record(format!(
-            "push for {} {:?}: {outcome}",
-            task.id, task.status.state
-        ));
+        for url in urls {
+            let mut tries = 0;
+            loop {
+                let (delivered, outcome) = self.deliver(task, &url, 0).await;
+                if delivered || self.profile.push.log_failures {
+                    self.push_world.borrow_mut().reports.push(PushReport {
+                        at_ms: now_ms(),
+                        replica: self.name.clone(),
+                        task_id: task.id.clone(),
+                        state: state.clone(),
+                        url: url.clone(),
+                        outcome: outcome.clone(),
+                        delivered,
+                    });
+                }
+                self.record(format!(
+                    "push {:?} of {} to {url}: {outcome}",
+                    state, task.id
+                ));
+                if delivered || outcome.starts_with("refused") || tries >= self.profile.push.retries
+                {
+                    break;
+                }
+                tries += 1;
+            }
+        }
+    }
+
+    /// One delivery attempt (following redirects if the model does): (delivered, outcome).
+    fn deliver<'a>(
+        &'a self,
+        task: &'a Task,
+        url: &'a str,
+        depth: u32,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = (bool, String)> + 'a>> {
+        Box::pin(async move {
+            let knobs = &self.profile.push;
+            let Some((host, port, path)) = crate::push::parse_url(url) else {
+                return (false, format!("failed: not an http URL: {url}"));
+            };
+            let checked = if matches!(
+                knobs.validate,
+                PushValidate::Send | PushValidate::RegistrationAndSend
+            ) {
+                match self.check_target(url) {
+                    Ok(a) => Some(a),
+                    Err(why) => return (false, format!("refused: {why}")),
+                }
+            } else {
+                None
+            };
+            // The address the connection goes to: the checked one when pinned, else a fresh
+            // answer (the rebinding window).
+            let address = match (checked, knobs.pin_dns) {
+                (Some(a), true) => Some(a),
+                _ => self.push_world.borrow_mut().resolver.resolve(&host),
+            };
+            let Some(address) = address else {
+                return (false, format!("failed: {host} does not resolve"));
+            };
+            self.push_world.borrow_mut().egress.push(Egress {
+                at_ms: now_ms(),
+                replica: self.name.clone(),
+                task_id: task.id.clone(),
+                url: url.to_string(),
+                address: address.clone(),
+            });
+            let Some(target) = address.host else {
+                return (false, format!("failed: nothing answers at {}", address.ip));
+            };
+            let body = serde_json::to_vec(&json!({"statusUpdate": {
+                "taskId": task.id, "contextId": task.context_id, "status": task.status
+            }}))
+            .expect("push bodies serialise");
+            let timeout = Duration::from_millis(knobs.timeout_ms);
+            let call = net::Call::post_json(target, port, &path, body, timeout);
+            match net::send(&call).await {
+                Ok(r) if r.status.is_success() => {
+                    (true, format!("delivered ({})", r.status.as_u16()))
+                }
+                Ok(r) if r.status.is_redirection() && knobs.follow_redirects && depth < 5 => {
+                    match r.headers.get("location").and_then(|v| v.to_str().ok()) {
+                        Some(next) => {
+                            let next = next.to_string();
+                            self.deliver(task, &next, depth + 1).await
+                        }
+                        None => (
+                            false,
+                            format!("failed: HTTP {} without a location", r.status.as_u16()),
+                        ),
+                    }
+                }
+                Ok(r) => (false, format!("failed: HTTP {}", r.status.as_u16())),
+                Err(e) => (false, format!("failed: {e}")),
+            }
+        })
     }
 
     /// Takes over abandoned tasks: a working task whose runner lease ran out is moved to
@@ -1148,7 +1344,7 @@ impl Replica {
     /// canceled task, when the model makes cancel idempotent); a local run is told to stop
     /// at its next await (as the model's stop rule allows); the store is written CANCELED.
     /// With `fence_effects`, the cancel waits while an effect is pending and writes with CAS.
-    pub async fn cancel(&self, task_id: &str) -> Result<Task, Refusal> {
+    pub async fn cancel(self: &Rc<Self>, task_id: &str) -> Result<Task, Refusal> {
         let deadline = now_ms() + CANCEL_WAIT_MS;
         loop {
             let (task, version) = match self.load(task_id).await {
@@ -1194,6 +1390,7 @@ impl Replica {
                 {
                     Ok(v) => {
                         self.record(format!("canceled {task_id} v{v}"));
+                        self.push(&canceled).await;
                         return Ok(canceled);
                     }
                     Err(SaveError::Conflict { .. }) | Err(SaveError::NotCancelable) => continue,
@@ -1208,6 +1405,7 @@ impl Replica {
             return match self.persist(&canceled, mode, Some(version)).await {
                 Ok(v) => {
                     self.record(format!("canceled {task_id} v{v}"));
+                    self.push(&canceled).await;
                     Ok(canceled)
                 }
                 Err(SaveError::Conflict { .. }) => match self.load(task_id).await {
@@ -1248,7 +1446,12 @@ impl Replica {
         let (tx, rx) = mpsc::channel::<StreamResponse>(16);
         let me = self.clone();
         tokio::task::spawn_local(async move {
-            if tx.send(StreamResponse::Task(task.clone())).await.is_err() {
+            let interrupted = matches!(
+                task.status.state,
+                TaskState::InputRequired | TaskState::AuthRequired
+            );
+            if tx.send(StreamResponse::Task(task.clone())).await.is_err() || interrupted {
+                // An interrupted task has nothing more to say until the client answers.
                 return;
             }
             let mut seen = version;

@@ -4,6 +4,12 @@
 //! ms. Violation rates come with a 95% Wilson interval, so a rate from 20 seeds is not read
 //! as if it came from 20,000. Files are written to a temporary name and renamed into place,
 //! so a reader never sees half a file.
+//!
+//! `summary.csv` is a function of `runs.csv` alone: each row of `runs.csv` carries its run's
+//! latencies (column `latencies_ms`, see [`encode_latencies`]), and [`parse_runs_csv`] reads
+//! the file back into [`RunSummary`] values that give the same `runs.csv` and
+//! `summary.csv`, byte for byte. That is what lets `a2a-chaos merge` join shards.
+//! New columns are only ever appended, so scripts that read columns by position keep working.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -12,7 +18,8 @@ use std::path::Path;
 use hdrhistogram::Histogram;
 
 use crate::check::{self, Verdict};
-use crate::runner::RunSummary;
+use crate::error::InputError;
+use crate::runner::{InvariantResult, RunSummary};
 
 /// Runs of one (model, routing) combination.
 pub struct Group<'a> {
@@ -146,35 +153,198 @@ pub fn table(runs: &[RunSummary]) -> String {
     out
 }
 
-/// Writes `contents` to `path` atomically (a temporary file renamed into place).
+/// Writes `contents` to `path` atomically: to `<name>.tmp-<pid>` beside it, synced, then
+/// renamed into place, so a reader (or a run killed half-way) never leaves half a file.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
     if let Some(dir) = path.parent() {
         if !dir.as_os_str().is_empty() {
             std::fs::create_dir_all(dir)?;
         }
     }
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    std::fs::write(&tmp, contents)?;
-    std::fs::rename(&tmp, path)
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".tmp-{}", std::process::id()));
+    let tmp = path.with_file_name(name);
+    let result = (|| {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(contents)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// A run's latencies as `runs.csv` stores them: ascending values, each followed by `xN`
+/// when it occurs N > 1 times, separated by spaces (`49x2 51 60x3`). Empty when the run
+/// acknowledged no send.
+pub fn encode_latencies(latencies_ms: &[u64]) -> String {
+    let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
+    for l in latencies_ms {
+        *counts.entry(*l).or_default() += 1;
+    }
+    counts
+        .iter()
+        .map(|(v, n)| {
+            if *n == 1 {
+                v.to_string()
+            } else {
+                format!("{v}x{n}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The inverse of [`encode_latencies`] (values come back in ascending order).
+pub fn decode_latencies(text: &str) -> Result<Vec<u64>, String> {
+    let mut out = Vec::new();
+    for item in text.split_whitespace() {
+        let (value, count) = match item.split_once('x') {
+            Some((v, n)) => (v, n),
+            None => (item, "1"),
+        };
+        let value: u64 = value
+            .parse()
+            .map_err(|_| format!("latency `{item}` is not `<ms>` or `<ms>x<count>`"))?;
+        let count: u64 = count
+            .parse()
+            .map_err(|_| format!("latency `{item}` is not `<ms>` or `<ms>x<count>`"))?;
+        if count == 0 || count > 10_000_000 {
+            return Err(format!("latency `{item}` has an implausible count"));
+        }
+        out.extend(std::iter::repeat_n(value, count as usize));
+    }
+    Ok(out)
+}
+
+/// The columns of `runs.csv`, in order.
+pub fn runs_csv_header() -> Vec<String> {
+    let mut header: Vec<String> = [
+        "model", "routing", "seed", "requests", "ok", "fail", "info", "effects",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    header.extend(check::names().iter().map(|s| s.to_string()));
+    header.extend(
+        [
+            "p50_ms",
+            "p99_ms",
+            "sim_ms",
+            "trace_hash",
+            "faults",
+            "error",
+            "latencies_ms",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    header
+}
+
+/// Reads `runs.csv` back into run summaries, in file order.
+///
+/// What `runs.csv` does not keep comes back empty: each invariant's `exercised` count (0;
+/// its verdict is kept) and first violation sentence (`None`), and the wall time (0).
+/// `origin` names the file in errors.
+pub fn parse_runs_csv(bytes: &[u8], origin: &str) -> Result<Vec<RunSummary>, InputError> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .from_reader(bytes);
+    let header: Vec<String> = reader
+        .headers()
+        .map_err(|e| InputError::new(origin, format!("cannot read the header: {e}")))?
+        .iter()
+        .map(str::to_string)
+        .collect();
+    let expected = runs_csv_header();
+    if header != expected {
+        return Err(InputError::new(
+            origin,
+            format!(
+                "the columns are not the ones this version writes (expected {}; found {})",
+                expected.join(","),
+                header.join(",")
+            ),
+        ));
+    }
+    let invariants = check::names();
+    let mut out = Vec::new();
+    for (i, record) in reader.records().enumerate() {
+        let line = i + 2;
+        let at = |what: &str| InputError::new(format!("{origin}:{line}"), what.to_string());
+        let record = record.map_err(|e| at(&format!("bad csv: {e}")))?;
+        let field = |c: usize| record.get(c).unwrap_or("");
+        let number = |c: usize| -> Result<u64, InputError> {
+            field(c).parse().map_err(|_| {
+                at(&format!(
+                    "column {} is `{}`, not a number",
+                    expected[c],
+                    field(c)
+                ))
+            })
+        };
+        let mut results = Vec::new();
+        for (k, name) in invariants.iter().enumerate() {
+            let cell = field(8 + k);
+            let result = match cell {
+                "" => continue,
+                "unknown" => InvariantResult {
+                    name,
+                    verdict: Verdict::Unknown,
+                    violations: 0,
+                    exercised: 0,
+                    first: None,
+                },
+                _ => {
+                    let violations = number(8 + k)?;
+                    InvariantResult {
+                        name,
+                        verdict: if violations > 0 {
+                            Verdict::Fail
+                        } else {
+                            Verdict::Pass
+                        },
+                        violations,
+                        exercised: 0,
+                        first: None,
+                    }
+                }
+            };
+            results.push(result);
+        }
+        let tail = 8 + invariants.len();
+        let latencies_ms = decode_latencies(field(tail + 6)).map_err(|e| at(&e))?;
+        let error = field(tail + 5);
+        out.push(RunSummary {
+            model: field(0).to_string(),
+            routing: field(1).to_string(),
+            seed: number(2)?,
+            requests: number(3)?,
+            ok: number(4)?,
+            fail: number(5)?,
+            info: number(6)?,
+            effects: number(7)?,
+            latencies_ms,
+            invariants: results,
+            trace_hash: field(tail + 3).to_string(),
+            fault_rates: field(tail + 4).to_string(),
+            sim_ms: number(tail + 2)?,
+            wall_ms: 0,
+            error: (!error.is_empty()).then(|| error.to_string()),
+        });
+    }
+    Ok(out)
 }
 
 /// `runs.csv`: one row per run.
 pub fn runs_csv(runs: &[RunSummary]) -> Vec<u8> {
     let invariants = check::names();
     let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header = vec![
-        "model", "routing", "seed", "requests", "ok", "fail", "info", "effects",
-    ];
-    header.extend(invariants.iter().copied());
-    header.extend([
-        "p50_ms",
-        "p99_ms",
-        "sim_ms",
-        "trace_hash",
-        "faults",
-        "error",
-    ]);
-    w.write_record(&header).expect("in-memory csv");
+    w.write_record(runs_csv_header()).expect("in-memory csv");
     for r in runs {
         let refs = [r];
         let h = histogram(&refs);
@@ -215,10 +385,79 @@ pub fn runs_csv(runs: &[RunSummary]) -> Vec<u8> {
             r.trace_hash.clone(),
             r.fault_rates.clone(),
             r.error.clone().unwrap_or_default(),
+            encode_latencies(&r.latencies_ms),
         ]);
         w.write_record(&row).expect("in-memory csv");
     }
     w.into_inner().expect("in-memory csv")
+}
+
+/// One row of `summary.csv`: one invariant of one (model, routing) combination.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryRow {
+    /// Model name.
+    pub model: String,
+    /// Routing strategy.
+    pub routing: String,
+    /// Invariant name.
+    pub invariant: &'static str,
+    /// Runs of the combination.
+    pub runs: u64,
+    /// Runs with at least one violation of the invariant.
+    pub runs_violated: u64,
+    /// The 95% Wilson interval of the violation rate.
+    pub ci95: (f64, f64),
+    /// Runs that exercised the invariant (0: its verdict is `unknown`).
+    pub runs_exercised: u64,
+    /// Client operations over every run of the combination.
+    pub requests: u64,
+    /// Ledger effects over every run of the combination.
+    pub effects: u64,
+    /// Median latency of acknowledged sends over every run, simulated ms (`None` when no
+    /// send was acknowledged).
+    pub p50_ms: Option<u64>,
+    /// 99th percentile, as `p50_ms`.
+    pub p99_ms: Option<u64>,
+    /// 99.9th percentile, as `p50_ms`.
+    pub p999_ms: Option<u64>,
+}
+
+impl SummaryRow {
+    /// Runs violated / runs.
+    pub fn violation_rate(&self) -> f64 {
+        self.runs_violated as f64 / self.runs.max(1) as f64
+    }
+}
+
+/// The rows of `summary.csv`, combination by combination in order of first appearance,
+/// invariants in registry order.
+pub fn summary_rows(runs: &[RunSummary]) -> Vec<SummaryRow> {
+    let mut out = Vec::new();
+    for g in groups(runs) {
+        let n = g.runs.len() as u64;
+        let h = histogram(&g.runs);
+        let q = |p: f64| (!h.is_empty()).then(|| h.value_at_quantile(p));
+        let requests: u64 = g.runs.iter().map(|r| r.requests).sum();
+        let effects: u64 = g.runs.iter().map(|r| r.effects).sum();
+        for inv in check::names() {
+            let (v, e) = tally(&g.runs, inv);
+            out.push(SummaryRow {
+                model: g.model.to_string(),
+                routing: g.routing.to_string(),
+                invariant: inv,
+                runs: n,
+                runs_violated: v,
+                ci95: wilson(v, n),
+                runs_exercised: e,
+                requests,
+                effects,
+                p50_ms: q(0.5),
+                p99_ms: q(0.99),
+                p999_ms: q(0.999),
+            });
+        }
+    }
+    out
 }
 
 /// `summary.csv`: one row per (model, routing, invariant).
@@ -241,39 +480,25 @@ pub fn summary_csv(runs: &[RunSummary]) -> Vec<u8> {
         "p999_ms",
     ])
     .expect("in-memory csv");
-    for g in groups(runs) {
-        let n = g.runs.len() as u64;
-        let h = histogram(&g.runs);
-        let q = |p: f64| {
-            if h.is_empty() {
-                String::new()
-            } else {
-                h.value_at_quantile(p).to_string()
-            }
-        };
-        let requests: u64 = g.runs.iter().map(|r| r.requests).sum();
-        let effects: u64 = g.runs.iter().map(|r| r.effects).sum();
-        for inv in check::names() {
-            let (v, e) = tally(&g.runs, inv);
-            let (lo, hi) = wilson(v, n);
-            w.write_record([
-                g.model.to_string(),
-                g.routing.to_string(),
-                inv.to_string(),
-                n.to_string(),
-                v.to_string(),
-                format!("{:.4}", v as f64 / n.max(1) as f64),
-                format!("{lo:.4}"),
-                format!("{hi:.4}"),
-                e.to_string(),
-                requests.to_string(),
-                effects.to_string(),
-                q(0.5),
-                q(0.99),
-                q(0.999),
-            ])
-            .expect("in-memory csv");
-        }
+    let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+    for row in summary_rows(runs) {
+        w.write_record([
+            row.model.clone(),
+            row.routing.clone(),
+            row.invariant.to_string(),
+            row.runs.to_string(),
+            row.runs_violated.to_string(),
+            format!("{:.4}", row.violation_rate()),
+            format!("{:.4}", row.ci95.0),
+            format!("{:.4}", row.ci95.1),
+            row.runs_exercised.to_string(),
+            row.requests.to_string(),
+            row.effects.to_string(),
+            opt(row.p50_ms),
+            opt(row.p99_ms),
+            opt(row.p999_ms),
+        ])
+        .expect("in-memory csv");
     }
     w.into_inner().expect("in-memory csv")
 }
@@ -370,6 +595,18 @@ pub fn violated_by_model(runs: &[RunSummary]) -> BTreeMap<String, Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latencies_round_trip_through_their_encoding() {
+        let latencies = vec![60, 49, 51, 49, 60, 60];
+        let text = encode_latencies(&latencies);
+        assert_eq!(text, "49x2 51 60x3");
+        let mut sorted = latencies.clone();
+        sorted.sort();
+        assert_eq!(decode_latencies(&text).unwrap(), sorted);
+        assert_eq!(decode_latencies("").unwrap(), Vec::<u64>::new());
+        assert!(decode_latencies("12xx").is_err());
+    }
 
     #[test]
     fn wilson_interval_brackets_the_rate() {

@@ -1,4 +1,10 @@
 //! A small reader for server-sent events: `data:` lines, events split by a blank line.
+//!
+//! An event ends at the first `\n\n` or `\r\n\r\n` (a bare `\r` line ending is not read).
+//! Lines are split on `\n` with one trailing `\r` dropped. An event over
+//! [`EVENT_BYTES_MAX`] is an error, whether or not its end has arrived. Splitting is one
+//! linear pass, and [`Reader`] remembers how far it has scanned, so an event that arrives a
+//! byte at a time costs linear time.
 
 use bytes::{Buf, BytesMut};
 use http_body_util::BodyExt;
@@ -11,6 +17,7 @@ pub const EVENT_BYTES_MAX: usize = 64 * 1024;
 pub struct Reader {
     body: Incoming,
     buf: BytesMut,
+    scanned: usize,
     done: bool,
 }
 
@@ -20,6 +27,7 @@ impl Reader {
         Reader {
             body,
             buf: BytesMut::new(),
+            scanned: 0,
             done: false,
         }
     }
@@ -28,7 +36,7 @@ impl Reader {
     /// `Err` when the stream breaks or an event is too large.
     pub async fn next_event(&mut self) -> Result<Option<String>, String> {
         loop {
-            if let Some(event) = take_event(&mut self.buf)? {
+            if let Some(event) = take_event_from(&mut self.buf, &mut self.scanned)? {
                 return Ok(Some(event));
             }
             if self.done {
@@ -53,34 +61,54 @@ impl Reader {
 
 /// Takes one complete event off the front of `buf`, if there is one.
 pub fn take_event(buf: &mut BytesMut) -> Result<Option<String>, String> {
-    let Some(end) = find_blank_line(buf) else {
+    let mut scanned = 0;
+    take_event_from(buf, &mut scanned)
+}
+
+/// [`take_event`], resuming the search at `scanned`: the front of `buf` known to hold no
+/// event end. It is updated for the next call and reset when an event is taken.
+pub fn take_event_from(buf: &mut BytesMut, scanned: &mut usize) -> Result<Option<String>, String> {
+    let Some((end, sep)) = find_event_end(buf, *scanned) else {
+        // Resume a few bytes back: a separator may straddle what arrives next.
+        *scanned = buf.len().saturating_sub(3);
         if buf.len() > EVENT_BYTES_MAX {
             return Err(format!("event larger than {EVENT_BYTES_MAX} bytes"));
         }
         return Ok(None);
     };
-    let raw = buf.split_to(end.0);
-    buf.advance(end.1);
+    if end > EVENT_BYTES_MAX {
+        return Err(format!("event larger than {EVENT_BYTES_MAX} bytes"));
+    }
+    *scanned = 0;
+    let raw = buf.split_to(end);
+    buf.advance(sep);
     let text = String::from_utf8_lossy(&raw);
     let data: Vec<&str> = text
-        .lines()
+        .split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
         .filter_map(|l| l.strip_prefix("data:"))
         .map(|d| d.strip_prefix(' ').unwrap_or(d))
         .collect();
     Ok(Some(data.join("\n")))
 }
 
-/// Where the first blank line is: (end of the event, length of the separator).
-fn find_blank_line(buf: &[u8]) -> Option<(usize, usize)> {
-    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2));
-    let crlf = buf
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|i| (i, 4));
-    match (lf, crlf) {
-        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
-        (a, b) => a.or(b),
+/// Where the first event end at or after `from` is: (end of the event, separator length).
+/// One pass over the `\n` bytes: a `\n\n`, or a `\r\n\r\n`, whichever starts first.
+fn find_event_end(buf: &[u8], from: usize) -> Option<(usize, usize)> {
+    let mut i = from.min(buf.len());
+    while let Some(rel) = buf[i..].iter().position(|b| *b == b'\n') {
+        let n = i + rel;
+        // `\r\n\r\n` starting two bytes before this `\n`'s `\r`...
+        if n >= 1 && buf[n - 1] == b'\r' && buf.get(n + 1..n + 3) == Some(b"\r\n") && n > from {
+            // ... unless a `\n\n` starts earlier: it cannot, since this is the first `\n`.
+            return Some((n - 1, 4));
+        }
+        if buf.get(n + 1) == Some(&b'\n') {
+            return Some((n, 2));
+        }
+        i = n + 1;
     }
+    None
 }
 
 #[cfg(test)]
@@ -94,5 +122,32 @@ mod tests {
         assert_eq!(take_event(&mut buf), Ok(Some("c".into())));
         assert_eq!(take_event(&mut buf), Ok(None));
         assert_eq!(&buf[..], b"partial");
+    }
+
+    #[test]
+    fn crlf_events_and_a_crlf_line_before_a_lf_blank_line() {
+        let mut buf = BytesMut::from(&b"data: a\r\n\r\ndata: x\r\n\n"[..]);
+        assert_eq!(take_event(&mut buf), Ok(Some("a".into())));
+        assert_eq!(take_event(&mut buf), Ok(Some("x".into())));
+    }
+
+    #[test]
+    fn resuming_finds_a_separator_that_straddles_chunks() {
+        let mut buf = BytesMut::from(&b"data: a\r\n\r"[..]);
+        let mut scanned = 0;
+        assert_eq!(take_event_from(&mut buf, &mut scanned), Ok(None));
+        buf.extend_from_slice(b"\n");
+        assert_eq!(
+            take_event_from(&mut buf, &mut scanned),
+            Ok(Some("a".into()))
+        );
+    }
+
+    #[test]
+    fn a_terminated_event_over_the_bound_is_refused() {
+        let mut buf = BytesMut::from(&b"data: "[..]);
+        buf.extend_from_slice(&vec![b'x'; EVENT_BYTES_MAX + 1]);
+        buf.extend_from_slice(b"\n\n");
+        assert!(take_event(&mut buf).is_err());
     }
 }

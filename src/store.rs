@@ -95,6 +95,7 @@ pub struct StoreState {
     events: BTreeMap<String, Vec<(u64, Task)>>,
     saves: Vec<SaveRecord>,
     dedup: BTreeMap<String, DedupEntry>,
+    push_configs: BTreeMap<String, Vec<String>>,
 }
 
 impl StoreState {
@@ -175,6 +176,19 @@ impl StoreState {
         Ok(version)
     }
 
+    /// Registers a push URL for a task (a config without an id adds one more URL).
+    pub fn add_push(&mut self, task_id: &str, url: &str) {
+        let urls = self.push_configs.entry(task_id.to_string()).or_default();
+        if !urls.iter().any(|u| u == url) {
+            urls.push(url.to_string());
+        }
+    }
+
+    /// The push URLs registered for a task.
+    pub fn push_urls(&self, task_id: &str) -> Vec<String> {
+        self.push_configs.get(task_id).cloned().unwrap_or_default()
+    }
+
     /// Working or submitted tasks whose runner lease (the replica's marker
     /// `a2aChaos.runnerUntilMs`) ran out before `now_ms`.
     pub fn abandoned(&self, now_ms: u64) -> Vec<(Task, u64)> {
@@ -214,7 +228,7 @@ impl StoreState {
         self.dedup.insert(
             key.to_string(),
             DedupEntry::InFlight {
-                until_ms: now_ms + lease_ms,
+                until_ms: now_ms.saturating_add(lease_ms),
             },
         );
         Claim::New
@@ -228,7 +242,7 @@ impl StoreState {
                     key.to_string(),
                     DedupEntry::Done {
                         task_id,
-                        until_ms: now_ms + ttl_ms,
+                        until_ms: now_ms.saturating_add(ttl_ms),
                     },
                 );
             }
@@ -283,6 +297,13 @@ enum StoreRequest {
         lease_ms: u64,
     },
     Abandoned,
+    AddPush {
+        task_id: String,
+        url: String,
+    },
+    PushUrls {
+        task_id: String,
+    },
     Finish {
         key: String,
         task_id: Option<String>,
@@ -300,6 +321,7 @@ enum StoreResponse {
     Events { events: Vec<(u64, Task)> },
     Claim { claim: Claim },
     Abandoned { tasks: Vec<(Task, u64)> },
+    PushUrls { urls: Vec<String> },
     Done,
 }
 
@@ -388,6 +410,39 @@ impl TaskStore {
                 match self.remote(&StoreRequest::Abandoned, *timeout).await? {
                     StoreResponse::Abandoned { tasks } => Ok(tasks),
                     _ => Err("store: unexpected reply to abandoned".into()),
+                }
+            }
+        }
+    }
+
+    /// Registers a push URL for a task.
+    pub async fn add_push(&self, task_id: &str, url: &str) -> Result<(), String> {
+        match self {
+            TaskStore::Local(state) => {
+                state.borrow_mut().add_push(task_id, url);
+                Ok(())
+            }
+            TaskStore::Remote { timeout } => {
+                let req = StoreRequest::AddPush {
+                    task_id: task_id.to_string(),
+                    url: url.to_string(),
+                };
+                self.remote(&req, *timeout).await.map(|_| ())
+            }
+        }
+    }
+
+    /// The push URLs registered for a task.
+    pub async fn push_urls(&self, task_id: &str) -> Result<Vec<String>, String> {
+        match self {
+            TaskStore::Local(state) => Ok(state.borrow().push_urls(task_id)),
+            TaskStore::Remote { timeout } => {
+                let req = StoreRequest::PushUrls {
+                    task_id: task_id.to_string(),
+                };
+                match self.remote(&req, *timeout).await? {
+                    StoreResponse::PushUrls { urls } => Ok(urls),
+                    _ => Err("store: unexpected reply to push-urls".into()),
                 }
             }
         }
@@ -511,6 +566,13 @@ async fn handle(
             trace.record("store", format!("claim {key}: {claim:?}"));
             StoreResponse::Claim { claim }
         }
+        StoreRequest::AddPush { task_id, url } => {
+            state.borrow_mut().add_push(&task_id, &url);
+            StoreResponse::Done
+        }
+        StoreRequest::PushUrls { task_id } => StoreResponse::PushUrls {
+            urls: state.borrow().push_urls(&task_id),
+        },
         StoreRequest::Abandoned => StoreResponse::Abandoned {
             tasks: state.borrow().abandoned(now_ms()),
         },

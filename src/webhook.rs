@@ -15,7 +15,9 @@ use crate::trace::{now_ms, Trace};
 /// Port the webhook serves on.
 pub const PORT: u16 = 7200;
 
-/// How the webhook answers.
+/// How the webhook answers. The first segment of the request path picks the mode
+/// (`/ok/...`, `/redirect/...`, `/slow/...`, `/hang/...`), so one run can mix receivers;
+/// any other path gets the run's default mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum WebhookMode {
@@ -24,7 +26,27 @@ pub enum WebhookMode {
     Ok,
     /// 302 to a private address (A2A-BEHAVIOURS.md §6.5).
     Redirect,
+    /// 200 OK after 2 simulated seconds (§6.13: a slow receiver awaited inline).
+    Slow,
+    /// Never answers (the sender's timeout decides).
+    Hang,
 }
+
+impl WebhookMode {
+    /// The mode a path asks for, if it names one.
+    pub fn from_path(path: &str) -> Option<WebhookMode> {
+        match path.trim_start_matches('/').split('/').next()? {
+            "ok" => Some(WebhookMode::Ok),
+            "redirect" => Some(WebhookMode::Redirect),
+            "slow" => Some(WebhookMode::Slow),
+            "hang" => Some(WebhookMode::Hang),
+            _ => None,
+        }
+    }
+}
+
+/// Where the redirect mode points: a private address.
+pub const REDIRECT_TARGET: &str = "http://10.0.0.1:7200/internal";
 
 /// One delivery that reached the webhook.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,9 +80,15 @@ pub async fn serve(state: SharedWebhook, mode: WebhookMode, trace: Trace) -> tur
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string);
             let body = net::read_request(req.into_body()).await.unwrap_or_default();
+            let mode = WebhookMode::from_path(&path).unwrap_or(mode);
+            match mode {
+                WebhookMode::Slow => tokio::time::sleep(std::time::Duration::from_secs(2)).await,
+                WebhookMode::Hang => std::future::pending::<()>().await,
+                _ => {}
+            }
             let status = match mode {
-                WebhookMode::Ok => StatusCode::OK,
                 WebhookMode::Redirect => StatusCode::FOUND,
+                _ => StatusCode::OK,
             };
             trace.record(
                 "webhook",
@@ -75,10 +103,8 @@ pub async fn serve(state: SharedWebhook, mode: WebhookMode, trace: Trace) -> tur
             });
             let mut resp = net::json_response(status, &serde_json::json!({}));
             if mode == WebhookMode::Redirect {
-                resp.headers_mut().insert(
-                    "location",
-                    http::HeaderValue::from_static("http://10.0.0.1/hook"),
-                );
+                resp.headers_mut()
+                    .insert("location", http::HeaderValue::from_static(REDIRECT_TARGET));
             }
             Ok(resp)
         }

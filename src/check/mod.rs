@@ -15,6 +15,8 @@ mod exactly_once;
 mod liveness;
 mod no_effect_after_cancel;
 mod no_lost_writes;
+mod push_accounted;
+mod push_egress;
 mod stream_continuity;
 mod terminal_final;
 mod versions;
@@ -94,10 +96,12 @@ pub const CHECKERS: &[(&str, &dyn Checker)] = &[
     ("dedup-contract", &dedup_contract::DedupContract),
     ("stream-continuity", &stream_continuity::StreamContinuity),
     ("liveness", &liveness::Liveness),
+    ("push-accounted", &push_accounted::PushAccounted),
+    ("push-egress-safe", &push_egress::PushEgressSafe),
 ];
 
 /// Invariant names in the contract that this version does not check yet.
-pub const NOT_YET_CHECKED: &[&str] = &["push-accounted", "owner-isolation"];
+pub const NOT_YET_CHECKED: &[&str] = &["owner-isolation"];
 
 /// Names of the implemented invariants.
 pub fn names() -> Vec<&'static str> {

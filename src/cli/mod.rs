@@ -7,6 +7,7 @@
 
 mod check_cmd;
 mod list;
+mod merge;
 mod replay;
 mod run;
 mod shrink;
@@ -42,7 +43,8 @@ pub enum Command {
     Run {
         /// Experiment file (TOML).
         experiment: Option<PathBuf>,
-        /// Where to write runs.csv and summary.csv (default results/<experiment-name>/).
+        /// Where to write the results (default results/<experiment-name>/, or its
+        /// shard-K-of-N/ folder with --shard).
         #[arg(long)]
         out: Option<PathBuf>,
         /// Worker threads (default: every core).
@@ -54,6 +56,28 @@ pub enum Command {
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
+        /// Run only shard K of N (K from 0) and write it to results/<name>/shard-K-of-N/;
+        /// `auto` takes it from a Kubernetes Indexed Job or a Slurm job array.
+        #[arg(long, value_name = "K/N|auto")]
+        shard: Option<String>,
+        /// The shard count for `--shard auto` (default: $A2A_CHAOS_SHARDS, or Slurm's).
+        #[arg(long, value_name = "N")]
+        shards: Option<u64>,
+        /// Continue an interrupted sweep from the journal in the output directory.
+        #[arg(long)]
+        resume: bool,
+        /// Stop after this many runs and keep the journal, as if interrupted (for tests).
+        #[arg(long, hide = true)]
+        stop_after: Option<usize>,
+    },
+    /// Merge the runs.csv of shards (`run --shard`) into the files an unsharded run writes.
+    Merge {
+        /// Shard output directories, or a directory holding shard-K-of-N/ folders.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Where to write (default results/<experiment-name>/).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Run a scenario or an experiment as a regression test.
     Check {
@@ -140,7 +164,22 @@ pub fn main(cli: Cli) -> i32 {
             jobs: j,
             seeds,
             quiet,
-        } => run::cmd_run(experiment, out, jobs(j), seeds, quiet),
+            shard,
+            shards,
+            resume,
+            stop_after,
+        } => run::cmd_run(run::RunArgs {
+            path: experiment,
+            out,
+            jobs: jobs(j),
+            seeds,
+            quiet,
+            shard,
+            shards,
+            resume,
+            stop_after,
+        }),
+        Command::Merge { dirs, out } => merge::cmd_merge(dirs, out),
         Command::Check {
             file,
             json,

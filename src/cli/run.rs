@@ -1,47 +1,205 @@
-//! `a2a-chaos run`: sweep an experiment, print the summary table, write the CSV files.
+//! `a2a-chaos run`: sweep an experiment, print the summary table, write the results.
+//!
+//! Output, under `--out` (default `results/<experiment-name>/`), every file written atomically:
+//! `runs.csv`, `summary.csv`, `chart.svg` and one `timeline-*.html` per (model, routing)
+//! combination with a violation, for its first failing seed.
+//!
+//! `--shard K/N` (or `--shard auto`, from a Kubernetes Indexed Job or a Slurm array) runs
+//! only that shard's work items and writes `runs.csv` and `shard.json` into
+//! `results/<experiment-name>/shard-K-of-N/`; `a2a-chaos merge` joins the shards.
+//!
+//! Every finished run is journaled as it arrives (see [`crate::journal`]); `--resume`
+//! continues an interrupted sweep from its journal without repeating finished runs, and
+//! ends with the same files as a sweep that went straight through.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::check;
 use crate::cluster;
 use crate::error::InputError;
-use crate::experiment::Experiment;
+use crate::experiment::{self, Experiment};
+use crate::journal::Journal;
 use crate::report;
-use crate::runner::{self, RunSummary, SweepOptions};
+use crate::runner::{self, Progress, RunSummary, SweepOptions, WorkItem};
+use crate::shard::{Manifest, Shard};
 
-pub fn cmd_run(
-    path: Option<PathBuf>,
-    out: Option<PathBuf>,
-    jobs: usize,
-    seeds: Option<u64>,
-    quiet: bool,
-) -> Result<i32, InputError> {
-    let mut exp = match &path {
-        Some(p) => Experiment::load(p)?,
-        None => Experiment::default_experiment(),
-    };
-    if let Some(n) = seeds {
-        if n == 0 || n > crate::experiment::SEEDS_MAX {
+/// What `run` was asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct RunArgs {
+    /// The experiment file; `None` for the embedded default.
+    pub path: Option<PathBuf>,
+    /// Output directory.
+    pub out: Option<PathBuf>,
+    /// Worker threads.
+    pub jobs: usize,
+    /// Seed count override.
+    pub seeds: Option<u64>,
+    /// No progress bar.
+    pub quiet: bool,
+    /// `K/N` or `auto`.
+    pub shard: Option<String>,
+    /// The shard count for `--shard auto` when the environment does not give it.
+    pub shards: Option<u64>,
+    /// Continue from the journal in the output directory.
+    pub resume: bool,
+    /// Stop after this many runs, keeping the journal (as if interrupted); for tests.
+    pub stop_after: Option<usize>,
+}
+
+/// Loads the experiment and the text it came from (`None` for the embedded default).
+fn load(path: &Option<PathBuf>) -> Result<(Experiment, Option<String>), InputError> {
+    match path {
+        Some(p) => {
+            let origin = p.display().to_string();
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| InputError::new(&origin, format!("cannot read: {e}")))?;
+            let exp = Experiment::parse(&text, &origin, Some(origin.clone()))?;
+            Ok((exp, Some(text)))
+        }
+        None => Ok((Experiment::default_experiment(), None)),
+    }
+}
+
+/// Runs `a2a-chaos run`; returns the exit code (0 whether or not violations were found).
+pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
+    let (mut exp, text) = load(&args.path)?;
+    if let Some(n) = args.seeds {
+        if n == 0 || n > experiment::SEEDS_MAX {
             return Err(InputError::new(
                 "--seeds",
-                format!("{n} must be 1..={}", crate::experiment::SEEDS_MAX),
+                format!("{n} must be 1..={}", experiment::SEEDS_MAX),
             ));
         }
         exp.file.seeds.count = n;
+        if exp.file.seeds.start.checked_add(n).is_none() {
+            return Err(InputError::new(
+                "--seeds",
+                "seeds.start + --seeds overflows",
+            ));
+        }
     }
-    let out = out.unwrap_or_else(|| Path::new("results").join(&exp.file.name));
+    refuse_duplicates(&exp)?;
+    let shard = match args.shard.as_deref() {
+        None => {
+            if args.shards.is_some() {
+                return Err(InputError::new(
+                    "--shards",
+                    "only means something with --shard auto",
+                ));
+            }
+            None
+        }
+        Some("auto") => Some(Shard::from_env(args.shards, &|k| std::env::var(k).ok())?),
+        Some(text) => {
+            if args.shards.is_some() {
+                return Err(InputError::new(
+                    "--shards",
+                    "--shard K/N already gives the count; --shards goes with --shard auto",
+                ));
+            }
+            Some(Shard::parse(text)?)
+        }
+    };
+    let out = args.out.clone().unwrap_or_else(|| {
+        let base = Path::new("results").join(&exp.file.name);
+        match &shard {
+            Some(s) => base.join(s.dir_name()),
+            None => base,
+        }
+    });
+
+    clean_stale_temporaries(&out);
+    let all = runner::work_items(&exp);
+    let mine = match &shard {
+        Some(s) => s.select(&all),
+        None => all.clone(),
+    };
+    let fingerprint = runner::fingerprint(&exp);
+    let journal_key = format!(
+        "{fingerprint}/{}",
+        shard.map_or("all".to_string(), |s| s.to_string())
+    );
+    let in_dir = |e: std::io::Error| {
+        InputError::new(out.display().to_string(), format!("cannot write: {e}"))
+    };
+    let (mut journal, resumed) = if args.resume {
+        match Journal::resume(&out, &exp.file.name, &journal_key)? {
+            Some((j, r)) => {
+                if r.torn {
+                    eprintln!("resume: the journal's last line was torn by the interruption; that run is done again");
+                }
+                (j, r.runs)
+            }
+            None => {
+                eprintln!(
+                    "resume: no journal in {}, so nothing to resume: running every seed",
+                    out.display()
+                );
+                (
+                    Journal::create(&out, &exp.file.name, &journal_key).map_err(in_dir)?,
+                    Vec::new(),
+                )
+            }
+        }
+    } else {
+        if Journal::path_in(&out).exists() {
+            eprintln!(
+                "note: {} holds the journal of an unfinished sweep; starting over (use --resume to continue it)",
+                Journal::path_in(&out).display()
+            );
+        }
+        (
+            Journal::create(&out, &exp.file.name, &journal_key).map_err(in_dir)?,
+            Vec::new(),
+        )
+    };
+    let wanted: BTreeSet<WorkItem> = mine.iter().copied().collect();
+    let mut done: Vec<(WorkItem, RunSummary)> = Vec::new();
+    let mut done_items = BTreeSet::new();
+    for run in resumed {
+        if let Some(item) = runner::item_of(&exp, &run) {
+            if wanted.contains(&item) && done_items.insert(item) {
+                done.push((item, run));
+            }
+        }
+    }
+    let mut pending: Vec<WorkItem> = mine
+        .iter()
+        .copied()
+        .filter(|i| !done_items.contains(i))
+        .collect();
+    let interrupted = match args.stop_after {
+        Some(n) if n < pending.len() => {
+            pending.truncate(n);
+            true
+        }
+        _ => false,
+    };
+
     println!(
-        "experiment {} ({}): {} models x {} routing x {} seeds from {} = {} runs, {} replicas, {jobs} threads",
+        "experiment {} ({}): {} models x {} routing x {} seeds from {} = {} runs, {} replicas, {} threads",
         exp.file.name,
         exp.origin,
         exp.profiles.len(),
         exp.file.routing.len(),
         exp.file.seeds.count,
         exp.file.seeds.start,
-        exp.profiles.len() as u64 * exp.file.routing.len() as u64 * exp.file.seeds.count,
+        all.len(),
         exp.file.replicas,
+        args.jobs,
     );
+    if let Some(s) = &shard {
+        println!("shard {s} ({} of the {} runs)", mine.len(), all.len());
+    }
+    if !done.is_empty() {
+        println!(
+            "resumed: {} runs from the journal, {} to go",
+            done.len(),
+            pending.len()
+        );
+    }
     println!(
         "faults: {} (swarm {}), window {} ms, then heal and {} ms to settle",
         cluster::describe_rates(&exp.file.faults.rates.clone().into_iter().collect()),
@@ -50,37 +208,173 @@ pub fn cmd_run(
         exp.file.faults.liveness_ms
     );
     let started = Instant::now();
-    let runs = runner::sweep(
+    let progress = Progress {
+        done: done.len(),
+        violating: done
+            .iter()
+            .filter(|(_, r)| !r.violated().is_empty() || r.error.is_some())
+            .count(),
+        total: mine.len(),
+    };
+    let fresh = runner::sweep_items(
         &exp,
+        &pending,
         &SweepOptions {
-            jobs,
-            progress: !quiet,
+            jobs: args.jobs,
+            progress: !args.quiet,
         },
-    );
+        progress,
+        |_, run| journal.append(run),
+    )
+    .map_err(|e| {
+        InputError::new(
+            Journal::path_in(&out).display().to_string(),
+            format!("cannot append: {e}"),
+        )
+    })?;
     let wall = started.elapsed();
+    let ran = fresh.len();
+    let requests: u64 = fresh.iter().map(|(_, r)| r.requests).sum();
+    let sim_ms: u64 = fresh.iter().map(|(_, r)| r.sim_ms).sum();
+    if interrupted {
+        println!(
+            "stopped after {ran} runs (--stop-after); the journal in {} keeps them: continue with --resume",
+            out.display()
+        );
+        return Ok(0);
+    }
+    done.extend(fresh);
+    done.sort_by_key(|(item, _)| *item);
+    let runs: Vec<RunSummary> = done.into_iter().map(|(_, r)| r).collect();
+
     println!();
     print!("{}", report::table(&runs));
     println!();
     print_first_failures(&exp, &runs);
-    let requests: u64 = runs.iter().map(|r| r.requests).sum();
-    let sim_ms: u64 = runs.iter().map(|r| r.sim_ms).sum();
     println!(
-        "{} runs in {:.1} s wall: {:.0} simulated requests per wall-second, {:.0}x real time",
-        runs.len(),
+        "{ran} runs in {:.1} s wall: {:.0} simulated requests per wall-second, {:.0}x real time",
         wall.as_secs_f64(),
         requests as f64 / wall.as_secs_f64().max(1e-9),
         sim_ms as f64 / 1000.0 / wall.as_secs_f64().max(1e-9)
     );
+    match &shard {
+        Some(s) => {
+            let runs_csv = out.join("runs.csv");
+            write(&runs_csv, &report::runs_csv(&runs))?;
+            let manifest = out.join(crate::shard::MANIFEST);
+            write(
+                &manifest,
+                &Manifest::new(&exp, text, *s, runs.len() as u64).to_bytes(),
+            )?;
+            let all_shards = match &args.out {
+                None => out.parent().unwrap_or(Path::new(".")).display().to_string(),
+                Some(_) => "DIR...".to_string(),
+            };
+            println!(
+                "wrote {} and {}; once every shard is done, join them with `a2a-chaos merge {all_shards}`",
+                runs_csv.display(),
+                manifest.display(),
+            );
+        }
+        None => write_outputs(Some(&exp), &exp.file.name, &runs, &out)?,
+    }
+    journal.finish().map_err(|e| {
+        InputError::new(
+            out.display().to_string(),
+            format!("cannot remove the journal: {e}"),
+        )
+    })?;
+    Ok(0)
+}
+
+/// Work items are found again by model and routing name, so each may appear only once.
+fn refuse_duplicates(exp: &Experiment) -> Result<(), InputError> {
+    for (i, p) in exp.profiles.iter().enumerate() {
+        if exp.profiles[..i].iter().any(|q| q.name == p.name) {
+            return Err(InputError::new(
+                &exp.origin,
+                format!("model `{}` is listed twice", p.name),
+            ));
+        }
+    }
+    for (i, r) in exp.file.routing.iter().enumerate() {
+        if exp.file.routing[..i].contains(r) {
+            return Err(InputError::new(
+                &exp.origin,
+                format!("routing `{r}` is listed twice"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Removes temporary files that a sweep killed while writing its outputs left behind
+/// (`runs.csv.tmp-<pid>`, ...). Only names this command writes are touched.
+fn clean_stale_temporaries(out: &Path) {
+    let Ok(entries) = std::fs::read_dir(out) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        let Some((base, pid)) = name.rsplit_once(".tmp-") else {
+            continue;
+        };
+        let ours = [
+            "runs.csv",
+            "summary.csv",
+            "chart.svg",
+            crate::shard::MANIFEST,
+        ]
+        .contains(&base)
+            || (base.starts_with("timeline-") && base.ends_with(".html"));
+        if ours && !pid.is_empty() && pid.chars().all(|c| c.is_ascii_digit()) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Writes a file atomically, naming it in the error.
+pub(super) fn write(path: &Path, bytes: &[u8]) -> Result<(), InputError> {
+    report::write_atomic(path, bytes)
+        .map_err(|e| InputError::new(path.display().to_string(), format!("cannot write: {e}")))
+}
+
+/// Writes `runs.csv`, `summary.csv`, `chart.svg` and, when the experiment is at hand, the
+/// timelines of the first failing seed of each combination. `runs` must be sorted by work
+/// item.
+pub(super) fn write_outputs(
+    exp: Option<&Experiment>,
+    name: &str,
+    runs: &[RunSummary],
+    out: &Path,
+) -> Result<(), InputError> {
     let runs_csv = out.join("runs.csv");
     let summary_csv = out.join("summary.csv");
-    let write = |p: &Path, bytes: Vec<u8>| {
-        report::write_atomic(p, &bytes)
-            .map_err(|e| InputError::new(p.display().to_string(), format!("cannot write: {e}")))
-    };
-    write(&runs_csv, report::runs_csv(&runs))?;
-    write(&summary_csv, report::summary_csv(&runs))?;
-    println!("wrote {} and {}", runs_csv.display(), summary_csv.display());
-    Ok(0)
+    let chart = out.join("chart.svg");
+    write(&runs_csv, &report::runs_csv(runs))?;
+    write(&summary_csv, &report::summary_csv(runs))?;
+    write(
+        &chart,
+        &crate::chart::svg(name, &report::summary_rows(runs)),
+    )?;
+    println!(
+        "wrote {}, {} and {}",
+        runs_csv.display(),
+        summary_csv.display(),
+        chart.display()
+    );
+    if let Some(exp) = exp {
+        let timelines = crate::timeline::write_first_failures(exp, runs, out).map_err(|e| {
+            InputError::new(
+                out.display().to_string(),
+                format!("cannot write a timeline: {e}"),
+            )
+        })?;
+        for t in &timelines {
+            println!("wrote {}", t.display());
+        }
+    }
+    Ok(())
 }
 
 fn print_first_failures(exp: &Experiment, runs: &[RunSummary]) {
@@ -104,7 +398,7 @@ fn print_first_failures(exp: &Experiment, runs: &[RunSummary]) {
                 );
                 println!(
                     "    reproduce: {}",
-                    exp.reproduce(r.seed, g.model, g.routing)
+                    runner::reproduce(exp, r.seed, g.model, g.routing)
                 );
             }
         }

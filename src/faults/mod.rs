@@ -98,6 +98,9 @@ pub fn names() -> Vec<&'static str> {
     FAULTS.iter().map(|(n, _)| *n).collect()
 }
 
+/// Longest fault window or liveness phase, in simulated ms (one hour).
+pub const PHASE_MS_MAX: u64 = 3_600_000;
+
 /// The `[faults]` table of an experiment.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "kebab-case")]
@@ -139,8 +142,22 @@ impl Default for FaultSpec {
 }
 
 impl FaultSpec {
-    /// Refuses unknown fault names and rates that are not finite and non-negative.
+    /// Refuses unknown fault names, rates that are not finite and non-negative, and windows
+    /// longer than [`PHASE_MS_MAX`].
     pub fn validate(&self, origin: &str) -> Result<(), InputError> {
+        for (key, ms) in [
+            ("window-ms", self.window_ms),
+            ("liveness-ms", self.liveness_ms),
+        ] {
+            if ms > PHASE_MS_MAX {
+                return Err(InputError::new(
+                    origin,
+                    format!(
+                        "[faults] {key} = {ms} must be at most {PHASE_MS_MAX} (one simulated hour)"
+                    ),
+                ));
+            }
+        }
         for (name, rate) in &self.rates {
             if !FAULTS.iter().any(|(n, _)| n == name) {
                 return Err(InputError::new(

@@ -1,0 +1,842 @@
+//! `timeline-<model>-<routing>-seed<N>.html`: one failing run, drawn as a timeline.
+//!
+//! For the first failing seed of each (model, routing) combination, the sweep re-runs that
+//! seed with the full trace kept (the run is deterministic, so it is the same run; the page
+//! says so by comparing trace hashes) and draws it: one lane per host (`client`, `router`,
+//! `replica-i`, `store`, `ledger`, `webhook`, `driver`), every trace event placed by
+//! simulated time, the router's forwards and the replicas' store and ledger calls as lines
+//! between lanes, client operations as bars coloured by outcome, fault periods shaded on the
+//! lanes they hit, and each violation marked where its sentence points (the turn it names,
+//! the times it cites). Above the picture: each violated invariant, its sentences and the
+//! reproduce command. Below: the faults, the client operations and the whole trace as
+//! tables.
+//!
+//! The page is self-contained: inline CSS and SVG, no script, nothing fetched. Hover an
+//! event for its text.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+
+use crate::chart::escape;
+use crate::check::{self, Finding};
+use crate::cluster::{self, RunRecord};
+use crate::experiment::Experiment;
+use crate::history::{Op, OpKind, Outcome};
+use crate::runner::{self, RunSummary};
+
+/// Height of one lane, px.
+const LANE: f64 = 30.0;
+/// Width of the lane labels, px.
+const LABEL: f64 = 92.0;
+/// Height of one client-operation row, px.
+const OP_ROW: f64 = 7.0;
+/// Space above the first lane (time axis and violation markers), px.
+const HEAD: f64 = 44.0;
+
+/// Everything one timeline page shows.
+pub struct Page<'a> {
+    /// The experiment's name.
+    pub experiment: &'a str,
+    /// The command that replays the run.
+    pub reproduce: String,
+    /// The re-run, with its trace kept.
+    pub record: &'a RunRecord,
+    /// What the checkers found in it.
+    pub findings: &'a [Finding],
+    /// The trace hash the sweep saw for this seed, to show the re-run is the same run.
+    pub sweep_hash: Option<&'a str>,
+}
+
+/// The file name of a run's timeline: `timeline-<model>-<routing>-seed<N>.html`, with any
+/// character outside `[A-Za-z0-9._-]` replaced by `_`.
+pub fn file_name(model: &str, routing: &str, seed: u64) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    format!(
+        "timeline-{}-{}-seed{seed}.html",
+        clean(model),
+        clean(routing)
+    )
+}
+
+/// For each (model, routing) combination of `runs`, the first run (lowest seed) with a
+/// violation. `runs` must be sorted as a sweep returns them.
+pub fn first_failures(runs: &[RunSummary]) -> Vec<&RunSummary> {
+    crate::report::groups(runs)
+        .into_iter()
+        .filter_map(|g| g.runs.into_iter().find(|r| !r.violated().is_empty()))
+        .collect()
+}
+
+/// Re-runs the first failing seed of each combination with its trace kept and writes its
+/// timeline into `dir` atomically. Timelines of earlier sweeps that are not among them are
+/// removed, so the directory shows this sweep only. Returns the files written.
+pub fn write_first_failures(
+    exp: &Experiment,
+    runs: &[RunSummary],
+    dir: &Path,
+) -> std::io::Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    for summary in first_failures(runs) {
+        let Some(profile) = exp.profiles.iter().find(|p| p.name == summary.model) else {
+            continue;
+        };
+        let spec = runner::spec_for(exp, profile, &summary.routing, summary.seed, true);
+        let rerun = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            let record = cluster::run(&spec);
+            let findings = check::check_all(&record);
+            (record, findings)
+        }));
+        let Ok((record, findings)) = rerun else {
+            eprintln!(
+                "timeline of {} / {} seed {} skipped: the re-run panicked",
+                summary.model, summary.routing, summary.seed
+            );
+            continue;
+        };
+        let page = Page {
+            experiment: &exp.file.name,
+            reproduce: runner::reproduce(exp, summary.seed, &summary.model, &summary.routing),
+            record: &record,
+            findings: &findings,
+            sweep_hash: Some(&summary.trace_hash),
+        };
+        let path = dir.join(file_name(&summary.model, &summary.routing, summary.seed));
+        crate::report::write_atomic(&path, &html(&page))?;
+        written.push(path);
+    }
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            if name.starts_with("timeline-")
+                && name.ends_with(".html")
+                && !written
+                    .iter()
+                    .any(|p| p.file_name() == Some(entry.file_name().as_os_str()))
+            {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+    Ok(written)
+}
+
+/// Lane order: client, router, replicas, store, ledger, webhook, driver, then any other host.
+fn lanes(record: &RunRecord) -> Vec<String> {
+    let mut out = vec!["client".to_string(), "router".into()];
+    out.extend((0..record.replicas).map(|i| format!("replica-{i}")));
+    out.extend(["store", "ledger", "webhook", "driver"].map(String::from));
+    for e in &record.trace {
+        if !out.contains(&e.host) {
+            out.push(e.host.clone());
+        }
+    }
+    out
+}
+
+/// The replica a trace line talks to or hears from (`-> replica-2`, `from replica-0`).
+fn peer(what: &str) -> Option<String> {
+    for marker in ["-> replica-", "from replica-", "by replica-"] {
+        if let Some(i) = what.find(marker) {
+            let rest = &what[i + marker.len()..];
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            if !digits.is_empty() {
+                return Some(format!("replica-{digits}"));
+            }
+        }
+    }
+    None
+}
+
+/// A fault period on a lane: `[from, to)` simulated ms and what it is.
+struct Period {
+    lane: String,
+    from: u64,
+    to: u64,
+    kind: &'static str,
+    what: String,
+}
+
+/// Turns the applied fault actions into periods per lane.
+fn periods(record: &RunRecord) -> Vec<Period> {
+    let mut open: BTreeMap<(String, &'static str, String), (u64, String)> = BTreeMap::new();
+    let mut out = Vec::new();
+    let close = |open: &mut BTreeMap<(String, &'static str, String), (u64, String)>,
+                 out: &mut Vec<Period>,
+                 key: &(String, &'static str, String),
+                 at: u64| {
+        if let Some((from, what)) = open.remove(key) {
+            out.push(Period {
+                lane: key.0.clone(),
+                from,
+                to: at,
+                kind: key.1,
+                what,
+            });
+        }
+    };
+    for (at, action) in &record.faults {
+        let words: Vec<&str> = action.split_whitespace().collect();
+        match words.as_slice() {
+            ["kill", host] => {
+                open.entry((host.to_string(), "down", String::new()))
+                    .or_insert((*at, action.clone()));
+            }
+            ["restart", host] => close(
+                &mut open,
+                &mut out,
+                &(host.to_string(), "down", String::new()),
+                *at,
+            ),
+            ["partition", a, _, b] => {
+                let link = format!("{a}|{b}");
+                for h in [a, b] {
+                    open.entry((h.to_string(), "partition", link.clone()))
+                        .or_insert((*at, action.clone()));
+                }
+            }
+            ["repair", a, _, b] => {
+                for link in [format!("{a}|{b}"), format!("{b}|{a}")] {
+                    for h in [a, b] {
+                        close(
+                            &mut open,
+                            &mut out,
+                            &(h.to_string(), "partition", link.clone()),
+                            *at,
+                        );
+                    }
+                }
+            }
+            ["latency", a, _, b, "up", ..] => {
+                let link = format!("{a}|{b}");
+                for h in [a, b] {
+                    open.entry((h.to_string(), "latency", link.clone()))
+                        .or_insert((*at, action.clone()));
+                }
+            }
+            ["latency", a, _, b, "back", ..] => {
+                let link = format!("{a}|{b}");
+                for h in [a, b] {
+                    close(
+                        &mut open,
+                        &mut out,
+                        &(h.to_string(), "latency", link.clone()),
+                        *at,
+                    );
+                }
+            }
+            ["lost-reply", "rate", p] => {
+                let key = ("router".to_string(), "lost-reply", String::new());
+                close(&mut open, &mut out, &key, *at);
+                if p.parse::<f64>().unwrap_or(0.0) > 0.0 {
+                    open.insert(key, (*at, action.clone()));
+                }
+            }
+            ["heal", "all"] => {
+                let keys: Vec<_> = open.keys().cloned().collect();
+                for key in keys {
+                    close(&mut open, &mut out, &key, *at);
+                }
+            }
+            _ => {}
+        }
+    }
+    let end = record.sim_ms;
+    for (key, (from, what)) in open {
+        out.push(Period {
+            lane: key.0,
+            from,
+            to: end,
+            kind: key.1,
+            what,
+        });
+    }
+    out.sort_by(|a, b| (a.from, &a.lane, a.kind).cmp(&(b.from, &b.lane, b.kind)));
+    out
+}
+
+/// Where a violation points: the send operations of the turn it names and the times it
+/// cites (`at 145 ms`).
+fn anchors(detail: &str, history: &[Op]) -> (Vec<u64>, Vec<u64>) {
+    let mut ops = Vec::new();
+    if let Some(rest) = detail.strip_prefix("turn ") {
+        let turn: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let after = &rest[turn.len()..];
+        if let (Ok(turn), Some(conv)) = (turn.parse::<u32>(), after.strip_prefix(" of ")) {
+            let conv: String = conv
+                .chars()
+                .take_while(|c| !c.is_whitespace() && *c != ',' && *c != ':')
+                .collect();
+            for op in history {
+                if let OpKind::Send {
+                    conversation,
+                    turn: t,
+                    ..
+                } = &op.kind
+                {
+                    if *conversation == conv && *t == turn {
+                        ops.push(op.id);
+                    }
+                }
+            }
+        }
+    }
+    let mut times = Vec::new();
+    let mut rest = detail;
+    while let Some(i) = rest.find(" ms") {
+        let before = &rest[..i];
+        let digits: String = before
+            .chars()
+            .rev()
+            .take_while(char::is_ascii_digit)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        if !digits.is_empty() && before[..before.len() - digits.len()].ends_with("at ") {
+            if let Ok(t) = digits.parse() {
+                times.push(t);
+            }
+        }
+        rest = &rest[i + 3..];
+    }
+    (ops, times)
+}
+
+fn outcome_class(o: &Outcome) -> &'static str {
+    match o {
+        Outcome::Ok => "ok",
+        Outcome::Fail { .. } => "fail",
+        Outcome::Info { .. } => "info",
+    }
+}
+
+fn outcome_text(o: &Outcome) -> String {
+    match o {
+        Outcome::Ok => "ok".into(),
+        Outcome::Fail { code, message } => format!("fail {code} {message}"),
+        Outcome::Info { why } => format!("info ({why})"),
+    }
+}
+
+fn event_colour(host: &str, what: &str) -> &'static str {
+    let w = what.to_ascii_lowercase();
+    if w.contains("refuse")
+        || w.contains("unreachable")
+        || w.contains("drop")
+        || w.contains("-> fail")
+        || w.contains("error")
+    {
+        "#d62728"
+    } else if w.contains("-> info") || w.contains("duplicate") || w.contains("deduplicated") {
+        "#ff7f0e"
+    } else if host == "driver" {
+        "#7b3294"
+    } else if host == "ledger" {
+        "#2ca02c"
+    } else if host == "store" {
+        "#1f77b4"
+    } else {
+        "#555555"
+    }
+}
+
+/// The page, as bytes.
+pub fn html(page: &Page<'_>) -> Vec<u8> {
+    let r = page.record;
+    let lanes = lanes(r);
+    let lane_of = |host: &str| lanes.iter().position(|l| l == host);
+    let end_ms = r
+        .sim_ms
+        .max(r.trace.iter().map(|e| e.at_ms).max().unwrap_or(0))
+        .max(1);
+    let scale = (4000.0 / end_ms as f64).clamp(0.2, 2.0);
+    let x_of = |ms: u64| LABEL + 8.0 + ms as f64 * scale;
+    let plot_w = x_of(end_ms) + 40.0;
+
+    // Client operations in rows, each in the first row free at its start.
+    let mut row_ends: Vec<u64> = Vec::new();
+    let mut op_rows: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut ops: Vec<&Op> = r.history.iter().collect();
+    ops.sort_by_key(|o| (o.invoke_ms, o.id));
+    for op in &ops {
+        let row = match row_ends.iter().position(|end| *end < op.invoke_ms) {
+            Some(i) => i,
+            None => {
+                row_ends.push(0);
+                row_ends.len() - 1
+            }
+        };
+        row_ends[row] = op.complete_ms.max(op.invoke_ms + 1);
+        op_rows.insert(op.id, row);
+    }
+    let client_h = (row_ends.len() as f64 * OP_ROW + 14.0).max(LANE);
+    let lane_top = |i: usize| {
+        if i == 0 {
+            HEAD
+        } else {
+            HEAD + client_h + (i - 1) as f64 * LANE
+        }
+    };
+    let lane_h = |i: usize| if i == 0 { client_h } else { LANE };
+    let lane_mid = |i: usize| lane_top(i) + lane_h(i) / 2.0;
+    let plot_h = lane_top(lanes.len() - 1) + LANE + 10.0;
+
+    // Violations, numbered, with what they point at.
+    struct Mark {
+        label: String,
+        invariant: &'static str,
+        detail: String,
+        ops: Vec<u64>,
+        times: Vec<u64>,
+    }
+    let mut marks = Vec::new();
+    for f in page.findings {
+        for v in &f.violations {
+            let (ops, times) = anchors(&v.detail, &r.history);
+            marks.push(Mark {
+                label: format!("V{}", marks.len() + 1),
+                invariant: f.invariant,
+                detail: v.detail.clone(),
+                ops,
+                times,
+            });
+        }
+    }
+    let marked_ops: BTreeMap<u64, Vec<String>> = {
+        let mut m: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+        for mark in &marks {
+            for id in &mark.ops {
+                m.entry(*id).or_default().push(mark.label.clone());
+            }
+        }
+        m
+    };
+
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{plot_w:.0}" height="{plot_h:.0}" font-family="Helvetica, Arial, sans-serif" font-size="10">"#
+    );
+    // Lanes.
+    for (i, lane) in lanes.iter().enumerate() {
+        let top = lane_top(i);
+        let _ = writeln!(
+            svg,
+            r##"<rect x="0" y="{top:.1}" width="{plot_w:.0}" height="{:.1}" fill="{}"/><text x="6" y="{:.1}" font-weight="bold">{}</text>"##,
+            lane_h(i),
+            if i % 2 == 0 { "#fafafa" } else { "#f0f0f0" },
+            lane_mid(i) + 3.0,
+            escape(lane)
+        );
+    }
+    // Time axis.
+    let step = [
+        10u64, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 60_000,
+    ]
+    .into_iter()
+    .find(|s| *s as f64 * scale >= 70.0)
+    .unwrap_or(60_000);
+    let mut t = 0;
+    while t <= end_ms {
+        let x = x_of(t);
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{plot_h:.1}" stroke="#e0e0e0"/><text x="{x:.1}" y="12" text-anchor="middle" fill="#666">{t} ms</text>"##,
+            HEAD - 4.0
+        );
+        t += step;
+    }
+    if r.healed_at_ms > 0 && r.healed_at_ms <= end_ms {
+        let x = x_of(r.healed_at_ms);
+        let _ = writeln!(
+            svg,
+            r##"<g><title>everything healed at {} ms; the liveness phase begins</title><line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{plot_h:.1}" stroke="#2ca02c" stroke-dasharray="6 3"/><text x="{:.1}" y="24" fill="#2ca02c">healed</text></g>"##,
+            r.healed_at_ms,
+            HEAD - 4.0,
+            x + 3.0
+        );
+    }
+    // Fault periods.
+    for p in periods(r) {
+        let Some(i) = lane_of(&p.lane) else { continue };
+        let (fill, inset) = match p.kind {
+            "down" => ("#d62728", 2.0),
+            "partition" => ("#9467bd", 8.0),
+            "latency" => ("#ff7f0e", 12.0),
+            _ => ("#e377c2", 14.0),
+        };
+        let x = x_of(p.from);
+        let w = ((p.to.max(p.from + 1) - p.from) as f64 * scale).max(2.0);
+        let _ = writeln!(
+            svg,
+            r#"<rect x="{x:.1}" y="{:.1}" width="{w:.1}" height="{:.1}" fill="{fill}" fill-opacity="0.22"><title>{}: {} ({} to {} ms)</title></rect>"#,
+            lane_top(i) + inset / 2.0,
+            lane_h(i) - inset,
+            escape(&p.lane),
+            escape(&p.what),
+            p.from,
+            p.to
+        );
+    }
+    // Fault actions on the driver lane, as ticks across every lane.
+    for (at, action) in &r.faults {
+        let x = x_of(*at);
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{plot_h:.1}" stroke="#7b3294" stroke-opacity="0.35" stroke-dasharray="2 3"><title>{at} ms fault: {}</title></line>"##,
+            HEAD,
+            escape(action)
+        );
+    }
+    // Messages: forwards and calls between lanes.
+    for e in &r.trace {
+        let (Some(from), Some(to)) = (lane_of(&e.host), peer(&e.what).and_then(|p| lane_of(&p)))
+        else {
+            continue;
+        };
+        if from == to {
+            continue;
+        }
+        let x = x_of(e.at_ms);
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#888" stroke-opacity="0.35"/>"##,
+            lane_mid(from),
+            lane_mid(to)
+        );
+    }
+    // Client operations.
+    for op in &ops {
+        let row = op_rows.get(&op.id).copied().unwrap_or(0);
+        let x = x_of(op.invoke_ms);
+        let w = ((op.complete_ms.saturating_sub(op.invoke_ms)) as f64 * scale).max(2.0);
+        let y = HEAD + 7.0 + row as f64 * OP_ROW;
+        let fill = match outcome_class(&op.outcome) {
+            "ok" => "#2ca02c",
+            "fail" => "#d62728",
+            _ => "#ff7f0e",
+        };
+        let marked = marked_ops.get(&op.id);
+        let _ = writeln!(
+            svg,
+            r##"<a href="#op-{}"><rect x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{:.1}" fill="{fill}"{}><title>op {}: {} {} to {} ms: {}{}{}</title></rect></a>"##,
+            op.id,
+            OP_ROW - 2.0,
+            if marked.is_some() {
+                r##" stroke="#000" stroke-width="1.5""##
+            } else {
+                ""
+            },
+            op.id,
+            escape(&op.kind.label()),
+            op.invoke_ms,
+            op.complete_ms,
+            escape(&outcome_text(&op.outcome)),
+            op.replica
+                .as_deref()
+                .map(|r| format!(" from {r}"))
+                .unwrap_or_default(),
+            marked
+                .map(|m| format!(" [violation {}]", m.join(", ")))
+                .unwrap_or_default()
+        );
+    }
+    // Trace events, stacked when they would overlap.
+    let mut last: BTreeMap<usize, (f64, usize)> = BTreeMap::new();
+    for (n, e) in r.trace.iter().enumerate() {
+        let Some(i) = lane_of(&e.host) else { continue };
+        if i == 0 {
+            continue; // the client lane shows operations as bars
+        }
+        let x = x_of(e.at_ms);
+        let level = match last.get(&i) {
+            Some((px, lvl)) if x - px < 3.0 => (lvl + 1) % 5,
+            _ => 0,
+        };
+        last.insert(i, (x, level));
+        let y = lane_top(i) + 5.0 + level as f64 * 5.0;
+        let _ = writeln!(
+            svg,
+            r##"<a href="#ev-{n}"><circle cx="{x:.1}" cy="{y:.1}" r="2.4" fill="{}"><title>{} ms {}: {}</title></circle></a>"##,
+            event_colour(&e.host, &e.what),
+            e.at_ms,
+            escape(&e.host),
+            escape(&e.what)
+        );
+    }
+    // Violation markers.
+    for mark in &marks {
+        let mut xs: Vec<(f64, String)> = Vec::new();
+        for id in &mark.ops {
+            if let Some(op) = r.history.iter().find(|o| o.id == *id) {
+                xs.push((x_of(op.complete_ms), format!("op {id} completes")));
+            }
+        }
+        for t in &mark.times {
+            xs.push((x_of(*t), format!("{t} ms")));
+        }
+        if xs.is_empty() {
+            xs.push((x_of(end_ms), "end of run".into()));
+        }
+        // One marker per place: a turn completing at a time the sentence also cites.
+        xs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        xs.dedup_by(|b, a| (a.0 - b.0).abs() < 1.0);
+        for (x, why) in xs {
+            let _ = writeln!(
+                svg,
+                r##"<a href="#{}"><g><title>{} {}: {} ({why})</title><line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{plot_h:.1}" stroke="#d62728" stroke-width="1.2"/><path d="M{:.1},{:.1} l10,0 l-5,8 z" fill="#d62728"/><text x="{:.1}" y="{:.1}" fill="#d62728" font-weight="bold">{}</text></g></a>"##,
+                mark.label,
+                mark.label,
+                mark.invariant,
+                escape(&mark.detail),
+                HEAD - 8.0,
+                x - 5.0,
+                HEAD - 16.0,
+                x + 6.0,
+                HEAD - 9.0,
+                mark.label
+            );
+        }
+    }
+    svg.push_str("</svg>\n");
+
+    // The page.
+    let mut h = String::new();
+    let title = format!("{} / {} seed {}", r.model, r.routing, r.seed);
+    let _ = writeln!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{} — {}</title>",
+        escape(&title),
+        escape(page.experiment)
+    );
+    h.push_str(concat!(
+        "<style>\n",
+        "body{font:14px/1.45 Helvetica,Arial,sans-serif;margin:20px;color:#222}\n",
+        "h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:24px 0 6px}\n",
+        "code{background:#f3f3f3;padding:1px 4px;border-radius:3px}\n",
+        ".scroll{overflow-x:auto;border:1px solid #ccc;margin:8px 0}\n",
+        ".v{border-left:4px solid #d62728;padding:4px 10px;margin:6px 0;background:#fff5f5}\n",
+        ".v:target,tr:target{outline:2px solid #d62728}\n",
+        "table{border-collapse:collapse;font-size:12px}td,th{padding:2px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}\n",
+        "td.n{text-align:right;font-variant-numeric:tabular-nums}\n",
+        ".ok{color:#2ca02c}.fail{color:#d62728}.info{color:#ff7f0e}.hl{background:#fff0f0}\n",
+        ".key span{display:inline-block;margin-right:14px}.sw{display:inline-block;width:12px;height:10px;margin-right:4px;vertical-align:middle}\n",
+        "</style>\n</head>\n<body>\n"
+    ));
+    let _ = writeln!(h, "<h1>{}</h1>", escape(&title));
+    let (ok, fail, info) = r
+        .history
+        .iter()
+        .fold((0, 0, 0), |(a, b, c), o| match o.outcome {
+            Outcome::Ok => (a + 1, b, c),
+            Outcome::Fail { .. } => (a, b + 1, c),
+            Outcome::Info { .. } => (a, b, c + 1),
+        });
+    let _ = writeln!(
+        h,
+        "<p>Experiment <b>{}</b>, {} replicas, faults {}. {} simulated ms; {} client operations ({ok} ok, {fail} fail, {info} info); {} effects at the ledger. Trace hash <code>{}</code>{}.</p>",
+        escape(page.experiment),
+        r.replicas,
+        escape(&cluster::describe_rates(&r.fault_rates)),
+        r.sim_ms,
+        r.history.len(),
+        r.effects.iter().filter(|e| e.applied).count(),
+        escape(&r.trace_hash),
+        match page.sweep_hash {
+            Some(s) if s == r.trace_hash => " (the same as in the sweep: this is the same run)".to_string(),
+            Some(s) => format!(
+                " — <b class=\"fail\">the sweep saw {}: this re-run differs, which is a determinism bug</b>",
+                escape(s)
+            ),
+            None => String::new(),
+        }
+    );
+    let _ = writeln!(
+        h,
+        "<p>Reproduce: <code>{}</code></p>",
+        escape(&page.reproduce)
+    );
+    if let Some(e) = &r.error {
+        let _ = writeln!(h, "<p class=\"fail\">Run error: {}</p>", escape(e));
+    }
+    h.push_str("<h2>Violations</h2>\n");
+    if marks.is_empty() {
+        h.push_str("<p>None in this re-run.</p>\n");
+    }
+    for f in page.findings {
+        let _ = writeln!(
+            h,
+            "<p><b>{}</b>: <span class=\"{}\">{}</span>, {} violation(s), exercised {} time(s).</p>",
+            f.invariant,
+            match f.verdict().word() {
+                "fail" => "fail",
+                "pass" => "ok",
+                _ => "info",
+            },
+            f.verdict().word(),
+            f.violations.len(),
+            f.exercised
+        );
+        for mark in marks.iter().filter(|m| m.invariant == f.invariant) {
+            let _ = writeln!(
+                h,
+                "<div class=\"v\" id=\"{}\"><b>{}</b> {}: {}</div>",
+                mark.label,
+                mark.label,
+                mark.invariant,
+                escape(&mark.detail)
+            );
+        }
+    }
+    h.push_str("<h2>Timeline</h2>\n<p class=\"key\">");
+    for (colour, what) in [
+        ("#2ca02c", "client op ok"),
+        ("#d62728", "client op fail / error event"),
+        ("#ff7f0e", "client op info / duplicate"),
+        ("#1f77b4", "store event"),
+        ("#2ca02c", "ledger event"),
+        ("#555555", "other event"),
+    ] {
+        let _ = write!(
+            h,
+            "<span><i class=\"sw\" style=\"background:{colour}\"></i>{what}</span>"
+        );
+    }
+    for (colour, what) in [
+        ("#d62728", "pod down"),
+        ("#9467bd", "partition"),
+        ("#ff7f0e", "latency spike"),
+        ("#e377c2", "lost replies"),
+    ] {
+        let _ = write!(
+            h,
+            "<span><i class=\"sw\" style=\"background:{colour};opacity:.35\"></i>{what}</span>"
+        );
+    }
+    h.push_str("<span>red V<i>n</i>: a violation; grey lines: messages between hosts; dotted purple: a fault action. Hover for details, click to jump to the row.</span></p>\n");
+    let _ = writeln!(h, "<div class=\"scroll\">\n{svg}</div>");
+
+    h.push_str("<h2>Faults</h2>\n");
+    if r.faults.is_empty() {
+        h.push_str("<p>None.</p>\n");
+    } else {
+        h.push_str("<table><tr><th>ms</th><th>action</th></tr>\n");
+        for (at, action) in &r.faults {
+            let _ = writeln!(
+                h,
+                "<tr><td class=\"n\">{at}</td><td>{}</td></tr>",
+                escape(action)
+            );
+        }
+        h.push_str("</table>\n");
+    }
+
+    h.push_str("<h2>Client operations</h2>\n<table><tr><th>op</th><th>operation</th><th>invoke ms</th><th>complete ms</th><th>outcome</th><th>replica</th><th>violations</th></tr>\n");
+    for op in &r.history {
+        let marked = marked_ops.get(&op.id);
+        let _ = writeln!(
+            h,
+            "<tr id=\"op-{}\"{}><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td></tr>",
+            op.id,
+            if marked.is_some() { " class=\"hl\"" } else { "" },
+            op.id,
+            escape(&op.kind.label()),
+            op.invoke_ms,
+            op.complete_ms,
+            outcome_class(&op.outcome),
+            escape(&outcome_text(&op.outcome)),
+            escape(op.replica.as_deref().unwrap_or("")),
+            marked
+                .map(|m| {
+                    m.iter()
+                        .map(|l| format!("<a href=\"#{l}\">{l}</a>"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default()
+        );
+    }
+    h.push_str("</table>\n");
+
+    let _ = writeln!(
+        h,
+        "<h2>Trace</h2>\n<details><summary>All {} events</summary>\n<table><tr><th>ms</th><th>host</th><th>event</th></tr>",
+        r.trace.len()
+    );
+    for (n, e) in r.trace.iter().enumerate() {
+        let _ = writeln!(
+            h,
+            "<tr id=\"ev-{n}\"><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
+            e.at_ms,
+            escape(&e.host),
+            escape(&e.what)
+        );
+    }
+    h.push_str("</table>\n</details>\n</body>\n</html>\n");
+    h.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_are_safe() {
+        assert_eq!(
+            file_name("a2a-python-1.3-memory", "round-robin", 7),
+            "timeline-a2a-python-1.3-memory-round-robin-seed7.html"
+        );
+        assert_eq!(file_name("x/y z", "r", 0), "timeline-x_y_z-r-seed0.html");
+    }
+
+    #[test]
+    fn a_violation_points_at_its_turn_and_times() {
+        let op = Op {
+            id: 3,
+            kind: OpKind::Send {
+                conversation: "c1".into(),
+                turn: 2,
+                message_id: "m".into(),
+                blocking: true,
+            },
+            invoke_ms: 100,
+            complete_ms: 145,
+            outcome: Outcome::Ok,
+            replica: Some("replica-1".into()),
+            task: None,
+            stream_states: Vec::new(),
+            stream_snapshot_first: false,
+        };
+        let (ops, times) = anchors(
+            "turn 2 of c1, acknowledged by replica-1 at 145 ms, is missing from a later answer (get c1 at 300 ms from replica-0)",
+            &[op],
+        );
+        assert_eq!(ops, vec![3]);
+        assert_eq!(times, vec![145, 300]);
+    }
+
+    #[test]
+    fn peers_are_found_in_trace_lines() {
+        assert_eq!(
+            peer("SendMessage ctx abc -> replica-2 (pinned)").as_deref(),
+            Some("replica-2")
+        );
+        assert_eq!(
+            peer("save t1 v3 from replica-0 (Cas)").as_deref(),
+            Some("replica-0")
+        );
+        assert_eq!(peer("heal all"), None);
+    }
+}
