@@ -17,7 +17,9 @@
 //! - [`faults`] and [`cluster`]: the fault plan and the driver loop;
 //! - [`check`]: the invariants; [`runner`], [`report`], [`experiment`]: sweeps and output;
 //!   [`chart`] and [`timeline`]: the picture of a sweep and of one failing run;
-//!   [`shard`] and [`journal`]: sweeps split over machines, and resumed after an interruption.
+//!   [`shard`] and [`journal`]: sweeps split over machines, and resumed after an interruption;
+//! - [`shrink`]: from a failing run to a small scenario; [`strategies`]: proptest strategies
+//!   that generate scenarios for your own tests.
 
 pub mod chart;
 pub mod check;
@@ -40,8 +42,10 @@ pub mod router;
 pub mod runner;
 pub mod scenario;
 pub mod shard;
+pub mod shrink;
 pub mod sse;
 pub mod store;
+pub mod strategies;
 pub mod timeline;
 pub mod trace;
 pub mod webhook;

@@ -6,8 +6,22 @@
 //! `postmortem` line: what broke and why, for pinned regressions.
 //!
 //! Steps run one after another on the client host; `concurrent` starts its steps at the same
-//! simulated instant. Fault steps (`kill`, `restart`, `partition`, `heal`, `drop-reply`) are
-//! handed to the driver, which applies them before the next tick.
+//! simulated instant, and `sequence` runs its steps in order (so a `concurrent` element can be
+//! a whole timeline). Fault steps (`kill`, `restart`, `partition`, `partition-oneway`,
+//! `repair`, `latency`, `heal`, `drop-reply`) are handed to the driver, which applies them
+//! before the next tick. `wait-ms` pauses; `until-ms` pauses until a simulated time since the
+//! start of the run (nothing when that time has passed), which is how `a2a-chaos shrink`
+//! replays a swarm run's timing.
+//!
+//! Beyond the contract's step kinds, this module adds the ones a converted swarm run needs:
+//! - `sequence = [ {send = ...}, {wait-ms = 5}, ... ]`: run in order;
+//! - `until-ms = 1200`: wait until 1200 simulated ms since the start of the run;
+//! - `partition-oneway = ["replica-0", "store"]`: drop traffic from the first to the second;
+//! - `repair = ["replica-0", "store"]`: restore one link, both ways;
+//! - `latency = { between = ["replica-0", "store"], max-ms = 200 }`: raise a link's maximum
+//!   latency; without `max-ms` the link returns to the normal latency.
+//!
+//! [`Script::to_toml`] writes a scenario back as a readable file.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -29,20 +43,24 @@ use crate::workload;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SendStep {
+    /// The conversation (`c1`); its contextId and messageIds derive from it and the seed.
     pub conversation: String,
+    /// The turn, from 1; turn 1 creates the task.
     pub turn: u32,
-    #[serde(default)]
+    /// Pin the request to this replica; default: the scenario's routing picks one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
     /// Reuse this messageId (a retry or a duplicate); defaults to the turn's own id.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
     /// `false` sends with `returnImmediately`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocking: Option<bool>,
     /// Sends with the streaming method (SSE) instead of SendMessage.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streaming: Option<bool>,
-    #[serde(default)]
+    /// The caller's identity, where the contract checks owners.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
 }
 
@@ -50,10 +68,13 @@ pub struct SendStep {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TaskStep {
+    /// The conversation whose task it aims at (skipped when it has no task yet).
     pub conversation: String,
-    #[serde(default)]
+    /// Pin the request to this replica; default: the scenario's routing picks one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
-    #[serde(default)]
+    /// The caller's identity, where the contract checks owners.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
 }
 
@@ -61,41 +82,137 @@ pub struct TaskStep {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PushStep {
+    /// The conversation whose task gets the push configuration.
     pub conversation: String,
-    #[serde(default)]
+    /// Pin the request to this replica; default: the scenario's routing picks one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
+    /// Where pushes go.
     pub url: String,
+}
+
+/// A `latency` step: the maximum latency of the link between two hosts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct LatencyStep {
+    /// The two ends of the link.
+    pub between: [String; 2],
+    /// The new maximum, simulated ms; absent restores the normal latency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ms: Option<u64>,
 }
 
 /// One `[[step]]` table as written: exactly one key may be set.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct StepTable {
+    /// `send = { conversation, turn, to?, message_id?, blocking?, streaming?, principal? }`
     pub send: Option<SendStep>,
+    /// `cancel = { conversation, to? }`
     pub cancel: Option<TaskStep>,
+    /// `get = { conversation, to?, principal? }`
     pub get: Option<TaskStep>,
+    /// `subscribe = { conversation, to? }`
     pub subscribe: Option<TaskStep>,
+    /// `set-push = { conversation, to?, url }`
     pub set_push: Option<PushStep>,
+    /// `concurrent = [ {send = ...}, ... ]`: start all at the same simulated instant.
     pub concurrent: Option<Vec<StepTable>>,
+    /// `sequence = [ {send = ...}, ... ]`: run in order.
+    pub sequence: Option<Vec<StepTable>>,
+    /// `kill = "replica-1"`
     pub kill: Option<String>,
+    /// `restart = "replica-1"`
     pub restart: Option<String>,
+    /// `partition = ["replica-0", "store"]`: both ways.
     pub partition: Option<[String; 2]>,
+    /// `partition-oneway = ["replica-0", "store"]`: from the first to the second only.
+    pub partition_oneway: Option<[String; 2]>,
+    /// `repair = ["replica-0", "store"]`: one link back, both ways.
+    pub repair: Option<[String; 2]>,
+    /// `latency = { between = ["replica-0", "store"], max-ms? }`
+    pub latency: Option<LatencyStep>,
+    /// `heal = "all"`: every link back, every crashed host restarted.
     pub heal: Option<String>,
+    /// `wait-ms = 500`
     pub wait_ms: Option<u64>,
+    /// `until-ms = 1200`: wait until this simulated time since the start of the run.
+    pub until_ms: Option<u64>,
+    /// `drop-reply = true`: the router loses the next reply.
     pub drop_reply: Option<bool>,
 }
 
 /// One step, resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
+    /// A turn of a conversation.
     Send(SendStep),
+    /// CancelTask.
     Cancel(TaskStep),
+    /// GetTask.
     Get(TaskStep),
+    /// SubscribeToTask.
     Subscribe(TaskStep),
+    /// CreateTaskPushNotificationConfig.
     SetPush(PushStep),
+    /// Start every step at the same simulated instant; done when all are.
     Concurrent(Vec<Step>),
+    /// Run the steps in order.
+    Sequence(Vec<Step>),
+    /// A fault, applied by the driver before the next tick.
     Fault(Action),
+    /// Pause this many simulated ms.
     WaitMs(u64),
+    /// Pause until this many simulated ms since the start of the run.
+    UntilMs(u64),
+}
+
+impl Step {
+    /// The table that writes this step (the inverse of parsing, for every step a file can
+    /// hold). Fault actions with no step kind (`LostReplyRate`) become a `wait-ms = 0`.
+    pub fn to_table(&self) -> StepTable {
+        let mut t = StepTable::default();
+        match self {
+            Step::Send(s) => t.send = Some(s.clone()),
+            Step::Cancel(s) => t.cancel = Some(s.clone()),
+            Step::Get(s) => t.get = Some(s.clone()),
+            Step::Subscribe(s) => t.subscribe = Some(s.clone()),
+            Step::SetPush(s) => t.set_push = Some(s.clone()),
+            Step::Concurrent(v) => t.concurrent = Some(v.iter().map(Step::to_table).collect()),
+            Step::Sequence(v) => t.sequence = Some(v.iter().map(Step::to_table).collect()),
+            Step::WaitMs(ms) => t.wait_ms = Some(*ms),
+            Step::UntilMs(ms) => t.until_ms = Some(*ms),
+            Step::Fault(a) => match a {
+                Action::Kill(h) => t.kill = Some(h.clone()),
+                Action::Restart(h) => t.restart = Some(h.clone()),
+                Action::Partition(a, b) => t.partition = Some([a.clone(), b.clone()]),
+                Action::PartitionOneway(a, b) => t.partition_oneway = Some([a.clone(), b.clone()]),
+                Action::Repair(a, b) => t.repair = Some([a.clone(), b.clone()]),
+                Action::HealAll => t.heal = Some("all".into()),
+                Action::DropNextReply => t.drop_reply = Some(true),
+                Action::LinkLatency(a, b, ms) => {
+                    t.latency = Some(LatencyStep {
+                        between: [a.clone(), b.clone()],
+                        max_ms: *ms,
+                    })
+                }
+                Action::LostReplyRate(_) => t.wait_ms = Some(0),
+            },
+        }
+        t
+    }
+
+    /// Steps that do something (sends, reads, faults, waits), nested ones included;
+    /// `concurrent` and `sequence` themselves are not counted.
+    pub fn count(steps: &[Step]) -> usize {
+        steps
+            .iter()
+            .map(|s| match s {
+                Step::Concurrent(v) | Step::Sequence(v) => Step::count(v),
+                _ => 1,
+            })
+            .sum()
+    }
 }
 
 /// What a scenario expects.
@@ -111,14 +228,20 @@ pub struct Expect {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ScenarioFile {
+    /// What the scenario is called.
     pub name: String,
+    /// A built-in model, or a path to a profile ending in `.toml`.
     pub model: String,
+    /// Replicas, `replica-0..N-1` (default 2).
     #[serde(default = "two")]
     pub replicas: usize,
+    /// Routing for requests that are not pinned with `to` (default `round-robin`).
     #[serde(default = "round_robin")]
     pub routing: String,
+    /// The run's seed: latency, jitter and ids (default 0).
     #[serde(default)]
     pub seed: u64,
+    /// What it shows, in a sentence.
     #[serde(default)]
     pub description: Option<String>,
     /// What broke and why (pinned regressions).
@@ -127,8 +250,10 @@ pub struct ScenarioFile {
     /// Client timeout per request, simulated ms.
     #[serde(default = "default_timeout")]
     pub request_timeout_ms: u64,
+    /// The `[[step]]` tables, in order.
     #[serde(default)]
     pub step: Vec<StepTable>,
+    /// `[expect]`.
     #[serde(default)]
     pub expect: Expect,
 }
@@ -147,14 +272,20 @@ fn default_timeout() -> u64 {
 pub const STEPS_MAX: usize = 10_000;
 /// Most replicas a run may have.
 pub const REPLICAS_MAX: usize = 16;
+/// Highest link latency a `latency` step may ask for, simulated ms (an hour). Waits are not
+/// bounded: a run's simulated-time budget cuts a scenario that waits too long.
+pub const STEP_MS_MAX: u64 = 3_600_000;
 
 /// A scenario ready to run.
 #[derive(Debug, Clone)]
 pub struct Script {
+    /// The file as written.
     pub file: ScenarioFile,
+    /// Its steps, resolved.
     pub steps: Vec<Step>,
     /// Turns per conversation (the highest turn the script sends).
     pub turns: BTreeMap<String, u32>,
+    /// Client timeout per request.
     pub request_timeout: Duration,
 }
 
@@ -172,6 +303,25 @@ impl Script {
         let text = std::fs::read_to_string(path)
             .map_err(|e| InputError::new(&origin, format!("cannot read: {e}")))?;
         Script::parse(&text, &origin)
+    }
+
+    /// A scenario from resolved steps: `base` gives everything but the steps.
+    pub fn from_steps(base: &ScenarioFile, steps: &[Step]) -> Result<Script, InputError> {
+        let mut file = base.clone();
+        file.step = steps.iter().map(Step::to_table).collect();
+        let origin = format!("scenario `{}`", file.name);
+        Script::from_file(file, &origin)
+    }
+
+    /// Steps that do something, nested ones included (see [`Step::count`]).
+    pub fn step_count(&self) -> usize {
+        Step::count(&self.steps)
+    }
+
+    /// The scenario as a readable TOML file, one `[[step]]` per line of the script; it
+    /// parses back to the same scenario.
+    pub fn to_toml(&self) -> String {
+        write_toml(&self.file)
     }
 
     /// Validates a parsed file.
@@ -222,7 +372,7 @@ fn collect_turns(steps: &[Step], turns: &mut BTreeMap<String, u32>) {
                 let t = turns.entry(send.conversation.clone()).or_insert(0);
                 *t = (*t).max(send.turn);
             }
-            Step::Concurrent(inner) => collect_turns(inner, turns),
+            Step::Concurrent(inner) | Step::Sequence(inner) => collect_turns(inner, turns),
             _ => {}
         }
     }
@@ -252,6 +402,16 @@ fn check_to(to: &Option<String>, replicas: usize, origin: &str) -> Result<(), In
         Some(t) => check_host(t, replicas, origin),
         None => Ok(()),
     }
+}
+
+fn check_ms(what: &str, ms: u64, origin: &str) -> Result<(), InputError> {
+    if ms > STEP_MS_MAX {
+        return Err(InputError::new(
+            origin,
+            format!("{what} = {ms} is more than {STEP_MS_MAX} ms"),
+        ));
+    }
+    Ok(())
 }
 
 fn resolve(
@@ -296,6 +456,13 @@ fn resolve(
         }
         found.push(Step::Concurrent(steps));
     }
+    if let Some(inner) = &table.sequence {
+        let mut steps = Vec::new();
+        for t in inner {
+            steps.push(resolve(t, origin, replicas, count)?);
+        }
+        found.push(Step::Sequence(steps));
+    }
     if let Some(h) = &table.kill {
         check_host(h, replicas, origin)?;
         if h == "client" {
@@ -315,6 +482,27 @@ fn resolve(
         check_host(b, replicas, origin)?;
         found.push(Step::Fault(Action::Partition(a.clone(), b.clone())));
     }
+    if let Some([a, b]) = &table.partition_oneway {
+        check_host(a, replicas, origin)?;
+        check_host(b, replicas, origin)?;
+        found.push(Step::Fault(Action::PartitionOneway(a.clone(), b.clone())));
+    }
+    if let Some([a, b]) = &table.repair {
+        check_host(a, replicas, origin)?;
+        check_host(b, replicas, origin)?;
+        found.push(Step::Fault(Action::Repair(a.clone(), b.clone())));
+    }
+    if let Some(l) = &table.latency {
+        let [a, b] = &l.between;
+        check_host(a, replicas, origin)?;
+        check_host(b, replicas, origin)?;
+        check_ms("latency max-ms", l.max_ms.unwrap_or(0), origin)?;
+        found.push(Step::Fault(Action::LinkLatency(
+            a.clone(),
+            b.clone(),
+            l.max_ms,
+        )));
+    }
     if let Some(h) = &table.heal {
         if h != "all" {
             return Err(InputError::new(
@@ -327,6 +515,9 @@ fn resolve(
     if let Some(ms) = table.wait_ms {
         found.push(Step::WaitMs(ms));
     }
+    if let Some(ms) = table.until_ms {
+        found.push(Step::UntilMs(ms));
+    }
     if let Some(drop) = table.drop_reply {
         if drop {
             found.push(Step::Fault(Action::DropNextReply));
@@ -336,9 +527,188 @@ fn resolve(
     }
     match found.len() {
         1 => Ok(found.pop().expect("one")),
-        0 => Err(InputError::new(origin, "a step needs one key: send, cancel, get, subscribe, set-push, concurrent, kill, restart, partition, heal, wait-ms or drop-reply")),
+        0 => Err(InputError::new(origin, "a step needs one key: send, cancel, get, subscribe, set-push, concurrent, sequence, kill, restart, partition, partition-oneway, repair, latency, heal, wait-ms, until-ms or drop-reply")),
         _ => Err(InputError::new(origin, "a step has more than one key; split it into several [[step]] tables")),
     }
+}
+
+/// A TOML basic string.
+fn quote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn pair(hosts: &[String; 2]) -> String {
+    format!("[{}, {}]", quote(&hosts[0]), quote(&hosts[1]))
+}
+
+/// `{ a = 1, b = "x" }` from the fields that are set, in the given order.
+fn inline_table(fields: &[(&str, Option<String>)]) -> String {
+    let inner: Vec<String> = fields
+        .iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k} = {v}")))
+        .collect();
+    format!("{{ {} }}", inner.join(", "))
+}
+
+/// The `key = value` pairs of one step table, each value on one line.
+fn step_pairs(t: &StepTable) -> Vec<(&'static str, String)> {
+    let q = |s: &Option<String>| s.as_deref().map(quote);
+    let task = |s: &TaskStep| {
+        inline_table(&[
+            ("conversation", Some(quote(&s.conversation))),
+            ("to", q(&s.to)),
+            ("principal", q(&s.principal)),
+        ])
+    };
+    let list = |v: &[StepTable]| {
+        let items: Vec<String> = v.iter().map(inline_step).collect();
+        format!("[{}]", items.join(", "))
+    };
+    let mut out = Vec::new();
+    if let Some(s) = &t.send {
+        out.push((
+            "send",
+            inline_table(&[
+                ("conversation", Some(quote(&s.conversation))),
+                ("turn", Some(s.turn.to_string())),
+                ("to", q(&s.to)),
+                ("message_id", q(&s.message_id)),
+                ("blocking", s.blocking.map(|b| b.to_string())),
+                ("streaming", s.streaming.map(|b| b.to_string())),
+                ("principal", q(&s.principal)),
+            ]),
+        ));
+    }
+    if let Some(s) = &t.cancel {
+        out.push(("cancel", task(s)));
+    }
+    if let Some(s) = &t.get {
+        out.push(("get", task(s)));
+    }
+    if let Some(s) = &t.subscribe {
+        out.push(("subscribe", task(s)));
+    }
+    if let Some(s) = &t.set_push {
+        out.push((
+            "set-push",
+            inline_table(&[
+                ("conversation", Some(quote(&s.conversation))),
+                ("to", q(&s.to)),
+                ("url", Some(quote(&s.url))),
+            ]),
+        ));
+    }
+    if let Some(v) = &t.concurrent {
+        out.push(("concurrent", list(v)));
+    }
+    if let Some(v) = &t.sequence {
+        out.push(("sequence", list(v)));
+    }
+    if let Some(h) = &t.kill {
+        out.push(("kill", quote(h)));
+    }
+    if let Some(h) = &t.restart {
+        out.push(("restart", quote(h)));
+    }
+    if let Some(p) = &t.partition {
+        out.push(("partition", pair(p)));
+    }
+    if let Some(p) = &t.partition_oneway {
+        out.push(("partition-oneway", pair(p)));
+    }
+    if let Some(p) = &t.repair {
+        out.push(("repair", pair(p)));
+    }
+    if let Some(l) = &t.latency {
+        out.push((
+            "latency",
+            inline_table(&[
+                ("between", Some(pair(&l.between))),
+                ("max-ms", l.max_ms.map(|m| m.to_string())),
+            ]),
+        ));
+    }
+    if let Some(h) = &t.heal {
+        out.push(("heal", quote(h)));
+    }
+    if let Some(ms) = t.wait_ms {
+        out.push(("wait-ms", ms.to_string()));
+    }
+    if let Some(ms) = t.until_ms {
+        out.push(("until-ms", ms.to_string()));
+    }
+    if let Some(d) = t.drop_reply {
+        out.push(("drop-reply", d.to_string()));
+    }
+    out
+}
+
+/// One step as an inline table, for lists.
+fn inline_step(t: &StepTable) -> String {
+    let pairs: Vec<(&str, Option<String>)> = step_pairs(t)
+        .into_iter()
+        .map(|(k, v)| (k, Some(v)))
+        .collect();
+    inline_table(&pairs)
+}
+
+fn write_toml(file: &ScenarioFile) -> String {
+    let mut out = String::new();
+    let mut line = |k: &str, v: String| out.push_str(&format!("{k} = {v}\n"));
+    line("name", quote(&file.name));
+    if let Some(d) = &file.description {
+        line("description", quote(d));
+    }
+    if let Some(p) = &file.postmortem {
+        line("postmortem", quote(p));
+    }
+    line("model", quote(&file.model));
+    line("replicas", file.replicas.to_string());
+    line("routing", quote(&file.routing));
+    line("seed", file.seed.to_string());
+    if file.request_timeout_ms != default_timeout() {
+        line("request-timeout-ms", file.request_timeout_ms.to_string());
+    }
+    for t in &file.step {
+        out.push_str("\n[[step]]\n");
+        for (k, v) in step_pairs(t) {
+            // A list of steps gets one line per element; inline tables stay on one line.
+            let list = match k {
+                "concurrent" => t.concurrent.as_ref(),
+                "sequence" => t.sequence.as_ref(),
+                _ => None,
+            };
+            match list {
+                Some(items) if !items.is_empty() => {
+                    out.push_str(&format!("{k} = [\n"));
+                    for item in items {
+                        out.push_str(&format!("  {},\n", inline_step(item)));
+                    }
+                    out.push_str("]\n");
+                }
+                _ => out.push_str(&format!("{k} = {v}\n")),
+            }
+        }
+    }
+    let names: Vec<String> = file.expect.violations.iter().map(|v| quote(v)).collect();
+    out.push_str(&format!(
+        "\n[expect]\nviolations = [{}]\n",
+        names.join(", ")
+    ));
+    out
 }
 
 /// Runs the script on the client host; returns when every step is done.
@@ -487,12 +857,23 @@ fn run_step<'a>(
                     .collect();
                 join_all(futures).await;
             }
+            Step::Sequence(steps) => {
+                for s in steps {
+                    run_step(s, script, seed, client, link).await;
+                }
+            }
             Step::Fault(action) => {
                 link.commands.borrow_mut().push_back(action.clone());
                 // The driver applies it before the next tick.
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
             Step::WaitMs(ms) => tokio::time::sleep(Duration::from_millis(*ms)).await,
+            Step::UntilMs(ms) => {
+                let now = crate::trace::now_ms();
+                if *ms > now {
+                    tokio::time::sleep(Duration::from_millis(ms - now)).await;
+                }
+            }
         }
     })
 }
@@ -567,5 +948,53 @@ violations = ["no-lost-writes"]
             .unwrap_err()
             .message
             .contains("replica-7"));
+    }
+    #[test]
+    fn a_scenario_written_back_parses_to_the_same_steps() {
+        let text = format!(
+            "{}\n{}",
+            ABA.replace("[expect]\nviolations = [\"no-lost-writes\"]\n", ""),
+            r#"
+[[step]]
+concurrent = [
+  { send = { conversation = "c1", turn = 3, to = "replica-0", message_id = "m \"x\"" } },
+  { sequence = [{ until-ms = 40 }, { kill = "replica-1" }] },
+]
+[[step]]
+partition-oneway = ["replica-0", "store"]
+[[step]]
+repair = ["replica-0", "store"]
+[[step]]
+latency = { between = ["replica-1", "store"], max-ms = 200 }
+[[step]]
+latency = { between = ["replica-1", "store"] }
+[[step]]
+drop-reply = true
+[[step]]
+get = { conversation = "c1" }
+[expect]
+violations = ["no-lost-writes"]
+"#
+        );
+        let s = Script::parse(&text, "x.toml").unwrap();
+        assert_eq!(s.step_count(), 11);
+        let back = Script::parse(&s.to_toml(), "back.toml").unwrap_or_else(|e| {
+            panic!("{e}\n{}", s.to_toml());
+        });
+        assert_eq!(back.steps, s.steps);
+        assert_eq!(back.file, s.file);
+        let again = Script::from_steps(&s.file, &s.steps).unwrap();
+        assert_eq!(again.file, s.file);
+    }
+
+    #[test]
+    fn a_latency_longer_than_an_hour_is_refused() {
+        let bad = format!(
+            "{ABA}\n[[step]]\nlatency = {{ between = [\"replica-0\", \"store\"], max-ms = 99999999 }}\n"
+        );
+        assert!(Script::parse(&bad, "x")
+            .unwrap_err()
+            .message
+            .contains("max-ms"));
     }
 }

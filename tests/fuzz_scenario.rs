@@ -21,7 +21,7 @@ fn count_steps(steps: &[Step]) -> usize {
     steps
         .iter()
         .map(|s| match s {
-            Step::Concurrent(inner) => 1 + count_steps(inner),
+            Step::Concurrent(inner) | Step::Sequence(inner) => 1 + count_steps(inner),
             _ => 1,
         })
         .sum()
@@ -47,7 +47,7 @@ fn check_steps(steps: &[Step], replicas: usize) -> Result<(), TestCaseError> {
             }
             Step::Cancel(s) | Step::Get(s) | Step::Subscribe(s) => s.to.as_deref(),
             Step::SetPush(s) => s.to.as_deref(),
-            Step::Concurrent(inner) => {
+            Step::Concurrent(inner) | Step::Sequence(inner) => {
                 check_steps(inner, replicas)?;
                 None
             }
@@ -57,16 +57,18 @@ fn check_steps(steps: &[Step], replicas: usize) -> Result<(), TestCaseError> {
                         prop_assert!(host_ok(h, replicas) && h != "client", "kill {h}")
                     }
                     Action::Restart(h) => prop_assert!(host_ok(h, replicas), "restart {h}"),
-                    Action::Partition(a, b) => prop_assert!(
-                        host_ok(a, replicas) && host_ok(b, replicas),
-                        "partition {a} {b}"
-                    ),
+                    Action::Partition(a, b)
+                    | Action::PartitionOneway(a, b)
+                    | Action::Repair(a, b)
+                    | Action::LinkLatency(a, b, _) => {
+                        prop_assert!(host_ok(a, replicas) && host_ok(b, replicas), "{action:?}")
+                    }
                     Action::HealAll | Action::DropNextReply => {}
                     other => prop_assert!(false, "a scenario step became {other:?}"),
                 }
                 None
             }
-            Step::WaitMs(_) => None,
+            Step::WaitMs(_) | Step::UntilMs(_) => None,
         };
         if let Some(to) = to {
             prop_assert!(replica_ok(to, replicas), "`to = {to}` accepted");

@@ -10,6 +10,7 @@ mod list;
 mod merge;
 mod replay;
 mod run;
+mod shrink;
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -102,6 +103,26 @@ pub enum Command {
         #[arg(long)]
         routing: Option<String>,
     },
+    /// Minimise a failing run to a scripted scenario file.
+    Shrink {
+        /// Experiment or scenario file (default: the embedded default experiment).
+        file: Option<PathBuf>,
+        /// The failing seed (from `run`'s table or runs.csv).
+        #[arg(long)]
+        seed: u64,
+        /// Model (default: the file's first, or the scenario's).
+        #[arg(long)]
+        model: Option<String>,
+        /// Routing strategy (default: the file's first, or the scenario's).
+        #[arg(long)]
+        routing: Option<String>,
+        /// The invariant to keep violated (default: the first the seed violates).
+        #[arg(long)]
+        invariant: Option<String>,
+        /// Where to write the scenario (default `shrunk/<file>-seed-<N>-<model>-<routing>.toml`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// List models, routing strategies, faults and invariants.
     List,
 }
@@ -170,6 +191,21 @@ pub fn main(cli: Cli) -> i32 {
             model,
             routing,
         } => replay::cmd_replay(file, seed, model, routing),
+        Command::Shrink {
+            file,
+            seed,
+            model,
+            routing,
+            invariant,
+            out,
+        } => shrink::cmd_shrink(shrink::ShrinkArgs {
+            file,
+            seed,
+            model,
+            routing,
+            invariant,
+            out,
+        }),
         Command::List => {
             list::cmd_list();
             Ok(0)
