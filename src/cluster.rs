@@ -99,6 +99,9 @@ pub struct RunRecord {
     pub push_reports: Vec<PushReport>,
     /// Every connection a push opened, as the simulator saw it.
     pub push_egress: Vec<Egress>,
+    /// Pushes still queued in the shared store's outbox at the end: owed, and recorded as
+    /// owed, by a system that keeps them durably.
+    pub push_pending: Vec<(String, a2a::TaskState)>,
     /// The fault rates this seed ran with.
     pub fault_rates: BTreeMap<String, f64>,
     /// Fault actions applied, with their time.
@@ -214,7 +217,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         });
     }
 
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xfa17_0000_0000_0000);
+    let mut rng = ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(seed, "faults", 0));
     let fault_rates = spec.faults.resolve(&mut rng);
     let plan = spec.faults.plan(
         &fault_rates,
@@ -300,6 +303,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     let conversations = link.tasks.borrow().clone();
     let effects = ledger_state.borrow().effects().to_vec();
     let deliveries = webhook_state.borrow().deliveries.clone();
+    let push_pending = store_state.borrow().outbox_pending();
     let (push_reports, push_egress) = {
         let w = push_world.borrow();
         (w.reports.clone(), w.egress.clone())
@@ -317,6 +321,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         deliveries,
         push_reports,
         push_egress,
+        push_pending,
         fault_rates,
         faults: driver.applied,
         conversations,

@@ -24,6 +24,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("a2a-python-1.3-memory", include_str!("../models/a2a-python-1.3-memory.toml")),
     ("rasa-3.17", include_str!("../models/rasa-3.17.toml")),
     ("mastra", include_str!("../models/mastra.toml")),
+    ("cognigy", include_str!("../models/cognigy.toml")),
 ];
 
 /// Where a replica keeps tasks.
@@ -276,6 +277,10 @@ pub struct PushKnobs {
     /// Deliveries are awaited inside the turn (holding its lock and its answer) rather than
     /// sent in the background.
     pub inline: bool,
+    /// Pushes are written to an outbox in the shared store with the task's save, and any
+    /// replica delivers them (a leased claim, retried until delivered or out of retries), so
+    /// a pod that dies mid-delivery loses nothing.
+    pub outbox: bool,
 }
 
 /// Business-effect knobs.
@@ -340,6 +345,7 @@ pub const KNOBS: &[&str] = &[
     "push.timeout_ms",
     "push.log_failures",
     "push.inline",
+    "push.outbox",
     "ledger.idempotency_key",
 ];
 

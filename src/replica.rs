@@ -51,6 +51,12 @@ pub const PORT: u16 = 9000;
 /// How long an effect intent holds off a fenced cancel (the pod may have died mid-effect).
 const EFFECT_LEASE_MS: u64 = 2500;
 
+/// How often each replica looks for outbox entries to deliver.
+const OUTBOX_POLL: Duration = Duration::from_millis(100);
+
+/// How long a claimed outbox entry is held before another replica may try it.
+const OUTBOX_LEASE_MS: u64 = 4000;
+
 /// How long a fenced cancel waits for a pending effect before giving up.
 const CANCEL_WAIT_MS: u64 = 5000;
 
@@ -194,9 +200,7 @@ impl Replica {
             push_world,
             trace,
         } = wiring;
-        let stream = (seed ^ 0x5eed_0000_0000_0000)
-            .wrapping_add((index as u64) << 32)
-            .wrapping_add(u64::from(boot));
+        let stream = crate::trace::derive_seed(seed, "replica", ((index as u64) << 32) | u64::from(boot));
         Replica {
             name: format!("replica-{index}"),
             profile,
@@ -269,7 +273,12 @@ impl Replica {
     ) -> Result<u64, SaveError> {
         let mut tries = 0;
         loop {
-            let result = self.store.save(task, mode, based_on, &self.name).await;
+            // With an outbox, the push this state calls for is queued in the same write.
+            let enqueue = self.profile.push.outbox && self.push_wanted(task);
+            let result = self
+                .store
+                .save_and_enqueue(task, mode, based_on, &self.name, enqueue)
+                .await;
             if let Ok(v) = &result {
                 self.local_events
                     .borrow_mut()
@@ -314,7 +323,11 @@ impl Replica {
     pub async fn serve(self: Rc<Self>) -> turmoil::Result {
         if self.profile.recovery.sweep_ms > 0 {
             let me = self.clone();
-            tokio::task::spawn_local(async move { me.sweep().await });
+            tokio::task::spawn_local(me.sweep());
+        }
+        if self.profile.push.outbox {
+            let me = self.clone();
+            tokio::task::spawn_local(me.deliver_outbox());
         }
         net::serve(PORT, move |req| {
             let me = self.clone();
@@ -372,7 +385,7 @@ impl Replica {
                 "protocolBinding": "JSONRPC",
                 "protocolVersion": "1.0"
             }],
-            "capabilities": { "streaming": true, "pushNotifications": true },
+            "capabilities": { "streaming": true, "pushNotifications": self.profile.push.supported },
             "defaultInputModes": ["text/plain", "application/json"],
             "defaultOutputModes": ["text/plain"],
             "skills": [{
@@ -804,8 +817,10 @@ impl Replica {
                 ));
             }
             Err(r) => {
+                // The working save may have landed (its answer lost): a takeover could still
+                // run this turn, so the outcome is unknown, not refused.
                 release().await;
-                return Err(r);
+                return Err(self.after_effect(r));
             }
         };
         self.record(format!(
@@ -958,7 +973,8 @@ impl Replica {
                     ));
                     return Ok(*t);
                 }
-                Err(r) => return Err(r),
+                // The working save landed: a takeover may still run this turn.
+                Err(r) => return Err(self.after_effect(r)),
             }
         }
 
@@ -1162,6 +1178,10 @@ impl Replica {
     /// Pushes `task`'s state, inline (awaited by the turn) or in the background, as the
     /// model does.
     async fn push(self: &Rc<Self>, task: &Task) {
+        if self.profile.push.outbox {
+            // Queued with the save that produced this state (see `persist`).
+            return;
+        }
         if self.profile.push.inline {
             self.push_now(task).await;
         } else {
@@ -1171,7 +1191,7 @@ impl Replica {
     }
 
     /// Pushes `task`'s state to every URL registered for it, if the model pushes this state.
-    async fn push_now(&self, task: &Task) {
+    fn push_wanted(&self, task: &Task) -> bool {
         let state = &task.status.state;
         let wanted = match self.profile.push.on {
             PushOn::EverySave => true,
@@ -1180,7 +1200,54 @@ impl Replica {
                     || matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
             }
         };
-        if !wanted || !self.profile.push.supported {
+        wanted && self.profile.push.supported
+    }
+
+    /// Delivers what the outbox holds: claims unheld entries (a lease), delivers each once,
+    /// and removes it when delivered or out of retries; a failed one is tried again, by any
+    /// replica, when its lease runs out.
+    async fn deliver_outbox(self: Rc<Self>) {
+        loop {
+            tokio::time::sleep(OUTBOX_POLL).await;
+            let Ok(entries) = self.store.claim_outbox(OUTBOX_LEASE_MS).await else {
+                continue;
+            };
+            // Each claimed entry is delivered on its own, so a slow receiver holds up
+            // nobody else; the lease outlasts one attempt (the push timeout).
+            for (id, entry) in entries {
+                let me = self.clone();
+                tokio::task::spawn_local(async move { me.deliver_entry(id, entry).await });
+            }
+        }
+    }
+
+    async fn deliver_entry(&self, id: u64, entry: crate::store::OutboxEntry) {
+        let (delivered, outcome) = self.deliver(&entry.task, &entry.url, 0).await;
+        let last =
+            delivered || outcome.starts_with("refused") || entry.attempts > self.profile.push.retries;
+        self.record(format!(
+            "outbox push {:?} of {} to {} (try {}): {outcome}",
+            entry.task.status.state, entry.task.id, entry.url, entry.attempts
+        ));
+        if delivered || self.profile.push.log_failures {
+            self.push_world.borrow_mut().reports.push(PushReport {
+                at_ms: now_ms(),
+                replica: self.name.clone(),
+                task_id: entry.task.id.clone(),
+                state: entry.task.status.state.clone(),
+                url: entry.url.clone(),
+                outcome,
+                delivered,
+            });
+        }
+        if last {
+            let _ = self.store.ack_outbox(id).await;
+        }
+    }
+
+    async fn push_now(&self, task: &Task) {
+        let state = &task.status.state;
+        if !self.push_wanted(task) {
             return;
         }
         let urls = if self.profile.push.shared_configs {
@@ -1290,10 +1357,11 @@ impl Replica {
         })
     }
 
-    /// Takes over abandoned tasks: a working task whose runner lease ran out is moved to
-    /// input-required, asking the client to send its message again (which dedup and the
-    /// ledger key make safe).
-    async fn sweep(&self) {
+    /// Takes over abandoned tasks: a working task whose runner lease ran out has its last
+    /// user message run again here (the message is in the task's history; the ledger key
+    /// and the expired dedup lease make a second run safe). A task with no message to run is
+    /// moved to input-required, asking the client to send it again.
+    async fn sweep(self: Rc<Self>) {
         let every = Duration::from_millis(self.profile.recovery.sweep_ms);
         loop {
             tokio::time::sleep(every).await;
@@ -1301,6 +1369,25 @@ impl Replica {
                 continue;
             };
             for (mut task, version) in tasks {
+                let last_user = task
+                    .history
+                    .iter()
+                    .flatten()
+                    .rev()
+                    .find(|m| m.role == Role::User && TurnInfo::from_message(m).is_some())
+                    .cloned();
+                if let Some(mut message) = last_user {
+                    self.record(format!(
+                        "taking over abandoned {} v{version}: running {} again",
+                        task.id, message.message_id
+                    ));
+                    message.task_id = Some(task.id.clone());
+                    let me = self.clone();
+                    tokio::task::spawn_local(async move {
+                        let _ = me.send(message, true).await;
+                    });
+                    continue;
+                }
                 set_marker(&mut task, "runnerUntilMs", None);
                 set_marker(&mut task, "effectPending", None);
                 task.status = TaskStatus {

@@ -96,6 +96,19 @@ pub struct StoreState {
     saves: Vec<SaveRecord>,
     dedup: BTreeMap<String, DedupEntry>,
     push_configs: BTreeMap<String, Vec<String>>,
+    outbox: BTreeMap<u64, OutboxEntry>,
+    next_outbox_id: u64,
+}
+
+/// A push waiting in the outbox: what to send where, and who holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutboxEntry {
+    pub task: Task,
+    pub url: String,
+    /// Deliveries tried so far.
+    pub attempts: u32,
+    /// A claim holds the entry until then (simulated ms).
+    pub held_until_ms: u64,
 }
 
 impl StoreState {
@@ -187,6 +200,50 @@ impl StoreState {
     /// The push URLs registered for a task.
     pub fn push_urls(&self, task_id: &str) -> Vec<String> {
         self.push_configs.get(task_id).cloned().unwrap_or_default()
+    }
+
+    /// Queues a push for every URL registered for `task`.
+    pub fn enqueue_push(&mut self, task: &Task) -> usize {
+        let urls = self.push_urls(&task.id);
+        for url in &urls {
+            self.next_outbox_id += 1;
+            self.outbox.insert(
+                self.next_outbox_id,
+                OutboxEntry {
+                    task: task.clone(),
+                    url: url.clone(),
+                    attempts: 0,
+                    held_until_ms: 0,
+                },
+            );
+        }
+        urls.len()
+    }
+
+    /// Claims the outbox entries nobody holds, for `lease_ms`.
+    pub fn claim_outbox(&mut self, now_ms: u64, lease_ms: u64) -> Vec<(u64, OutboxEntry)> {
+        let mut out = Vec::new();
+        for (id, entry) in self.outbox.iter_mut() {
+            if entry.held_until_ms <= now_ms {
+                entry.held_until_ms = now_ms.saturating_add(lease_ms);
+                entry.attempts += 1;
+                out.push((*id, entry.clone()));
+            }
+        }
+        out
+    }
+
+    /// Pushes still owed: `(task id, state)` of every outbox entry.
+    pub fn outbox_pending(&self) -> Vec<(String, a2a::TaskState)> {
+        self.outbox
+            .values()
+            .map(|e| (e.task.id.clone(), e.task.status.state.clone()))
+            .collect()
+    }
+
+    /// Removes an outbox entry (delivered, or given up).
+    pub fn ack_outbox(&mut self, id: u64) {
+        self.outbox.remove(&id);
     }
 
     /// Working or submitted tasks whose runner lease (the replica's marker
@@ -287,6 +344,9 @@ enum StoreRequest {
         mode: SaveMode,
         based_on: Option<u64>,
         replica: String,
+        /// Queue the task's push in the outbox in the same transaction.
+        #[serde(default)]
+        enqueue_push: bool,
     },
     Events {
         task_id: String,
@@ -303,6 +363,15 @@ enum StoreRequest {
     },
     PushUrls {
         task_id: String,
+    },
+    EnqueuePush {
+        task: Task,
+    },
+    ClaimOutbox {
+        lease_ms: u64,
+    },
+    AckOutbox {
+        id: u64,
     },
     Finish {
         key: String,
@@ -322,6 +391,7 @@ enum StoreResponse {
     Claim { claim: Claim },
     Abandoned { tasks: Vec<(Task, u64)> },
     PushUrls { urls: Vec<String> },
+    Outbox { entries: Vec<(u64, OutboxEntry)> },
     Done,
 }
 
@@ -358,11 +428,28 @@ impl TaskStore {
         based_on: Option<u64>,
         replica: &str,
     ) -> Result<u64, SaveError> {
+        self.save_and_enqueue(task, mode, based_on, replica, false)
+            .await
+    }
+
+    /// [`TaskStore::save`], also queueing the task's push in the outbox when the save is
+    /// accepted: one transaction.
+    pub async fn save_and_enqueue(
+        &self,
+        task: &Task,
+        mode: SaveMode,
+        based_on: Option<u64>,
+        replica: &str,
+        enqueue_push: bool,
+    ) -> Result<u64, SaveError> {
         match self {
             TaskStore::Local(state) => {
-                state
-                    .borrow_mut()
-                    .save(task.clone(), mode, based_on, replica)
+                let mut state = state.borrow_mut();
+                let v = state.save(task.clone(), mode, based_on, replica)?;
+                if enqueue_push {
+                    state.enqueue_push(task);
+                }
+                Ok(v)
             }
             TaskStore::Remote { timeout } => {
                 let req = StoreRequest::Save {
@@ -370,6 +457,7 @@ impl TaskStore {
                     mode,
                     based_on,
                     replica: replica.to_string(),
+                    enqueue_push,
                 };
                 match self.remote(&req, *timeout).await {
                     Ok(StoreResponse::Saved { version }) => Ok(version),
@@ -445,6 +533,47 @@ impl TaskStore {
                     _ => Err("store: unexpected reply to push-urls".into()),
                 }
             }
+        }
+    }
+
+    /// Queues `task`'s state for every URL registered for it (the outbox).
+    pub async fn enqueue_push(&self, task: &Task) -> Result<(), String> {
+        match self {
+            TaskStore::Local(state) => {
+                state.borrow_mut().enqueue_push(task);
+                Ok(())
+            }
+            TaskStore::Remote { timeout } => {
+                let req = StoreRequest::EnqueuePush { task: task.clone() };
+                self.remote(&req, *timeout).await.map(|_| ())
+            }
+        }
+    }
+
+    /// Claims unheld outbox entries for `lease_ms`.
+    pub async fn claim_outbox(&self, lease_ms: u64) -> Result<Vec<(u64, OutboxEntry)>, String> {
+        match self {
+            TaskStore::Local(state) => Ok(state.borrow_mut().claim_outbox(now_ms(), lease_ms)),
+            TaskStore::Remote { timeout } => {
+                match self.remote(&StoreRequest::ClaimOutbox { lease_ms }, *timeout).await? {
+                    StoreResponse::Outbox { entries } => Ok(entries),
+                    _ => Err("store: unexpected reply to claim-outbox".into()),
+                }
+            }
+        }
+    }
+
+    /// Removes an outbox entry.
+    pub async fn ack_outbox(&self, id: u64) -> Result<(), String> {
+        match self {
+            TaskStore::Local(state) => {
+                state.borrow_mut().ack_outbox(id);
+                Ok(())
+            }
+            TaskStore::Remote { timeout } => self
+                .remote(&StoreRequest::AckOutbox { id }, *timeout)
+                .await
+                .map(|_| ()),
         }
     }
 
@@ -538,9 +667,14 @@ async fn handle(
             mode,
             based_on,
             replica,
+            enqueue_push,
         } => {
             let id = task.id.clone();
+            let pushed = enqueue_push.then(|| task.clone());
             let result = state.borrow_mut().save(task, mode, based_on, &replica);
+            if let (Ok(_), Some(task)) = (&result, pushed) {
+                state.borrow_mut().enqueue_push(&task);
+            }
             match result {
                 Ok(version) => {
                     trace.record(
@@ -573,6 +707,18 @@ async fn handle(
         StoreRequest::PushUrls { task_id } => StoreResponse::PushUrls {
             urls: state.borrow().push_urls(&task_id),
         },
+        StoreRequest::EnqueuePush { task } => {
+            let n = state.borrow_mut().enqueue_push(&task);
+            trace.record("store", format!("outbox: {n} push(es) of {} {:?}", task.id, task.status.state));
+            StoreResponse::Done
+        }
+        StoreRequest::ClaimOutbox { lease_ms } => StoreResponse::Outbox {
+            entries: state.borrow_mut().claim_outbox(now_ms(), lease_ms),
+        },
+        StoreRequest::AckOutbox { id } => {
+            state.borrow_mut().ack_outbox(id);
+            StoreResponse::Done
+        }
         StoreRequest::Abandoned => StoreResponse::Abandoned {
             tasks: state.borrow().abandoned(now_ms()),
         },

@@ -7,7 +7,9 @@
 //! flight) is retried too. With `duplicate-rate`, a send is also fired a second time at once,
 //! as a double-clicking user or a retrying proxy would. With `cancel-rate`, a conversation
 //! sends one turn non-blocking and cancels it while it runs (sometimes twice, as a client
-//! that retries its cancel does).
+//! that retries its cancel does). With `subscribe-rate`, a conversation follows one
+//! non-blocking turn with SubscribeToTask; with `push-rate`, it registers a push config after
+//! its first turn (a healthy, redirecting, slow or rebinding receiver, see [`PUSH_URLS`]).
 //!
 //! Every id is derived from the seed and the conversation: nothing random is unseeded.
 
@@ -52,7 +54,22 @@ pub struct WorkloadSpec {
     pub cancel_delay_ms: [u64; 2],
     /// Probability that a canceled conversation's cancel is sent a second time.
     pub double_cancel_rate: f64,
+    /// Probability that a conversation sends one turn non-blocking and follows it with
+    /// SubscribeToTask through the router (which may pick a replica that does not run it).
+    pub subscribe_rate: f64,
+    /// Probability that a conversation registers a push config after its first turn, on
+    /// whichever replica the router picks. The URL is drawn from [`PUSH_URLS`].
+    pub push_rate: f64,
 }
+
+/// Push receivers a conversation may register, with their weights: a healthy one, one that
+/// redirects to a private address, a slow one, and a name that rebinds to a private address.
+pub const PUSH_URLS: &[(u32, &str)] = &[
+    (6, "http://hooks.example:7200/ok/"),
+    (1, "http://hooks.example:7200/redirect/"),
+    (1, "http://hooks.example:7200/slow/"),
+    (2, "http://rebind.example:7200/ok/"),
+];
 
 impl Default for WorkloadSpec {
     fn default() -> Self {
@@ -68,6 +85,8 @@ impl Default for WorkloadSpec {
             cancel_rate: 0.0,
             cancel_delay_ms: [0, 80],
             double_cancel_rate: 0.5,
+            subscribe_rate: 0.0,
+            push_rate: 0.0,
         }
     }
 }
@@ -101,6 +120,8 @@ impl WorkloadSpec {
             ("duplicate-rate", self.duplicate_rate),
             ("cancel-rate", self.cancel_rate),
             ("double-cancel-rate", self.double_cancel_rate),
+            ("subscribe-rate", self.subscribe_rate),
+            ("push-rate", self.push_rate),
         ] {
             if !(0.0..=1.0).contains(&rate) {
                 return bad(format!("{name} = {rate} must be in [0, 1]"));
@@ -174,7 +195,7 @@ async fn conversation(
     client: &Rc<Client>,
 ) -> Option<(String, String)> {
     let name = format!("c{index}");
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (0xc0_u64 << 56) ^ u64::from(index));
+    let mut rng = ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(seed, "workload", u64::from(index)));
     let ctx = context_id(seed, &name);
     tokio::time::sleep(Duration::from_millis(
         rng.random_range(0..=spec.start_spread_ms),
@@ -183,6 +204,21 @@ async fn conversation(
     let mut task_id: Option<String> = None;
     let cancel_at = (spec.cancel_rate > 0.0 && rng.random_bool(spec.cancel_rate))
         .then(|| rng.random_range(1..=spec.turns));
+    let subscribe_at = (spec.subscribe_rate > 0.0 && rng.random_bool(spec.subscribe_rate))
+        .then(|| rng.random_range(1..=spec.turns));
+    let push_url = (spec.push_rate > 0.0 && rng.random_bool(spec.push_rate)).then(|| {
+        let total: u32 = PUSH_URLS.iter().map(|(w, _)| w).sum();
+        let mut pick = rng.random_range(0..total);
+        let (_, base) = PUSH_URLS
+            .iter()
+            .find(|(w, _)| {
+                let hit = pick < *w;
+                pick = pick.saturating_sub(*w);
+                hit
+            })
+            .expect("weights cover the range");
+        format!("{base}{name}")
+    });
     for turn in 1..=spec.turns {
         let info = TurnInfo {
             conversation: name.clone(),
@@ -192,15 +228,16 @@ async fn conversation(
         let mid = message_id(seed, &name, turn);
         let message = Client::turn_message(&info, &mid, &ctx, task_id.as_deref());
         let cancel_now = cancel_at == Some(turn);
+        let subscribe_now = subscribe_at == Some(turn) && !cancel_now && turn > 1;
         let mut params = json!({ "message": message });
-        if cancel_now {
+        if cancel_now || subscribe_now {
             params["configuration"] = json!({ "returnImmediately": true });
         }
         let kind = OpKind::Send {
             conversation: name.clone(),
             turn,
             message_id: mid.clone(),
-            blocking: !cancel_now,
+            blocking: !(cancel_now || subscribe_now),
         };
         let mut done = false;
         for attempt in 0..=spec.retries {
@@ -237,6 +274,37 @@ async fn conversation(
         if !done {
             // The user gives up on this conversation.
             break;
+        }
+        if turn == 1 {
+            if let (Some(url), Some(id)) = (&push_url, &task_id) {
+                client
+                    .unary(
+                        OpKind::SetPush {
+                            conversation: name.clone(),
+                        },
+                        "CreateTaskPushNotificationConfig",
+                        json!({ "taskId": id, "url": url }),
+                        Some(&ctx),
+                        None,
+                    )
+                    .await;
+            }
+        }
+        if subscribe_now {
+            if let Some(id) = &task_id {
+                client
+                    .stream(
+                        OpKind::Subscribe {
+                            conversation: name.clone(),
+                        },
+                        "SubscribeToTask",
+                        json!({ "id": id }),
+                        Some(&ctx),
+                        None,
+                        Duration::from_millis(spec.request_timeout_ms * 2),
+                    )
+                    .await;
+            }
         }
         if cancel_now {
             if let Some(id) = &task_id {
@@ -281,3 +349,33 @@ async fn cancel(spec: &WorkloadSpec, client: &Rc<Client>, name: &str, ctx: &str,
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_urls_are_drawn_by_weight() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let total: u32 = PUSH_URLS.iter().map(|(w, _)| w).sum();
+        let mut counts = vec![0u32; PUSH_URLS.len()];
+        for _ in 0..10_000 {
+            let mut pick = rng.random_range(0..total);
+            let i = PUSH_URLS
+                .iter()
+                .position(|(w, _)| {
+                    let hit = pick < *w;
+                    pick = pick.saturating_sub(*w);
+                    hit
+                })
+                .unwrap();
+            counts[i] += 1;
+        }
+        eprintln!("{counts:?}");
+        for (i, (w, _)) in PUSH_URLS.iter().enumerate() {
+            let expected = 10_000 * w / total;
+            assert!(counts[i].abs_diff(expected) < expected / 5 + 50, "{counts:?}");
+        }
+    }
+}
+

@@ -393,7 +393,6 @@ fn bound_deeply_nested_concurrent_steps_are_an_error_not_a_stack_overflow() {
 /// `Profile::load(&file.model).map_err(|e| InputError::new(origin, e.to_string()))?`, and
 /// keep it in the `Script` for `run_scenario`.
 #[test]
-#[ignore = "bug: a scenario's unknown model is found only at run time, without the file (see doc comment)"]
 fn bug_an_unknown_model_is_found_only_at_run_time() {
     let err = Script::parse("name = \"n\"\nmodel = \"nope\"\n", "s.toml")
         .expect_err("an unknown model is refused when the file is read");

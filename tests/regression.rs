@@ -94,3 +94,21 @@ fn every_hazard_has_a_reference_twin_that_holds() {
         );
     }
 }
+
+/// Every experiment and profile file in the repository loads: a knob added to the models
+/// must reach the experiment-local profiles too.
+#[test]
+fn every_experiment_file_loads() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            // Profile paths inside experiment files are relative to the repository root.
+            std::env::set_current_dir(env!("CARGO_MANIFEST_DIR")).unwrap();
+            a2a_chaos::experiment::Experiment::load(&path).unwrap_or_else(|e| panic!("{e}"));
+            n += 1;
+        }
+    }
+    assert!(n >= 5, "found {n} experiment files");
+}

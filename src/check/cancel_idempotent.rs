@@ -2,8 +2,9 @@
 //!
 //! The A2A specification says cancel "is idempotent" (§3.3.1); a2a-python and Mastra answer
 //! a second cancel with `-32002` TaskNotCancelable (A2A-BEHAVIOURS.md §6.11), so a client
-//! that retries a cancel whose reply was lost is told it failed. Exercised: cancels sent
-//! after the task was already seen canceled.
+//! that retries a cancel whose reply was lost is told it failed. Only that refusal counts:
+//! a `-32603` while the store is unreachable is unavailability, not non-idempotence.
+//! Exercised: cancels sent after the task was already seen canceled.
 
 use a2a::TaskState;
 
@@ -45,7 +46,9 @@ impl Checker for CancelIdempotent {
                 continue;
             };
             exercised += 1;
-            if let Outcome::Fail { code, message } = &op.outcome {
+            // Idempotency is about the answer to a repeated cancel (TaskNotCancelable), not
+            // about availability: a -32603 while the store is cut off is not a refusal.
+            if let Outcome::Fail { code: code @ -32002, message } = &op.outcome {
                 violations.push(Violation {
                     invariant: "",
                     detail: format!(

@@ -5,7 +5,9 @@
 //! completed ≠ push delivered"). A delivery is a 2xx answer at the webhook for that task and
 //! state; a recorded failure is one the sending replica reported. Neither means the
 //! notification vanished without a trace: a config registered on a pod that never ran the
-//! task (§6.9), or a sender that drops refused targets silently. Exercised: tasks with a
+//! task (§6.9), or a sender that drops refused targets silently. A push still queued in a
+//! durable outbox when the run ends counts as recorded: the system knows it owes it (an
+//! in-memory pending push does not: it dies with its pod). Exercised: tasks with a
 //! registered push config that reached a terminal state.
 
 use std::collections::BTreeSet;
@@ -67,7 +69,11 @@ impl Checker for PushAccounted {
             let reported = run
                 .push_reports
                 .iter()
-                .any(|r| r.task_id == *task_id && r.state == task.status.state);
+                .any(|r| r.task_id == *task_id && r.state == task.status.state)
+                || run
+                    .push_pending
+                    .iter()
+                    .any(|(t, s)| t == task_id && *s == task.status.state);
             if !ok && !reported {
                 violations.push(Violation {
                     invariant: "",

@@ -52,7 +52,9 @@ pub fn cmd_replay(
         }
     };
     let mut rng =
-        <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(seed ^ 0xfa17_0000_0000_0000);
+        <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(
+            crate::trace::derive_seed(seed, "faults", 0),
+        );
     let rates = spec.faults.resolve(&mut rng);
     println!(
         "seed {seed}  model {}  routing {}  replicas {}  faults: {}",
