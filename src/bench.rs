@@ -213,6 +213,16 @@ impl Throughput {
         self.requests as f64 / self.wall_s.max(1e-9)
     }
 
+    /// Wall microseconds per simulated millisecond (one tick of [`cluster::TICK`]).
+    pub fn us_per_tick(&self) -> f64 {
+        self.wall_s * 1e6 / self.sim_ms.max(1) as f64
+    }
+
+    /// Simulated milliseconds (ticks) per simulated request.
+    pub fn ticks_per_request(&self) -> f64 {
+        self.sim_ms as f64 / self.requests.max(1) as f64
+    }
+
     /// Runs (seeds) per wall-second.
     pub fn runs_per_sec(&self) -> f64 {
         self.runs as f64 / self.wall_s.max(1e-9)
@@ -488,6 +498,14 @@ impl Report {
             "ratio",
             TARGET_COST_RATIO_MAX,
         ));
+        m.push(
+            Metric::plain("baseline_wall_us_per_tick", b.us_per_tick(), "us")
+                .note(format!("{:.1} ticks per request", b.ticks_per_request())),
+        );
+        m.push(
+            Metric::plain("standard_wall_us_per_tick", s1.us_per_tick(), "us")
+                .note(format!("{:.1} ticks per request", s1.ticks_per_request())),
+        );
         m.push(Metric::plain(
             "standard_seeds_per_sec_1t",
             s1.runs_per_sec(),
@@ -558,7 +576,7 @@ impl Report {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "{:<58} {:>12} {:<10} {:<8} {:<4}  note",
+            "{:<62} {:>10} {:<10} {:<8} {:<4}  note",
             "metric", "value", "unit", "target", "met"
         );
         for m in self.metrics() {
@@ -569,7 +587,7 @@ impl Report {
             };
             let _ = writeln!(
                 out,
-                "{:<58} {:>12.2} {:<10} {:<8} {:<4}  {}",
+                "{:<62} {:>10.2} {:<10} {:<8} {:<4}  {}",
                 m.name, m.value, m.unit, m.target, met, m.note
             );
         }

@@ -38,7 +38,10 @@ fn bench_quick_exits_0_and_writes_every_metric() {
         "hazards_found_within_target",
         "bench_wall_s",
     ] {
-        assert!(metrics.contains(&expected), "{expected} missing from {text}");
+        assert!(
+            metrics.contains(&expected),
+            "{expected} missing from {text}"
+        );
     }
     for model in a2a_chaos::model::names() {
         let search = format!("hazard_search_wall_s/{model}");
