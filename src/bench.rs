@@ -114,7 +114,9 @@ impl BenchSize {
 pub struct Metric {
     /// Stable name (`standard_sim_per_wall`, `hazard_wall_s/<model>/<invariant>`, ...).
     pub name: String,
+    /// The figure.
     pub value: f64,
+    /// Its unit (`us`, `x`, `ratio`, `s`, ...).
     pub unit: &'static str,
     /// The target as text (`<= 2`), empty when the figure has none.
     pub target: String,
@@ -161,9 +163,13 @@ impl Metric {
 /// The first violation of one invariant by one model during hazard discovery.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hazard {
+    /// The model searched.
     pub model: String,
+    /// The invariant violated.
     pub invariant: String,
+    /// The first seed that violated it.
     pub seed: u64,
+    /// The routing strategy of that run.
     pub routing: String,
     /// Wall time from the start of this model's search (seed 0) to the run that found it.
     pub wall_s: f64,
@@ -172,19 +178,26 @@ pub struct Hazard {
 /// What hazard discovery did for one model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Search {
+    /// The model searched.
     pub model: String,
     /// Seeds tried (each with every routing).
     pub seeds: u64,
+    /// Wall time of the whole search.
     pub wall_s: f64,
+    /// Every invariant violated, in the order found.
     pub hazards: Vec<Hazard>,
 }
 
 /// Wall and simulated totals of a batch of simulations.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Throughput {
+    /// Simulations run (seeds).
     pub runs: u64,
+    /// Client requests they made.
     pub requests: u64,
+    /// Simulated time they covered, ms (= ticks).
     pub sim_ms: u64,
+    /// Wall time they took.
     pub wall_s: f64,
 }
 
@@ -381,13 +394,21 @@ pub fn discover(exp: &Experiment, profile: &Profile, seeds_max: u64, wall_max: D
 /// Everything one benchmark measured.
 #[derive(Debug, Clone)]
 pub struct Report {
+    /// How much work was done.
     pub size: BenchSize,
+    /// The 1-minute load average at the start, and the three averages as text.
     pub load_average: Option<(f64, String)>,
+    /// The bare-HTTP baseline.
     pub baseline: Throughput,
+    /// The standard scenario swept on 1 thread.
     pub standard_1t: Throughput,
+    /// The same sweep on 2 threads.
     pub standard_2t: Throughput,
+    /// `VmHWM` after the 1-thread sweep, KiB (process-wide).
     pub peak_rss_kib: Option<u64>,
+    /// Hazard discovery, one per built-in model.
     pub searches: Vec<Search>,
+    /// Wall time of the whole benchmark.
     pub wall_s: f64,
 }
 
