@@ -21,6 +21,7 @@
 //! - [`shrink`]: from a failing run to a small scenario; [`strategies`]: proptest strategies
 //!   that generate scenarios for your own tests.
 
+pub mod bench;
 pub mod chart;
 pub mod check;
 pub mod cli;

@@ -5,6 +5,7 @@
 //!
 //! Argument parsing lives here; each command is one file beside this one.
 
+mod bench;
 mod check_cmd;
 mod list;
 mod merge;
@@ -125,6 +126,8 @@ pub enum Command {
     },
     /// List models, routing strategies, faults and invariants.
     List,
+    /// Measure the simulator's speed on this machine against its targets.
+    Bench(bench::BenchArgs),
 }
 
 /// What a file turned out to be.
@@ -206,6 +209,7 @@ pub fn main(cli: Cli) -> i32 {
             invariant,
             out,
         }),
+        Command::Bench(args) => bench::cmd_bench(args),
         Command::List => {
             list::cmd_list();
             Ok(0)

@@ -1,0 +1,673 @@
+//! `a2a-chaos bench`: what a simulated A2A request costs on this machine, as ratios.
+//!
+//! One invocation measures three things, serially on the calling thread unless said otherwise:
+//!
+//! 1. **Baseline**: a bare turmoil world with the same hosts as a 3-replica run (store,
+//!    ledger, webhook, replica-0..2, router, client), the same tick ([`cluster::TICK`]),
+//!    latency ([`cluster::LATENCY_MS`]) and listener capacity, serving HTTP/1.1 with hyper
+//!    through [`net::serve`] / [`net::send`] but with no A2A logic: the client runs 8 loops
+//!    (one per conversation) of `client -> router -> replica-k -> store` calls with empty
+//!    JSON bodies, about as many requests per seed as the standard scenario makes.
+//! 2. **Standard scenario**: 3 replicas, `a2a-python-1.3-versioned`, 8 conversations x
+//!    4 turns, the default experiment's swarm faults ([`STANDARD`]), swept on 1 thread and
+//!    then on 2 ([`runner::sweep`]), giving the per-request cost against the baseline, the
+//!    simulated/real time ratio, the peak resident memory and the 2-thread speedup.
+//! 3. **Hazard discovery**: for every built-in model, seeds from 0 upward under the default
+//!    experiment's workload and faults, both routings, until a seed or wall cap; per
+//!    (model, invariant), the first violating seed and the wall time it took to find it.
+//!
+//! Timings depend on the machine and on whatever else runs on it; the 1-minute load average
+//! is printed and recorded so a noisy number can be recognised as such. Nothing here is
+//! asserted by tests: the figures are measured, the targets only reported.
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::rc::Rc;
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+use http::{Request, Response};
+use hyper::body::Incoming;
+
+use crate::cluster;
+use crate::experiment::Experiment;
+use crate::model::{self, Profile};
+use crate::net::{self, BoxError, Call};
+use crate::runner::{self, RunSummary, SweepOptions};
+
+/// The standard scenario, embedded so the benchmark does not depend on files on disk.
+pub const STANDARD: &str = r#"
+name = "bench-standard"
+models = ["a2a-python-1.3-versioned"]
+routing = ["round-robin"]
+replicas = 3
+seeds = { start = 0, count = 1 }
+
+[workload]
+conversations = 8
+turns = 4
+retries = 2
+cancel-rate = 0.25
+
+[faults]
+swarm = true
+window-ms = 3000
+liveness-ms = 4000
+kill = 0.6
+partition = 0.4
+latency = 0.3
+lost-reply = 0.03
+"#;
+
+/// Target: a simulated A2A request costs at most this many times a bare HTTP request.
+pub const TARGET_COST_RATIO_MAX: f64 = 2.0;
+/// Target: simulated seconds per wall-second, at least.
+pub const TARGET_SIM_PER_WALL_MIN: f64 = 200.0;
+/// Target: 2-thread sweep throughput over 1-thread, at least.
+pub const TARGET_SPEEDUP_MIN: f64 = 1.8;
+/// Target: every hazard found from seed 0 within this many wall-seconds.
+pub const TARGET_HAZARD_SECS_MAX: f64 = 10.0;
+
+/// The port every baseline host serves on.
+const BASELINE_PORT: u16 = 9000;
+/// Concurrent request loops in the baseline client (one per conversation).
+const BASELINE_LOOPS: u64 = 8;
+
+/// How much work one benchmark does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BenchSize {
+    /// Seeds of the standard scenario (each sweep: 1 thread, then 2 threads).
+    pub standard_seeds: u64,
+    /// Baseline simulations (seeds).
+    pub baseline_seeds: u64,
+    /// Hazard discovery: highest seed count per model (each seed runs both routings).
+    pub hazard_seeds_max: u64,
+    /// Hazard discovery: wall-time cap per model.
+    pub hazard_wall_max: Duration,
+}
+
+impl BenchSize {
+    /// The default run: about two minutes on a 2-core machine.
+    pub fn full() -> BenchSize {
+        BenchSize {
+            standard_seeds: 40,
+            baseline_seeds: 40,
+            hazard_seeds_max: 200,
+            hazard_wall_max: Duration::from_secs(15),
+        }
+    }
+
+    /// `--quick`: a few seconds; the figures are only indicative.
+    pub fn quick() -> BenchSize {
+        BenchSize {
+            standard_seeds: 2,
+            baseline_seeds: 2,
+            hazard_seeds_max: 1,
+            hazard_wall_max: Duration::from_millis(500),
+        }
+    }
+}
+
+/// One measured figure: a row of `bench.csv`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metric {
+    /// Stable name (`standard_sim_per_wall`, `hazard_wall_s/<model>/<invariant>`, ...).
+    pub name: String,
+    /// The figure.
+    pub value: f64,
+    /// Its unit (`us`, `x`, `ratio`, `s`, ...).
+    pub unit: &'static str,
+    /// The target as text (`<= 2`), empty when the figure has none.
+    pub target: String,
+    /// Whether the target is met; `None` when there is no target.
+    pub met: Option<bool>,
+    /// Free text (the first seed of a hazard, the load average, ...).
+    pub note: String,
+}
+
+impl Metric {
+    fn plain(name: impl Into<String>, value: f64, unit: &'static str) -> Metric {
+        Metric {
+            name: name.into(),
+            value,
+            unit,
+            target: String::new(),
+            met: None,
+            note: String::new(),
+        }
+    }
+
+    fn at_most(name: impl Into<String>, value: f64, unit: &'static str, max: f64) -> Metric {
+        Metric {
+            target: format!("<= {max}"),
+            met: Some(value <= max),
+            ..Metric::plain(name, value, unit)
+        }
+    }
+
+    fn at_least(name: impl Into<String>, value: f64, unit: &'static str, min: f64) -> Metric {
+        Metric {
+            target: format!(">= {min}"),
+            met: Some(value >= min),
+            ..Metric::plain(name, value, unit)
+        }
+    }
+
+    fn note(mut self, note: impl Into<String>) -> Metric {
+        self.note = note.into();
+        self
+    }
+}
+
+/// The first violation of one invariant by one model during hazard discovery.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hazard {
+    /// The model searched.
+    pub model: String,
+    /// The invariant violated.
+    pub invariant: String,
+    /// The first seed that violated it.
+    pub seed: u64,
+    /// The routing strategy of that run.
+    pub routing: String,
+    /// Wall time from the start of this model's search (seed 0) to the run that found it.
+    pub wall_s: f64,
+}
+
+/// What hazard discovery did for one model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Search {
+    /// The model searched.
+    pub model: String,
+    /// Seeds tried (each with every routing).
+    pub seeds: u64,
+    /// Wall time of the whole search.
+    pub wall_s: f64,
+    /// Every invariant violated, in the order found.
+    pub hazards: Vec<Hazard>,
+}
+
+/// Wall and simulated totals of a batch of simulations.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Throughput {
+    /// Simulations run (seeds).
+    pub runs: u64,
+    /// Client requests they made.
+    pub requests: u64,
+    /// Simulated time they covered, ms (= ticks).
+    pub sim_ms: u64,
+    /// Wall time they took.
+    pub wall_s: f64,
+}
+
+impl Throughput {
+    fn of(runs: &[RunSummary], wall_s: f64) -> Throughput {
+        Throughput {
+            runs: runs.len() as u64,
+            requests: runs.iter().map(|r| r.requests).sum(),
+            sim_ms: runs.iter().map(|r| r.sim_ms).sum(),
+            wall_s,
+        }
+    }
+
+    /// Wall microseconds per simulated request.
+    pub fn us_per_request(&self) -> f64 {
+        self.wall_s * 1e6 / self.requests.max(1) as f64
+    }
+
+    /// Simulated seconds per wall-second.
+    pub fn sim_per_wall(&self) -> f64 {
+        self.sim_ms as f64 / 1000.0 / self.wall_s.max(1e-9)
+    }
+
+    /// Simulated requests per wall-second.
+    pub fn requests_per_sec(&self) -> f64 {
+        self.requests as f64 / self.wall_s.max(1e-9)
+    }
+
+    /// Wall microseconds per simulated millisecond (one tick of [`cluster::TICK`]).
+    pub fn us_per_tick(&self) -> f64 {
+        self.wall_s * 1e6 / self.sim_ms.max(1) as f64
+    }
+
+    /// Simulated milliseconds (ticks) per simulated request.
+    pub fn ticks_per_request(&self) -> f64 {
+        self.sim_ms as f64 / self.requests.max(1) as f64
+    }
+
+    /// Runs (seeds) per wall-second.
+    pub fn runs_per_sec(&self) -> f64 {
+        self.runs as f64 / self.wall_s.max(1e-9)
+    }
+}
+
+/// Runs one baseline simulation: `requests` bare HTTP calls from `client` through `router`
+/// to a replica and on to `store`, 8 loops at a time. Returns (requests answered, simulated
+/// ms).
+pub fn baseline_once(seed: u64, requests: u64, replicas: usize) -> (u64, u64) {
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(seed)
+        .epoch(UNIX_EPOCH + Duration::from_secs(cluster::EPOCH_SECS))
+        .tick_duration(cluster::TICK)
+        .simulation_duration(Duration::from_secs(600))
+        .min_message_latency(Duration::from_millis(cluster::LATENCY_MS.0))
+        .max_message_latency(Duration::from_millis(cluster::LATENCY_MS.1))
+        .tcp_capacity(cluster::TCP_CAPACITY)
+        .build();
+    let timeout = Duration::from_secs(5);
+
+    // Leaves: answer every request with a fixed body.
+    let leaf = |req: Request<Incoming>| async move {
+        net::read_request(req.into_body())
+            .await
+            .map_err(|e| BoxError::from(e.to_string()))?;
+        Ok::<_, BoxError>(Response::new(net::full(&b"{}"[..])))
+    };
+    for host in ["store", "ledger", "webhook"] {
+        sim.host(host, move || net::serve(BASELINE_PORT, leaf));
+    }
+    // Replicas: one call to the store per request, like a save.
+    let replica = move |req: Request<Incoming>| async move {
+        let body = net::read_request(req.into_body())
+            .await
+            .map_err(|e| BoxError::from(e.to_string()))?;
+        let call = Call::post_json("store", BASELINE_PORT, "/", body.to_vec(), timeout);
+        let reply = net::send(&call)
+            .await
+            .map_err(|e| BoxError::from(e.to_string()))?;
+        Ok::<_, BoxError>(Response::new(net::full(reply.body)))
+    };
+    for i in 0..replicas {
+        sim.host(format!("replica-{i}"), move || {
+            net::serve(BASELINE_PORT, replica)
+        });
+    }
+    // Router: round-robin proxy.
+    sim.host("router", move || {
+        let next = Rc::new(Cell::new(0usize));
+        let handler = move |req: Request<Incoming>| {
+            let next = next.clone();
+            async move {
+                let body = net::read_request(req.into_body())
+                    .await
+                    .map_err(|e| BoxError::from(e.to_string()))?;
+                let k = next.get();
+                next.set(k.wrapping_add(1));
+                let host = format!("replica-{}", k % replicas.max(1));
+                let call = Call::post_json(host, BASELINE_PORT, "/", body.to_vec(), timeout);
+                let reply = net::send(&call)
+                    .await
+                    .map_err(|e| BoxError::from(e.to_string()))?;
+                Ok::<_, BoxError>(Response::new(net::full(reply.body)))
+            }
+        };
+        net::serve(BASELINE_PORT, handler)
+    });
+    let answered = Rc::new(Cell::new(0u64));
+    {
+        let answered = answered.clone();
+        sim.client("client", async move {
+            let mut loops = Vec::new();
+            for l in 0..BASELINE_LOOPS {
+                let share = requests / BASELINE_LOOPS + u64::from(l < requests % BASELINE_LOOPS);
+                let answered = answered.clone();
+                loops.push(tokio::task::spawn_local(async move {
+                    for _ in 0..share {
+                        let call =
+                            Call::post_json("router", BASELINE_PORT, "/", b"{}".to_vec(), timeout);
+                        if net::send(&call).await.is_ok() {
+                            answered.set(answered.get() + 1);
+                        }
+                    }
+                }));
+            }
+            for l in loops {
+                l.await?;
+            }
+            Ok(())
+        });
+    }
+    // Step tick by tick, as the cluster driver does.
+    loop {
+        match sim.step() {
+            Ok(true) => break,
+            Ok(false) => {}
+            Err(e) => panic!("the baseline simulation failed: {e}"),
+        }
+    }
+    let sim_ms = sim.elapsed().as_millis() as u64;
+    (answered.get(), sim_ms)
+}
+
+/// Peak resident set size of this process (`VmHWM`), in KiB, if `/proc` has it.
+pub fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// The load averages, as `/proc/loadavg` gives them (first three fields).
+pub fn load_average() -> Option<(f64, String)> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let fields: Vec<&str> = text.split_whitespace().take(3).collect();
+    let one = fields.first()?.parse().ok()?;
+    Some((one, fields.join(" ")))
+}
+
+/// Hazard discovery for one model: seeds from 0 upward, every routing of `exp`, until
+/// `seeds_max` seeds or `wall_max` have gone by.
+pub fn discover(exp: &Experiment, profile: &Profile, seeds_max: u64, wall_max: Duration) -> Search {
+    let started = Instant::now();
+    let mut hazards: BTreeMap<&'static str, Hazard> = BTreeMap::new();
+    let mut seeds = 0;
+    'seeds: for seed in 0..seeds_max {
+        for routing in &exp.file.routing {
+            if seed > 0 && started.elapsed() >= wall_max {
+                break 'seeds;
+            }
+            let run = runner::run_one(exp, profile, routing, seed);
+            for inv in run.violated() {
+                hazards.entry(inv).or_insert_with(|| Hazard {
+                    model: profile.name.clone(),
+                    invariant: inv.to_string(),
+                    seed,
+                    routing: routing.clone(),
+                    wall_s: started.elapsed().as_secs_f64(),
+                });
+            }
+        }
+        seeds = seed + 1;
+    }
+    let mut hazards: Vec<Hazard> = hazards.into_values().collect();
+    hazards.sort_by(|a, b| a.wall_s.total_cmp(&b.wall_s));
+    Search {
+        model: profile.name.clone(),
+        seeds,
+        wall_s: started.elapsed().as_secs_f64(),
+        hazards,
+    }
+}
+
+/// Everything one benchmark measured.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// How much work was done.
+    pub size: BenchSize,
+    /// The 1-minute load average at the start, and the three averages as text.
+    pub load_average: Option<(f64, String)>,
+    /// The bare-HTTP baseline.
+    pub baseline: Throughput,
+    /// The standard scenario swept on 1 thread.
+    pub standard_1t: Throughput,
+    /// The same sweep on 2 threads.
+    pub standard_2t: Throughput,
+    /// `VmHWM` after the 1-thread sweep, KiB (process-wide).
+    pub peak_rss_kib: Option<u64>,
+    /// Hazard discovery, one per built-in model.
+    pub searches: Vec<Search>,
+    /// Wall time of the whole benchmark.
+    pub wall_s: f64,
+}
+
+/// Runs the benchmark; `say` receives progress lines as each phase starts.
+pub fn run(size: BenchSize, mut say: impl FnMut(&str)) -> Report {
+    let started = Instant::now();
+    let load_average = load_average();
+    let standard = Experiment::parse(STANDARD, "(bench standard scenario)", None)
+        .expect("the embedded standard scenario is valid");
+    let mut standard = standard;
+    standard.file.seeds.count = size.standard_seeds.max(1);
+
+    say(&format!(
+        "standard scenario, 1 thread: {} seeds",
+        standard.file.seeds.count
+    ));
+    let one = SweepOptions {
+        jobs: 1,
+        progress: false,
+    };
+    let t = Instant::now();
+    let runs = runner::sweep(&standard, &one);
+    let standard_1t = Throughput::of(&runs, t.elapsed().as_secs_f64());
+    let peak_rss_kib = peak_rss_kib();
+
+    // About as many requests per seed as the standard scenario made.
+    let per_seed = (standard_1t.requests / standard_1t.runs.max(1)).max(BASELINE_LOOPS);
+    say(&format!(
+        "baseline: {} seeds x {per_seed} bare HTTP requests",
+        size.baseline_seeds
+    ));
+    let t = Instant::now();
+    let mut baseline = Throughput::default();
+    for seed in 0..size.baseline_seeds.max(1) {
+        let (answered, sim_ms) = baseline_once(seed, per_seed, standard.file.replicas);
+        baseline.runs += 1;
+        baseline.requests += answered;
+        baseline.sim_ms += sim_ms;
+    }
+    baseline.wall_s = t.elapsed().as_secs_f64();
+
+    say(&format!(
+        "standard scenario, 2 threads: {} seeds",
+        standard.file.seeds.count
+    ));
+    let two = SweepOptions {
+        jobs: 2,
+        progress: false,
+    };
+    let t = Instant::now();
+    let runs = runner::sweep(&standard, &two);
+    let standard_2t = Throughput::of(&runs, t.elapsed().as_secs_f64());
+
+    let default = Experiment::default_experiment();
+    let mut searches = Vec::new();
+    for name in model::names() {
+        say(&format!(
+            "hazard discovery: {name} (up to {} seeds or {:.1} s)",
+            size.hazard_seeds_max,
+            size.hazard_wall_max.as_secs_f64()
+        ));
+        let profile = Profile::load(name).expect("a built-in profile loads");
+        searches.push(discover(
+            &default,
+            &profile,
+            size.hazard_seeds_max.max(1),
+            size.hazard_wall_max,
+        ));
+    }
+    Report {
+        size,
+        load_average,
+        baseline,
+        standard_1t,
+        standard_2t,
+        peak_rss_kib,
+        searches,
+        wall_s: started.elapsed().as_secs_f64(),
+    }
+}
+
+impl Report {
+    /// Every figure, with its target when it has one.
+    pub fn metrics(&self) -> Vec<Metric> {
+        let mut m = Vec::new();
+        if let Some((one, all)) = &self.load_average {
+            m.push(Metric::plain("load_average_1m", *one, "load").note(all.clone()));
+        }
+        let (b, s1, s2) = (&self.baseline, &self.standard_1t, &self.standard_2t);
+        m.push(Metric::plain(
+            "baseline_wall_us_per_request",
+            b.us_per_request(),
+            "us",
+        ));
+        m.push(
+            Metric::plain("baseline_sim_per_wall", b.sim_per_wall(), "x")
+                .note(format!("{} seeds, {} requests", b.runs, b.requests)),
+        );
+        m.push(
+            Metric::plain("standard_wall_us_per_request", s1.us_per_request(), "us").note(format!(
+                "{} seeds, {} requests, 1 thread",
+                s1.runs, s1.requests
+            )),
+        );
+        m.push(Metric::at_most(
+            "cost_per_request_vs_baseline",
+            s1.us_per_request() / b.us_per_request().max(1e-9),
+            "ratio",
+            TARGET_COST_RATIO_MAX,
+        ));
+        m.push(
+            Metric::plain("baseline_wall_us_per_tick", b.us_per_tick(), "us")
+                .note(format!("{:.1} ticks per request", b.ticks_per_request())),
+        );
+        m.push(
+            Metric::plain("standard_wall_us_per_tick", s1.us_per_tick(), "us")
+                .note(format!("{:.1} ticks per request", s1.ticks_per_request())),
+        );
+        m.push(Metric::plain(
+            "standard_seeds_per_sec_1t",
+            s1.runs_per_sec(),
+            "seeds/s",
+        ));
+        m.push(Metric::plain(
+            "standard_requests_per_sec_1t",
+            s1.requests_per_sec(),
+            "requests/s",
+        ));
+        m.push(Metric::at_least(
+            "standard_sim_per_wall_1t",
+            s1.sim_per_wall(),
+            "x",
+            TARGET_SIM_PER_WALL_MIN,
+        ));
+        if let Some(kib) = self.peak_rss_kib {
+            m.push(
+                Metric::plain("peak_rss_mib", kib as f64 / 1024.0, "MiB")
+                    .note("VmHWM after the 1-thread sweep; process-wide"),
+            );
+        }
+        m.push(Metric::plain(
+            "standard_seeds_per_sec_2t",
+            s2.runs_per_sec(),
+            "seeds/s",
+        ));
+        m.push(Metric::at_least(
+            "speedup_2t_vs_1t",
+            s1.wall_s / s2.wall_s.max(1e-9),
+            "ratio",
+            TARGET_SPEEDUP_MIN,
+        ));
+        let mut all_found = true;
+        for s in &self.searches {
+            m.push(
+                Metric::plain(format!("hazard_search_wall_s/{}", s.model), s.wall_s, "s")
+                    .note(format!("{} seeds x 2 routings", s.seeds)),
+            );
+            for h in &s.hazards {
+                let metric = Metric::at_most(
+                    format!("hazard_wall_s/{}/{}", h.model, h.invariant),
+                    h.wall_s,
+                    "s",
+                    TARGET_HAZARD_SECS_MAX,
+                )
+                .note(format!("first seed {} ({})", h.seed, h.routing));
+                all_found &= metric.met == Some(true);
+                m.push(metric);
+            }
+        }
+        m.push(Metric {
+            target: "1".into(),
+            met: Some(all_found),
+            ..Metric::plain(
+                "hazards_found_within_target",
+                f64::from(u8::from(all_found)),
+                "bool",
+            )
+            .note("of the hazards found within the cap; one not found at all is not counted")
+        });
+        m.push(Metric::plain("bench_wall_s", self.wall_s, "s"));
+        m
+    }
+
+    /// The human-readable table.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{:<62} {:>10} {:<10} {:<8} {:<4}  note",
+            "metric", "value", "unit", "target", "met"
+        );
+        for m in self.metrics() {
+            let met = match m.met {
+                Some(true) => "yes",
+                Some(false) => "NO",
+                None => "",
+            };
+            let _ = writeln!(
+                out,
+                "{:<62} {:>10.2} {:<10} {:<8} {:<4}  {}",
+                m.name, m.value, m.unit, m.target, met, m.note
+            );
+        }
+        out
+    }
+
+    /// `bench.csv`: `metric,value,unit,target,met,note`.
+    pub fn csv(&self) -> Vec<u8> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(["metric", "value", "unit", "target", "met", "note"])
+            .expect("writing to memory");
+        for m in self.metrics() {
+            let met = match m.met {
+                Some(true) => "true",
+                Some(false) => "false",
+                None => "",
+            };
+            w.write_record([
+                m.name.as_str(),
+                &format!("{:.4}", m.value),
+                m.unit,
+                &m.target,
+                met,
+                &m.note,
+            ])
+            .expect("writing to memory");
+        }
+        w.into_inner().expect("writing to memory")
+    }
+
+    /// Writes [`Report::csv`] to `path` atomically.
+    pub fn write_csv(&self, path: &Path) -> std::io::Result<()> {
+        crate::report::write_atomic(path, &self.csv())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_standard_scenario_parses_as_described() {
+        let exp = Experiment::parse(STANDARD, "standard", None).unwrap();
+        assert_eq!(exp.file.replicas, 3);
+        assert_eq!(exp.file.models, ["a2a-python-1.3-versioned"]);
+        assert_eq!(exp.file.workload.conversations, 8);
+        assert_eq!(exp.file.workload.turns, 4);
+        let default = Experiment::default_experiment();
+        assert_eq!(
+            serde_json::to_string(&exp.file.faults).unwrap(),
+            serde_json::to_string(&default.file.faults).unwrap(),
+            "the same faults as the default experiment"
+        );
+    }
+
+    #[test]
+    fn the_baseline_answers_every_request_deterministically() {
+        let a = baseline_once(7, 20, 3);
+        assert_eq!(a.0, 20);
+        assert_eq!(a, baseline_once(7, 20, 3));
+    }
+}

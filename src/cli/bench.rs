@@ -1,0 +1,51 @@
+//! `a2a-chaos bench`: measure the simulator on this machine and report the figures as
+//! ratios against their targets (see [`crate::bench`]).
+//!
+//! Prints the load average first (the machine may be shared, so the figures can be noisy),
+//! then one table, and writes `results/bench.csv` (or `--out`) atomically.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::bench::{self, BenchSize};
+use crate::error::InputError;
+
+/// What `bench` was asked to do.
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// A short run (a few seconds; the figures are only indicative).
+    #[arg(long)]
+    pub quick: bool,
+    /// Where to write the CSV (default results/bench.csv).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Runs `a2a-chaos bench`; returns the exit code (0 whether or not the targets are met).
+pub fn cmd_bench(args: BenchArgs) -> Result<i32, InputError> {
+    let size = if args.quick {
+        BenchSize::quick()
+    } else {
+        BenchSize::full()
+    };
+    match bench::load_average() {
+        Some((_, all)) => println!(
+            "load average {all} on {} cores: other work on this machine makes every figure noisy",
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        ),
+        None => println!("load average unknown: figures may be noisy"),
+    }
+    let report = bench::run(size, |line| println!("- {line}"));
+    println!();
+    print!("{}", report.table());
+    let out = args
+        .out
+        .unwrap_or_else(|| PathBuf::from("results").join("bench.csv"));
+    report
+        .write_csv(&out)
+        .map_err(|e| InputError::new(out.display().to_string(), format!("cannot write: {e}")))?;
+    println!();
+    println!("wrote {} ({:.1} s)", out.display(), report.wall_s);
+    Ok(0)
+}
