@@ -200,7 +200,8 @@ impl Replica {
             push_world,
             trace,
         } = wiring;
-        let stream = crate::trace::derive_seed(seed, "replica", ((index as u64) << 32) | u64::from(boot));
+        let stream =
+            crate::trace::derive_seed(seed, "replica", ((index as u64) << 32) | u64::from(boot));
         Replica {
             name: format!("replica-{index}"),
             profile,
@@ -1223,8 +1224,9 @@ impl Replica {
 
     async fn deliver_entry(&self, id: u64, entry: crate::store::OutboxEntry) {
         let (delivered, outcome) = self.deliver(&entry.task, &entry.url, 0).await;
-        let last =
-            delivered || outcome.starts_with("refused") || entry.attempts > self.profile.push.retries;
+        let last = delivered
+            || outcome.starts_with("refused")
+            || entry.attempts > self.profile.push.retries;
         self.record(format!(
             "outbox push {:?} of {} to {} (try {}): {outcome}",
             entry.task.status.state, entry.task.id, entry.url, entry.attempts

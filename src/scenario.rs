@@ -327,7 +327,8 @@ impl Script {
     /// Validates a parsed file.
     pub fn from_file(file: ScenarioFile, origin: &str) -> Result<Script, InputError> {
         // The model is checked when the file is read, not when it runs.
-        crate::model::Profile::load(&file.model).map_err(|e| InputError::new(origin, e.to_string()))?;
+        crate::model::Profile::load(&file.model)
+            .map_err(|e| InputError::new(origin, e.to_string()))?;
         if file.replicas == 0 || file.replicas > REPLICAS_MAX {
             return Err(InputError::new(
                 origin,

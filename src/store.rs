@@ -555,7 +555,10 @@ impl TaskStore {
         match self {
             TaskStore::Local(state) => Ok(state.borrow_mut().claim_outbox(now_ms(), lease_ms)),
             TaskStore::Remote { timeout } => {
-                match self.remote(&StoreRequest::ClaimOutbox { lease_ms }, *timeout).await? {
+                match self
+                    .remote(&StoreRequest::ClaimOutbox { lease_ms }, *timeout)
+                    .await?
+                {
                     StoreResponse::Outbox { entries } => Ok(entries),
                     _ => Err("store: unexpected reply to claim-outbox".into()),
                 }
@@ -709,7 +712,13 @@ async fn handle(
         },
         StoreRequest::EnqueuePush { task } => {
             let n = state.borrow_mut().enqueue_push(&task);
-            trace.record("store", format!("outbox: {n} push(es) of {} {:?}", task.id, task.status.state));
+            trace.record(
+                "store",
+                format!(
+                    "outbox: {n} push(es) of {} {:?}",
+                    task.id, task.status.state
+                ),
+            );
             StoreResponse::Done
         }
         StoreRequest::ClaimOutbox { lease_ms } => StoreResponse::Outbox {

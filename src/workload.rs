@@ -195,7 +195,11 @@ async fn conversation(
     client: &Rc<Client>,
 ) -> Option<(String, String)> {
     let name = format!("c{index}");
-    let mut rng = ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(seed, "workload", u64::from(index)));
+    let mut rng = ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(
+        seed,
+        "workload",
+        u64::from(index),
+    ));
     let ctx = context_id(seed, &name);
     tokio::time::sleep(Duration::from_millis(
         rng.random_range(0..=spec.start_spread_ms),
@@ -374,8 +378,10 @@ mod tests {
         eprintln!("{counts:?}");
         for (i, (w, _)) in PUSH_URLS.iter().enumerate() {
             let expected = 10_000 * w / total;
-            assert!(counts[i].abs_diff(expected) < expected / 5 + 50, "{counts:?}");
+            assert!(
+                counts[i].abs_diff(expected) < expected / 5 + 50,
+                "{counts:?}"
+            );
         }
     }
 }
-

@@ -48,7 +48,11 @@ impl Checker for CancelIdempotent {
             exercised += 1;
             // Idempotency is about the answer to a repeated cancel (TaskNotCancelable), not
             // about availability: a -32603 while the store is cut off is not a refusal.
-            if let Outcome::Fail { code: code @ -32002, message } = &op.outcome {
+            if let Outcome::Fail {
+                code: code @ -32002,
+                message,
+            } = &op.outcome
+            {
                 violations.push(Violation {
                     invariant: "",
                     detail: format!(

@@ -51,10 +51,9 @@ pub fn cmd_replay(
             runner::spec_for(exp, &profile, &routing, seed, true)
         }
     };
-    let mut rng =
-        <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(
-            crate::trace::derive_seed(seed, "faults", 0),
-        );
+    let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(
+        crate::trace::derive_seed(seed, "faults", 0),
+    );
     let rates = spec.faults.resolve(&mut rng);
     println!(
         "seed {seed}  model {}  routing {}  replicas {}  faults: {}",

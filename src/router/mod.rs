@@ -126,7 +126,9 @@ pub async fn serve(
     let strategy = strategy(&strategy_name).expect("the routing strategy was validated");
     let router = Rc::new(Router {
         strategy: RefCell::new(strategy),
-        rng: RefCell::new(ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(seed, "router", 0))),
+        rng: RefCell::new(ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(
+            seed, "router", 0,
+        ))),
         control,
         trace,
         forward_timeout: Duration::from_secs(5),
