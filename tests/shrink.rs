@@ -95,8 +95,8 @@ fn a_double_effect_shrinks_through_the_library() {
             profile,
             routing: "round-robin".into(),
         },
-        seed: 1,
-        invariant: None,
+        seed: 2,
+        invariant: Some("exactly-once-effects".into()),
         command: "test".into(),
         name: "double-effect".into(),
     })

@@ -40,6 +40,11 @@ impl Checker for StreamContinuity {
             if first_save.at_ms > op.invoke_ms {
                 continue;
             }
+            // No replica answered (the reply was lost, the connection cut): the client never
+            // saw a stream, so this attempt says nothing about the server's.
+            if op.replica.is_none() {
+                continue;
+            }
             exercised += 1;
             let by = op.replica.as_deref().unwrap_or("?");
             let last_before = saves.iter().rev().find(|s| s.at_ms <= op.invoke_ms);
