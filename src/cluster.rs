@@ -485,12 +485,3 @@ pub fn describe_rates(rates: &BTreeMap<String, f64>) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
-
-/// The hosts of a run with `replicas` replicas, in registration order.
-pub fn host_names(replicas: usize) -> Vec<String> {
-    let mut out = vec!["store".to_string(), "ledger".into(), "webhook".into()];
-    out.extend((0..replicas).map(|i| format!("replica-{i}")));
-    out.push("router".into());
-    out.push("client".into());
-    out
-}

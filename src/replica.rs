@@ -623,34 +623,13 @@ impl Replica {
                 Err(e) => return Err(rpc(-32603, e)),
             }
         }
-        let release = |me: Rc<Self>| {
-            let dedup = dedup_store.clone();
-            let key = dedup_key.clone();
-            async move {
-                if let Some(d) = dedup {
-                    let _ = d.finish(&key, None, 0).await;
-                }
-                let _ = me;
-            }
-        };
+        let release = || release_claim(dedup_store.as_ref(), &dedup_key);
 
         // Resolve the task.
         let (task, version, active, guard, mismatch) = match &message.task_id {
             None => {
-                let id = self.new_id("task");
-                let context_id = message
-                    .context_id
-                    .clone()
-                    .unwrap_or_else(|| self.new_id("ctx"));
-                let task = Task {
-                    id: id.clone(),
-                    context_id,
-                    status: status(TaskState::Submitted),
-                    artifacts: None,
-                    history: None,
-                    metadata: None,
-                };
-                let active = self.active(&id);
+                let task = self.fresh_task(&message);
+                let active = self.active(&task.id);
                 let guard = self.lock(&active).await;
                 (task, None, active, guard, false)
             }
@@ -667,7 +646,7 @@ impl Replica {
                     None => match self.load(task_id).await {
                         Ok(found) => found,
                         Err(e) => {
-                            release(self.clone()).await;
+                            release().await;
                             return Err(rpc(-32603, e));
                         }
                     },
@@ -676,24 +655,12 @@ impl Replica {
                     if self.profile.handler.unknown_task == UnknownTask::NewTask {
                         // The conversation goes on in a new task on this pod.
                         drop(guard);
-                        let id = self.new_id("task");
+                        let task = self.fresh_task(&message);
                         self.record(format!(
-                            "{}#{}: task {task_id} unknown here; new task {id}",
-                            info.conversation, info.turn
+                            "{}#{}: task {task_id} unknown here; new task {}",
+                            info.conversation, info.turn, task.id
                         ));
-                        let context_id = message
-                            .context_id
-                            .clone()
-                            .unwrap_or_else(|| self.new_id("ctx"));
-                        let task = Task {
-                            id: id.clone(),
-                            context_id,
-                            status: status(TaskState::Submitted),
-                            artifacts: None,
-                            history: None,
-                            metadata: None,
-                        };
-                        let active = self.active(&id);
+                        let active = self.active(&task.id);
                         let guard = self.lock(&active).await;
                         return self
                             .clone()
@@ -711,7 +678,7 @@ impl Replica {
                             )
                             .await;
                     }
-                    release(self.clone()).await;
+                    release().await;
                     self.record(format!(
                         "{}#{}: task {task_id} not found",
                         info.conversation, info.turn
@@ -725,11 +692,11 @@ impl Replica {
                 if mismatch
                     && self.profile.handler.context_mismatch == MismatchRule::RejectBeforeExecutor
                 {
-                    release(self.clone()).await;
+                    release().await;
                     return Err(rpc(-32602, "contextId does not match the task's"));
                 }
                 if task.status.state.is_terminal() {
-                    release(self.clone()).await;
+                    release().await;
                     return Err(rpc(
                         self.profile.handler.message_to_terminal_code,
                         format!("task {task_id} is terminal"),
@@ -740,7 +707,7 @@ impl Replica {
                     && self.profile.handler.nonblocking_to_working
                         == NonBlockingToWorking::ReturnCurrent
                 {
-                    release(self.clone()).await;
+                    release().await;
                     self.record(format!(
                         "{}#{}: {task_id} is working; non-blocking follow-up not processed",
                         info.conversation, info.turn
@@ -781,15 +748,7 @@ impl Replica {
         dedup_store: Option<TaskStore>,
         dedup_key: String,
     ) -> Result<Begun, Refusal> {
-        let release = || {
-            let dedup = dedup_store.clone();
-            let key = dedup_key.clone();
-            async move {
-                if let Some(d) = dedup {
-                    let _ = d.finish(&key, None, 0).await;
-                }
-            }
-        };
+        let release = || release_claim(dedup_store.as_ref(), &dedup_key);
         // Append the user message and save the task as working.
         let runner = (self.profile.recovery.sweep_ms > 0)
             .then(|| json!(now_ms() + self.profile.recovery.runner_lease_ms));
@@ -847,6 +806,22 @@ impl Replica {
             mismatch,
             dedup: dedup_store.map(|d| (d, dedup_key)),
         })))
+    }
+
+    /// A new task for a message that names none: a server-chosen id, the message's context
+    /// (or a new one), submitted.
+    fn fresh_task(&self, message: &Message) -> Task {
+        Task {
+            id: self.new_id("task"),
+            context_id: message
+                .context_id
+                .clone()
+                .unwrap_or_else(|| self.new_id("ctx")),
+            status: status(TaskState::Submitted),
+            artifacts: None,
+            history: None,
+            metadata: None,
+        }
     }
 
     /// Saves `task` based on `version`; on a version conflict, re-reads and applies `reapply`
@@ -1634,6 +1609,8 @@ enum Saved {
 /// way every time): the effect intent of a fenced turn.
 const MARKER_KEY: &str = "a2aChaos";
 
+/// `Task.metadata` is a `HashMap` in `a2a-lf`; the replica only ever puts this one key in it,
+/// so its JSON (and the trace) is the same on every run.
 fn set_marker(task: &mut Task, field: &str, value: Option<Value>) {
     let map = task
         .metadata
@@ -1666,6 +1643,13 @@ fn pending_until(task: &Task) -> Option<u64> {
         .get(MARKER_KEY)?
         .pointer("/effectPending/untilMs")?
         .as_u64()
+}
+
+/// Gives up a dedup claim (the request did not run), so a retry may take it.
+async fn release_claim(dedup: Option<&TaskStore>, key: &str) {
+    if let Some(d) = dedup {
+        let _ = d.finish(key, None, 0).await;
+    }
 }
 
 /// Appends a message to a task's history unless a message with its id is already there.

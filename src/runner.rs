@@ -197,17 +197,19 @@ pub fn contain<T>(f: impl FnOnce() -> T) -> Result<T, String> {
 
 /// Runs one seed of one combination, containing a panic.
 pub fn run_one(exp: &Experiment, profile: &Profile, routing: &str, seed: u64) -> RunSummary {
+    run_contained(&spec_for(exp, profile, routing, seed, false))
+}
+
+/// Runs one spec, containing a panic: a run that panics is summarised with its first panic
+/// message as its error, so a sweep (or a `check`) goes on.
+pub fn run_contained(spec: &RunSpec) -> RunSummary {
     let start = Instant::now();
-    let result = contain(|| {
-        let record = cluster::run(&spec_for(exp, profile, routing, seed, false));
-        summarise(&record, start.elapsed().as_millis() as u64)
-    });
-    match result {
-        Ok(summary) => summary,
+    match contain(|| cluster::run(spec)) {
+        Ok(record) => summarise(&record, start.elapsed().as_millis() as u64),
         Err(why) => RunSummary {
-            model: profile.name.clone(),
-            routing: routing.to_string(),
-            seed,
+            model: spec.profile.name.clone(),
+            routing: spec.routing.clone(),
+            seed: spec.seed,
             requests: 0,
             ok: 0,
             fail: 0,

@@ -364,9 +364,6 @@ enum StoreRequest {
     PushUrls {
         task_id: String,
     },
-    EnqueuePush {
-        task: Task,
-    },
     ClaimOutbox {
         lease_ms: u64,
     },
@@ -536,20 +533,6 @@ impl TaskStore {
         }
     }
 
-    /// Queues `task`'s state for every URL registered for it (the outbox).
-    pub async fn enqueue_push(&self, task: &Task) -> Result<(), String> {
-        match self {
-            TaskStore::Local(state) => {
-                state.borrow_mut().enqueue_push(task);
-                Ok(())
-            }
-            TaskStore::Remote { timeout } => {
-                let req = StoreRequest::EnqueuePush { task: task.clone() };
-                self.remote(&req, *timeout).await.map(|_| ())
-            }
-        }
-    }
-
     /// Claims unheld outbox entries for `lease_ms`.
     pub async fn claim_outbox(&self, lease_ms: u64) -> Result<Vec<(u64, OutboxEntry)>, String> {
         match self {
@@ -710,17 +693,6 @@ async fn handle(
         StoreRequest::PushUrls { task_id } => StoreResponse::PushUrls {
             urls: state.borrow().push_urls(&task_id),
         },
-        StoreRequest::EnqueuePush { task } => {
-            let n = state.borrow_mut().enqueue_push(&task);
-            trace.record(
-                "store",
-                format!(
-                    "outbox: {n} push(es) of {} {:?}",
-                    task.id, task.status.state
-                ),
-            );
-            StoreResponse::Done
-        }
         StoreRequest::ClaimOutbox { lease_ms } => StoreResponse::Outbox {
             entries: state.borrow_mut().claim_outbox(now_ms(), lease_ms),
         },

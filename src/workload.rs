@@ -210,19 +210,8 @@ async fn conversation(
         .then(|| rng.random_range(1..=spec.turns));
     let subscribe_at = (spec.subscribe_rate > 0.0 && rng.random_bool(spec.subscribe_rate))
         .then(|| rng.random_range(1..=spec.turns));
-    let push_url = (spec.push_rate > 0.0 && rng.random_bool(spec.push_rate)).then(|| {
-        let total: u32 = PUSH_URLS.iter().map(|(w, _)| w).sum();
-        let mut pick = rng.random_range(0..total);
-        let (_, base) = PUSH_URLS
-            .iter()
-            .find(|(w, _)| {
-                let hit = pick < *w;
-                pick = pick.saturating_sub(*w);
-                hit
-            })
-            .expect("weights cover the range");
-        format!("{base}{name}")
-    });
+    let push_url = (spec.push_rate > 0.0 && rng.random_bool(spec.push_rate))
+        .then(|| format!("{}{name}", pick_push_url(&mut rng)));
     for turn in 1..=spec.turns {
         let info = TurnInfo {
             conversation: name.clone(),
@@ -331,6 +320,19 @@ async fn conversation(
     task_id.map(|id| (name, id))
 }
 
+/// A push receiver drawn from [`PUSH_URLS`] by weight.
+pub fn pick_push_url(rng: &mut ChaCha8Rng) -> &'static str {
+    let total: u32 = PUSH_URLS.iter().map(|(w, _)| w).sum();
+    let mut pick = rng.random_range(0..total);
+    for (weight, url) in PUSH_URLS {
+        if pick < *weight {
+            return url;
+        }
+        pick -= weight;
+    }
+    unreachable!("the weights cover 0..total")
+}
+
 /// Cancels a task, retrying while the outcome is unknown.
 async fn cancel(spec: &WorkloadSpec, client: &Rc<Client>, name: &str, ctx: &str, task_id: &str) {
     for attempt in 0..=spec.retries {
@@ -364,16 +366,8 @@ mod tests {
         let total: u32 = PUSH_URLS.iter().map(|(w, _)| w).sum();
         let mut counts = vec![0u32; PUSH_URLS.len()];
         for _ in 0..10_000 {
-            let mut pick = rng.random_range(0..total);
-            let i = PUSH_URLS
-                .iter()
-                .position(|(w, _)| {
-                    let hit = pick < *w;
-                    pick = pick.saturating_sub(*w);
-                    hit
-                })
-                .unwrap();
-            counts[i] += 1;
+            let url = pick_push_url(&mut rng);
+            counts[PUSH_URLS.iter().position(|(_, u)| *u == url).unwrap()] += 1;
         }
         eprintln!("{counts:?}");
         for (i, (w, _)) in PUSH_URLS.iter().enumerate() {

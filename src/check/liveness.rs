@@ -15,6 +15,7 @@ use a2a::TaskState;
 use crate::check::{turn_label, Checker, Finding, Violation};
 use crate::cluster::RunRecord;
 use crate::history::{OpKind, Outcome};
+use crate::store::SaveRecord;
 
 /// The liveness checker.
 pub struct Liveness;
@@ -31,40 +32,39 @@ impl Checker for Liveness {
     fn check(&self, run: &RunRecord) -> Finding {
         let mut violations = Vec::new();
         let mut exercised = 0;
-        // State of each task at each fault and at the heal, from the save log.
+        // A task was in flight if, at a fault or at the heal, its latest save left it
+        // unsettled.
         let mut moments: Vec<u64> = run.faults.iter().map(|(at, _)| *at).collect();
         moments.push(run.healed_at_ms);
-        let mut last: BTreeMap<&str, (&TaskState, u64, &str, u64)> = BTreeMap::new();
-        let mut in_flight: BTreeMap<&str, bool> = BTreeMap::new();
-        let mut m = moments.clone();
-        m.sort();
-        let mut next_moment = m.into_iter().peekable();
+        let mut saves: BTreeMap<&str, Vec<&SaveRecord>> = BTreeMap::new();
         for s in &run.saves {
-            while let Some(at) = next_moment.peek().copied().filter(|at| *at < s.at_ms) {
-                next_moment.next();
-                for (task, (state, ..)) in &last {
-                    if !settled(state) {
-                        in_flight.insert(task, true);
-                    }
-                }
-                let _ = at;
-            }
-            last.insert(&s.task_id, (&s.state, s.version, &s.replica, s.at_ms));
+            saves.entry(&s.task_id).or_default().push(s);
         }
-        for (task, (state, ..)) in &last {
-            if next_moment.peek().is_some() && !settled(state) {
-                in_flight.insert(task, true);
-            }
-        }
+        let in_flight = |task: &str| {
+            let Some(list) = saves.get(task) else {
+                return false;
+            };
+            moments.iter().any(|m| {
+                list.iter()
+                    .rev()
+                    .find(|s| s.at_ms <= *m)
+                    .is_some_and(|s| !settled(&s.state))
+            })
+        };
         for (id, task) in &run.final_tasks {
-            if in_flight.contains_key(id.as_str()) {
+            if in_flight(id) {
                 exercised += 1;
             }
             if settled(&task.status.state) {
                 continue;
             }
-            let why = match last.get(id.as_str()) {
-                Some((_, v, replica, at)) => {
+            let why = match saves.get(id.as_str()).and_then(|l| l.last()) {
+                Some(SaveRecord {
+                    version: v,
+                    replica,
+                    at_ms: at,
+                    ..
+                }) => {
                     let killed = run
                         .faults
                         .iter()

@@ -15,11 +15,11 @@ mod shrink;
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use crate::cluster::{self, RunSpec, Workload};
+use crate::cluster::{RunSpec, Workload};
 use crate::error::InputError;
 use crate::experiment::Experiment;
 use crate::faults::FaultSpec;
@@ -261,31 +261,8 @@ pub fn run_scenario(script: &Script) -> Result<RunSummary, InputError> {
         script.file.seed,
         false,
     );
-    let started = Instant::now();
     // Contained like a sweep's runs: a panicking run is a failed check, not a crash.
-    match runner::contain(|| cluster::run(&spec)) {
-        Ok(record) => Ok(runner::summarise(
-            &record,
-            started.elapsed().as_millis() as u64,
-        )),
-        Err(why) => Ok(runner::RunSummary {
-            model: spec.profile.name.clone(),
-            routing: spec.routing.clone(),
-            seed: spec.seed,
-            requests: 0,
-            ok: 0,
-            fail: 0,
-            info: 0,
-            effects: 0,
-            latencies_ms: Vec::new(),
-            invariants: Vec::new(),
-            trace_hash: String::new(),
-            fault_rates: String::new(),
-            sim_ms: 0,
-            wall_ms: started.elapsed().as_millis() as u64,
-            error: Some(format!("panicked: {why}")),
-        }),
-    }
+    Ok(runner::run_contained(&spec))
 }
 
 /// Prints each invariant's verdict for one run.
