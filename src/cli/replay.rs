@@ -51,19 +51,16 @@ pub fn cmd_replay(
             runner::spec_for(exp, &profile, &routing, seed, true)
         }
     };
-    let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(
-        crate::trace::derive_seed(seed, "faults", 0),
-    );
-    let rates = spec.faults.resolve(&mut rng);
+    let started = Instant::now();
+    let record = cluster::run(&spec);
+    // The header uses the fault mix the run resolved, not a second derivation of it.
     println!(
         "seed {seed}  model {}  routing {}  replicas {}  faults: {}",
         spec.profile.name,
         spec.routing,
         spec.replicas,
-        cluster::describe_rates(&rates)
+        cluster::describe_rates(&record.fault_rates)
     );
-    let started = Instant::now();
-    let record = cluster::run(&spec);
     for event in &record.trace {
         println!("{event}");
     }
