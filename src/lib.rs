@@ -11,6 +11,7 @@
 //! The pieces, in the order a request meets them:
 //! - [`workload`] and [`scenario`]: what the `client` host does (generated or scripted);
 //! - [`client`] and [`history`]: A2A calls and their `ok` / `fail` / `info` record;
+//! - [`auth`]: bearer credentials and principals;
 //! - [`router`]: the reverse proxy and its routing strategies;
 //! - [`replica`]: the A2A server and scripted agent, shaped by a [`model::Profile`];
 //! - [`store`], [`ledger`], [`webhook`]: the hosts that hold ground truth;
@@ -21,6 +22,7 @@
 //! - [`shrink`]: from a failing run to a small scenario; [`strategies`]: proptest strategies
 //!   that generate scenarios for your own tests.
 
+pub mod auth;
 pub mod bench;
 pub mod chart;
 pub mod check;
