@@ -11,6 +11,7 @@ use std::time::Duration;
 use a2a::{Message, Part, Role, Task, TaskState};
 use serde_json::{json, Value};
 
+use crate::auth::DEFAULT_PRINCIPAL;
 use crate::history::{History, Op, OpKind, Outcome, TaskView};
 use crate::net::{self, Call};
 use crate::replica::{TurnInfo, REPLICA_HEADER};
@@ -66,6 +67,7 @@ impl Client {
 
     fn call(
         &self,
+        principal: &str,
         method: &str,
         params: Value,
         context: Option<&str>,
@@ -88,10 +90,13 @@ impl Client {
         if let Some(t) = target {
             call = call.header(TARGET_HEADER, t);
         }
+        if let Some(a) = crate::auth::authorization_for(principal) {
+            call = call.header("authorization", a);
+        }
         call
     }
 
-    /// A unary JSON-RPC call, recorded as `kind`.
+    /// A unary JSON-RPC call as the default principal, recorded as `kind`.
     pub async fn unary(
         &self,
         kind: OpKind,
@@ -100,9 +105,24 @@ impl Client {
         context: Option<&str>,
         target: Option<&str>,
     ) -> Answer {
+        self.unary_as(DEFAULT_PRINCIPAL, kind, method, params, context, target)
+            .await
+    }
+
+    /// A unary JSON-RPC call as `principal` (with its bearer token; none for
+    /// [`crate::auth::ANONYMOUS`]), recorded as `kind`.
+    pub async fn unary_as(
+        &self,
+        principal: &str,
+        kind: OpKind,
+        method: &str,
+        params: Value,
+        context: Option<&str>,
+        target: Option<&str>,
+    ) -> Answer {
         let op_id = self.history.invoke();
         let invoke_ms = now_ms();
-        let call = self.call(method, params, context, target);
+        let call = self.call(principal, method, params, context, target);
         let (outcome, replica, task) = match net::send(&call).await {
             Err(e) => (Outcome::Info { why: e.to_string() }, None, None),
             Ok(reply) => {
@@ -131,6 +151,7 @@ impl Client {
         self.history.complete(Op {
             id: op_id,
             kind,
+            principal: principal.to_string(),
             invoke_ms,
             complete_ms: now_ms(),
             outcome: outcome.clone(),
@@ -142,8 +163,9 @@ impl Client {
         Answer { outcome, task }
     }
 
-    /// A streaming call (SSE), recorded as `kind`: `ok` when the stream ends at a terminal or
-    /// interrupted state, `info` when it is cut or times out first.
+    /// A streaming call (SSE) as the default principal, recorded as `kind`: `ok` when the
+    /// stream ends at a terminal or interrupted state, `info` when it is cut or times out
+    /// first.
     pub async fn stream(
         &self,
         kind: OpKind,
@@ -153,9 +175,33 @@ impl Client {
         target: Option<&str>,
         stream_timeout: Duration,
     ) -> Answer {
+        self.stream_as(
+            DEFAULT_PRINCIPAL,
+            kind,
+            method,
+            params,
+            context,
+            target,
+            stream_timeout,
+        )
+        .await
+    }
+
+    /// A streaming call as `principal`; see [`Client::stream`].
+    #[allow(clippy::too_many_arguments)]
+    pub async fn stream_as(
+        &self,
+        principal: &str,
+        kind: OpKind,
+        method: &str,
+        params: Value,
+        context: Option<&str>,
+        target: Option<&str>,
+        stream_timeout: Duration,
+    ) -> Answer {
         let op_id = self.history.invoke();
         let invoke_ms = now_ms();
-        let call = self.call(method, params, context, target);
+        let call = self.call(principal, method, params, context, target);
         let mut states = Vec::new();
         let mut snapshot_first = None;
         let mut task: Option<Task> = None;
@@ -231,6 +277,7 @@ impl Client {
         self.history.complete(Op {
             id: op_id,
             kind,
+            principal: principal.to_string(),
             invoke_ms,
             complete_ms: now_ms(),
             outcome: outcome.clone(),

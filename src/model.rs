@@ -291,6 +291,40 @@ pub struct LedgerKnobs {
     pub idempotency_key: bool,
 }
 
+/// Whether a replica checks a Bearer token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BearerRule {
+    /// Open: no token is read; every caller is anonymous.
+    Off,
+    /// A token from the expected issuer for the agent's audience, or HTTP 401.
+    Required,
+}
+
+/// Whose tasks a caller may touch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OwnerScope {
+    /// The store has no owner field: any caller reads, cancels, follows and configures any
+    /// task whose id it knows (A2A-BEHAVIOURS.md §6.14).
+    None,
+    /// A task belongs to the verified token's subject (anonymous callers share one owner);
+    /// another caller is told the task does not exist (`-32001`).
+    TokenSubject,
+}
+
+/// Server-side authentication and authorisation knobs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthKnobs {
+    /// Bearer token check on JSON-RPC calls.
+    pub bearer: BearerRule,
+    /// Bearer token check on the agent card as well.
+    pub card_bearer: bool,
+    /// Whose tasks a caller may touch.
+    pub owner: OwnerScope,
+}
+
 /// One replica behaviour model.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -305,6 +339,7 @@ pub struct Profile {
     pub recovery: RecoveryKnobs,
     pub push: PushKnobs,
     pub ledger: LedgerKnobs,
+    pub auth: AuthKnobs,
     /// Knob path (`store.placement`) → where the behaviour comes from.
     pub sources: BTreeMap<String, String>,
 }
@@ -347,6 +382,9 @@ pub const KNOBS: &[&str] = &[
     "push.inline",
     "push.outbox",
     "ledger.idempotency_key",
+    "auth.bearer",
+    "auth.card_bearer",
+    "auth.owner",
 ];
 
 impl Profile {
