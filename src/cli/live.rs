@@ -80,14 +80,19 @@ pub fn check_peer(profile: &Profile, options: &LiveOptions, origin: &str) -> Res
     Ok(())
 }
 
-pub fn cmd_live(path: &Path, peer: &PeerArgs, json: bool) -> Result<i32, InputError> {
+pub fn cmd_live(path: &Path, peer: &PeerArgs, json: bool, trace: bool) -> Result<i32, InputError> {
     let file = path.display().to_string();
     let script = Script::load(path)?;
     live::validate(&script, &file)?;
     let profile = Profile::load(&script.file.model)?;
     let options = peer.options();
     check_peer(&profile, &options, &file)?;
-    let (summary, _record) = live::run_scenario(&script, profile, &options)?;
+    let (summary, record) = live::run_scenario(&script, profile, &options)?;
+    if trace {
+        for event in &record.trace {
+            println!("{event}");
+        }
+    }
     let mut expected = script.file.expect.violations.clone();
     expected.sort();
     let mut got: Vec<String> = summary.violated().iter().map(|s| s.to_string()).collect();

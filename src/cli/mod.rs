@@ -140,6 +140,9 @@ pub enum Command {
         /// Print one JSON object as the last line of stdout.
         #[arg(long)]
         json: bool,
+        /// Print the run's trace (client, router, ledger and reported saves) first.
+        #[arg(long)]
+        trace: bool,
     },
     /// Run a suite of scenarios simulated and live; print both verdicts side by side.
     Fidelity {
@@ -234,7 +237,12 @@ pub fn main(cli: Cli) -> i32 {
         }),
         Command::Bench(args) => bench::cmd_bench(args),
         Command::Serve(args) => serve::cmd_serve(args),
-        Command::Live { file, peer, json } => live::cmd_live(&file, &peer, json),
+        Command::Live {
+            file,
+            peer,
+            json,
+            trace,
+        } => live::cmd_live(&file, &peer, json, trace),
         Command::Fidelity { dir, peer } => fidelity::cmd_fidelity(&dir, &peer),
         Command::List => {
             list::cmd_list();

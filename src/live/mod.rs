@@ -215,8 +215,9 @@ async fn run_world(
     let client = Client::new(history.clone(), trace.clone(), script.request_timeout);
     crate::scenario::run_script(script, seed, client, link.clone()).await;
 
-    // Ground truth: every task any answer or effect named, read from a live replica without
-    // recording it in the history.
+    // Ground truth: every task any answer, effect or save named, read from the shared
+    // database (or, for a peer that cannot dump it, from a live replica), outside the
+    // history.
     let mut ids: Vec<String> = link.tasks.borrow().values().cloned().collect();
     for op in history.ops() {
         if let Some(view) = &op.task {
@@ -226,23 +227,39 @@ async fn run_world(
     for e in ground.ledger.borrow().effects() {
         ids.push(e.request.task_id.clone());
     }
+    for s in ground.saves() {
+        ids.push(s.task_id);
+    }
     ids.sort();
     ids.dedup();
     let mut final_tasks = BTreeMap::new();
-    let reader = fleet.borrow_mut().live_index();
     let mut error = None;
-    if let Some(i) = reader {
-        for id in ids {
-            match read_task(&format!("replica-{i}"), &id).await {
-                Ok(Some(task)) => {
-                    final_tasks.insert(id, task);
-                }
-                Ok(None) => {}
-                Err(e) => error = Some(format!("cannot read task {id} at the end: {e}")),
+    let dumped = fleet.borrow().dump(&ids);
+    match dumped {
+        Some(Ok(tasks)) => {
+            for task in tasks {
+                final_tasks.insert(task.id.clone(), task);
             }
         }
-    } else {
-        error = Some("no replica was alive at the end to read the final tasks".into());
+        Some(Err(e)) => error = Some(format!("cannot read the final tasks: {e}")),
+        None => {
+            // Another peer: ask a live replica (which may answer from its own memory).
+            let reader = fleet.borrow_mut().live_index();
+            match reader {
+                Some(i) => {
+                    for id in ids {
+                        match read_task(&format!("replica-{i}"), &id).await {
+                            Ok(Some(task)) => {
+                                final_tasks.insert(id, task);
+                            }
+                            Ok(None) => {}
+                            Err(e) => error = Some(format!("cannot read task {id} at the end: {e}")),
+                        }
+                    }
+                }
+                None => error = Some("no replica was alive at the end to read the final tasks".into()),
+            }
+        }
     }
     let sim_ms = crate::trace::now_ms();
     fleet.borrow_mut().stop_all();

@@ -9,12 +9,14 @@
 //! replica reports each save its store accepted: the test peer wraps the SDK's store and
 //! reports, without changing what the SDK reads or writes. A report either carries the
 //! store's own versions (a versioned store) or none (a plain store has no versions): then
-//! this log numbers the saves of each task 1, 2, 3, ... in arrival order and answers the
-//! number, which the peer keeps beside the task so that a later save can say which version
-//! it was built on.
+//! this log numbers the saves of each task 1, 2, 3, ... in arrival order, and the version a
+//! save was built on is read from its content: the latest version whose artifacts and
+//! message ids it all still holds. A save that drops what the stored version holds was
+//! built on an older one: a lost update, which `versions-monotonic` reports as it does for
+//! the simulator's overwrites.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use a2a::TaskState;
@@ -32,6 +34,16 @@ pub struct Ground {
     pub ledger: Rc<RefCell<LedgerState>>,
     saves: Rc<RefCell<Vec<SaveRecord>>>,
     versions: Rc<RefCell<BTreeMap<String, u64>>>,
+    /// Per task: each plain-store version's artifacts and message ids.
+    contents: Rc<RefCell<BTreeMap<String, Vec<Content>>>>,
+}
+
+/// What one stored version held.
+#[derive(Debug, Clone)]
+struct Content {
+    version: u64,
+    artifacts: BTreeSet<String>,
+    history: BTreeSet<String>,
 }
 
 impl Ground {
@@ -63,13 +75,37 @@ impl Ground {
         let state = parse_state(&report.state)?;
         let mut versions = self.versions.borrow_mut();
         let last = versions.get(&report.task_id).copied();
-        let (mode, before, version) = match (report.mode.as_str(), report.version) {
+        let (mode, before, based_on, version) = match (report.mode.as_str(), report.version) {
             ("overwrite", None) => {
                 let v = last.unwrap_or(0) + 1;
-                (SaveMode::Overwrite, last, v)
+                let artifacts: BTreeSet<String> = report.artifacts.iter().cloned().collect();
+                let history: BTreeSet<String> = report.history.iter().cloned().collect();
+                let mut contents = self.contents.borrow_mut();
+                let list = contents.entry(report.task_id.clone()).or_default();
+                let based_on = list
+                    .iter()
+                    .rev()
+                    .find(|c| c.artifacts.is_subset(&artifacts) && c.history.is_subset(&history))
+                    .map(|c| c.version);
+                list.push(Content {
+                    version: v,
+                    artifacts,
+                    history,
+                });
+                (SaveMode::Overwrite, last, based_on, v)
             }
-            ("cas", Some(v)) => (SaveMode::Cas(report.based_on), report.before, v),
-            ("cancel", Some(v)) => (SaveMode::Cancel, v.checked_sub(1).filter(|b| *b > 0), v),
+            ("cas", Some(v)) => (
+                SaveMode::Cas(report.based_on),
+                report.before,
+                report.based_on,
+                v,
+            ),
+            ("cancel", Some(v)) => (
+                SaveMode::Cancel,
+                v.checked_sub(1).filter(|b| *b > 0),
+                report.based_on,
+                v,
+            ),
             (mode, v) => {
                 return Err(format!(
                     "save report: mode `{mode}` with version {v:?} is not one of overwrite (no version), cas or cancel (a version)"
@@ -83,7 +119,7 @@ impl Ground {
             context_id: report.context_id,
             mode,
             before,
-            based_on: report.based_on,
+            based_on,
             version,
             state,
             replica: report.replica,
@@ -102,13 +138,17 @@ pub struct SaveReport {
     pub state: String,
     /// Artifact names after the save.
     pub artifacts: Vec<String>,
+    /// The messageIds in the task's history after the save.
+    #[serde(default)]
+    pub history: Vec<String>,
     pub replica: String,
     /// `overwrite` (plain store), `cas` or `cancel` (versioned store).
     pub mode: String,
     /// The version stored before (versioned stores).
     #[serde(default)]
     pub before: Option<u64>,
-    /// The version the replica built this task on, as far as it knows.
+    /// The version the replica built this task on (versioned stores: the `prev_version` it
+    /// passed; ignored for a plain store).
     #[serde(default)]
     pub based_on: Option<u64>,
     /// The store's new version (versioned stores); absent for a plain store.
@@ -211,6 +251,7 @@ mod tests {
             context_id: "c".into(),
             state: "working".into(),
             artifacts: vec![],
+            history: vec![],
             replica: "replica-0".into(),
             mode: mode.into(),
             before: version.and_then(|v| v.checked_sub(1)).filter(|b| *b > 0),
@@ -219,15 +260,24 @@ mod tests {
         }
     }
 
+    fn plain(artifacts: &[&str], history: &[&str]) -> SaveReport {
+        let mut r = report("overwrite", None, None);
+        r.artifacts = artifacts.iter().map(|s| s.to_string()).collect();
+        r.history = history.iter().map(|s| s.to_string()).collect();
+        r
+    }
+
     #[test]
-    fn a_plain_store_gets_versions_in_arrival_order() {
+    fn a_plain_save_is_built_on_the_latest_version_it_still_holds() {
         let g = Ground::default();
-        assert_eq!(g.record_save(report("overwrite", None, None)), Ok(1));
-        assert_eq!(g.record_save(report("overwrite", Some(1), None)), Ok(2));
-        assert_eq!(g.record_save(report("overwrite", Some(1), None)), Ok(3));
+        assert_eq!(g.record_save(plain(&[], &["m1"])), Ok(1));
+        assert_eq!(g.record_save(plain(&["turn-1"], &["m1"])), Ok(2));
+        assert_eq!(g.record_save(plain(&["turn-1", "turn-2"], &["m1", "m2"])), Ok(3));
+        // Built on the turn-1 snapshot: turn 2 is dropped.
+        assert_eq!(g.record_save(plain(&["turn-1", "turn-3"], &["m1", "m3"])), Ok(4));
         let saves = g.saves();
-        assert_eq!(saves[2].before, Some(2));
-        assert_eq!(saves[2].based_on, Some(1), "an overwrite built on v1 while v2 was stored");
+        assert_eq!((saves[2].before, saves[2].based_on), (Some(2), Some(2)));
+        assert_eq!((saves[3].before, saves[3].based_on), (Some(3), Some(2)));
     }
 
     #[test]

@@ -198,6 +198,34 @@ impl Fleet {
         format!("{} (last lines):\n{tail}", path.display())
     }
 
+    /// Reads tasks straight from the shared database, when the peer can (the `a2a-python`
+    /// preset: `server.py --dump`); `None` for another peer command.
+    pub fn dump(&self, ids: &[String]) -> Option<Result<Vec<a2a::Task>, String>> {
+        if self.command.0 != PRESET_A2A_PYTHON {
+            return None;
+        }
+        let python = venv_base().join(format!("v{}/bin/python", self.sdk));
+        let script = root().join("tests/peers/a2a-python/server.py");
+        let out = Command::new(python)
+            .arg(script)
+            .arg("--dump")
+            .arg("--db")
+            .arg(&self.db)
+            .arg("--")
+            .args(ids)
+            .stdin(Stdio::null())
+            .output();
+        Some(match out {
+            Err(e) => Err(format!("cannot run the dump: {e}")),
+            Ok(o) if !o.status.success() => Err(format!(
+                "the dump failed ({}): {}",
+                o.status,
+                String::from_utf8_lossy(&o.stderr).trim()
+            )),
+            Ok(o) => parse_dump(&o.stdout),
+        })
+    }
+
     /// Kills every replica.
     pub fn stop_all(&mut self) {
         for i in 0..self.children.len() {
@@ -210,6 +238,22 @@ impl Drop for Fleet {
     fn drop(&mut self) {
         self.stop_all();
     }
+}
+
+/// The tasks in `server.py --dump`'s output.
+fn parse_dump(stdout: &[u8]) -> Result<Vec<a2a::Task>, String> {
+    let value: serde_json::Value =
+        serde_json::from_slice(stdout).map_err(|e| format!("unreadable dump: {e}"))?;
+    let mut tasks = Vec::new();
+    if let Some(map) = value["tasks"].as_object() {
+        for (id, task) in map {
+            tasks.push(
+                serde_json::from_value(task.clone())
+                    .map_err(|e| format!("task {id} in the dump: {e}"))?,
+            );
+        }
+    }
+    Ok(tasks)
 }
 
 /// Waits until replica `index` serves its card, or fails with its log when it exits or the

@@ -14,12 +14,15 @@ message's data part ``{conversation, turn, turns}``) sets the task working, thin
 one business effect by POSTing it to the a2a-chaos ledger (``/effect``), composes, writes
 artifact ``turn-n`` and ends input-required, or completed on the conversation's last turn.
 
-The store is wrapped by an observer that reports every accepted save to the ledger host's
-``/save`` (a2a-chaos keeps it as the save log its checkers read, as the simulator's store
-host does). For the plain store the observer numbers the versions itself and remembers, per
-process, the version each task was last read or written at; that is the version a save is
-built on. The SDK's own code decides what is read, cached and written; the wrapper only
-watches.
+The store is wrapped by an observer that reports every save to the ledger host's ``/save``
+(a2a-chaos keeps it as the save log its checkers read, as the simulator's store host does):
+with the store's versions for the versioned store; without versions for the plain store,
+where a2a-chaos numbers the saves and works out from the content (artifacts and message
+ids) which version each save was built on. The SDK's own code decides what is read, cached
+and written; the wrapper only watches.
+
+``server.py --dump --db URL TASK_ID...`` prints the stored tasks as one JSON object (the
+ground truth a live run reads at its end, from the database rather than from a replica).
 
 Usage: server.py --port P --name replica-0 --ledger http://127.0.0.1:L --db URL
        [--store plain|versioned] [--think-ms 40] [--compose-ms 10]
@@ -63,7 +66,6 @@ except ImportError:  # 1.1: no cluster package
     VersionedTaskStore = None
 
 LOG = logging.getLogger("a2a-chaos-peer")
-VERSION_KEY = "a2aChaosVersion"
 
 
 def post_json(url, body, timeout=5.0):
@@ -90,6 +92,7 @@ def save_report(task, replica, mode, before=None, based_on=None, version=None):
         "context_id": task.context_id,
         "state": state_name(task.status.state),
         "artifacts": [a.name or a.artifact_id for a in task.artifacts],
+        "history": [m.message_id for m in task.history],
         "replica": replica,
         "mode": mode,
         "before": before,
@@ -99,35 +102,19 @@ def save_report(task, replica, mode, before=None, based_on=None, version=None):
 
 
 class ObservedPlainStore(TaskStore):
-    """A plain store that reports each save; versions are numbered by the observer."""
+    """A plain store that reports each save before making it (the observer numbers them)."""
 
     def __init__(self, inner, replica, ledger):
         self.inner = inner
         self.replica = replica
         self.ledger = ledger
-        self.seen = {}
 
     async def get(self, task_id, context=None, *args, **kwargs):
-        task = await self.inner.get(task_id, context, *args, **kwargs)
-        if task is not None:
-            version = 0
-            if VERSION_KEY in task.metadata:
-                version = int(task.metadata[VERSION_KEY])
-            self.seen[task_id] = version or None
-        return task
+        return await self.inner.get(task_id, context, *args, **kwargs)
 
     async def save(self, task, context=None, *args, **kwargs):
-        based_on = self.seen.get(task.id)
-        answer = await post(
-            f"{self.ledger}/save",
-            save_report(task, self.replica, "overwrite", based_on=based_on),
-        )
-        version = int(answer["version"])
-        stored = Task()
-        stored.CopyFrom(task)
-        stored.metadata[VERSION_KEY] = version
-        await self.inner.save(stored, context, *args, **kwargs)
-        self.seen[task.id] = version
+        await post(f"{self.ledger}/save", save_report(task, self.replica, "overwrite"))
+        await self.inner.save(task, context, *args, **kwargs)
 
     async def list(self, *args, **kwargs):
         return await self.inner.list(*args, **kwargs)
@@ -319,17 +306,38 @@ def engine_args(db):
     return {}
 
 
+async def dump(args):
+    from a2a.server.context import ServerCallContext
+
+    engine = create_async_engine(args.db, connect_args=engine_args(args.db))
+    store = DatabaseTaskStore(engine, create_table=False)
+    tasks = {}
+    for task_id in args.ids:
+        task = await store.get(task_id, ServerCallContext())
+        if task is not None:
+            tasks[task_id] = MessageToDict(task)
+    await engine.dispose()
+    print(json.dumps({"tasks": tasks}))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--dump", action="store_true", help="print the stored tasks IDS")
+    parser.add_argument("ids", nargs="*")
+    parser.add_argument("--port", type=int)
     parser.add_argument("--name", default="replica-0")
-    parser.add_argument("--ledger", required=True, help="http://127.0.0.1:PORT of the ledger")
+    parser.add_argument("--ledger", help="http://127.0.0.1:PORT of the ledger")
     parser.add_argument("--db", required=True, help="SQLAlchemy URL of the shared database")
     parser.add_argument("--store", choices=["plain", "versioned"], default="plain")
     parser.add_argument("--think-ms", type=float, default=40)
     parser.add_argument("--compose-ms", type=float, default=10)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    if args.dump:
+        asyncio.run(dump(args))
+        return
+    if args.port is None or args.ledger is None:
+        parser.error("--port and --ledger are required to serve")
     asyncio.run(serve(args))
 
 
