@@ -166,9 +166,10 @@ where
     F: Future<Output = Result<Response<BoxBody>, BoxError>> + 'static,
 {
     if let Some(net) = real() {
-        let listener = net.listeners.borrow_mut().remove(&port).ok_or_else(|| {
-            format!("no real listener was bound for port {port} (RealNet::bind)")
-        })?;
+        let listener =
+            net.listeners.borrow_mut().remove(&port).ok_or_else(|| {
+                format!("no real listener was bound for port {port} (RealNet::bind)")
+            })?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
         loop {
             let (stream, _peer) = listener.accept().await?;

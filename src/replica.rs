@@ -378,9 +378,10 @@ impl Replica {
 
     fn card(&self) -> Value {
         // On a real socket (`a2a-chaos serve`) the card names the address it answers on.
-        let url = net::real()
-            .and_then(|n| n.addr(&self.name))
-            .map_or_else(|| "http://router:8080/".to_string(), |a| format!("http://{a}/"));
+        let url = net::real().and_then(|n| n.addr(&self.name)).map_or_else(
+            || "http://router:8080/".to_string(),
+            |a| format!("http://{a}/"),
+        );
         json!({
             "name": "a2a-chaos scripted agent",
             "description": format!("Scripted agent on {} (model {})", self.name, self.profile.name),

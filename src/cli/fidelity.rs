@@ -48,7 +48,12 @@ pub fn suite(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
 }
 
 /// Compares the two summaries of one scenario.
-pub fn compare(script: &Script, profile: &Profile, sim: &RunSummary, real: &RunSummary) -> Vec<Row> {
+pub fn compare(
+    script: &Script,
+    profile: &Profile,
+    sim: &RunSummary,
+    real: &RunSummary,
+) -> Vec<Row> {
     let notes = profile
         .fidelity
         .as_ref()
@@ -115,7 +120,10 @@ pub fn cmd_fidelity(dir: &Path, peer: &PeerArgs) -> Result<i32, InputError> {
     }
     print!("{}", table(&rows));
     let disagreements = rows.iter().filter(|r| r.status == "DISAGREE").count();
-    for r in rows.iter().filter(|r| r.note.is_some() && r.status == "documented") {
+    for r in rows
+        .iter()
+        .filter(|r| r.note.is_some() && r.status == "documented")
+    {
         println!(
             "documented: {}/{} on {}: {}",
             r.scenario,
@@ -135,12 +143,23 @@ pub fn cmd_fidelity(dir: &Path, peer: &PeerArgs) -> Result<i32, InputError> {
         rows.iter().filter(|r| r.status == "documented").count(),
         disagreements
     );
-    Ok(if disagreements == 0 && failed.is_empty() { 0 } else { 1 })
+    Ok(if disagreements == 0 && failed.is_empty() {
+        0
+    } else {
+        1
+    })
 }
 
 /// The table as text.
 pub fn table(rows: &[Row]) -> String {
-    let header = ["scenario", "model", "invariant", "simulated", "real", "agreement"];
+    let header = [
+        "scenario",
+        "model",
+        "invariant",
+        "simulated",
+        "real",
+        "agreement",
+    ];
     let cells: Vec<[String; 6]> = rows
         .iter()
         .map(|r| {

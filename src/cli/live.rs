@@ -38,10 +38,11 @@ impl PeerArgs {
     pub fn options(&self) -> LiveOptions {
         LiveOptions {
             peer: PeerCommand(self.peer.clone()),
-            db: self
-                .db
-                .clone()
-                .or_else(|| std::env::var("A2A_CHAOS_LIVE_DB").ok().filter(|s| !s.is_empty())),
+            db: self.db.clone().or_else(|| {
+                std::env::var("A2A_CHAOS_LIVE_DB")
+                    .ok()
+                    .filter(|s| !s.is_empty())
+            }),
             work_dir: self
                 .work_dir
                 .clone()
@@ -53,7 +54,11 @@ impl PeerArgs {
 
 /// Checks that `profile` can run on the chosen peer: the preset needs the model's
 /// `[fidelity]` table and the peer's virtual environment.
-pub fn check_peer(profile: &Profile, options: &LiveOptions, origin: &str) -> Result<(), InputError> {
+pub fn check_peer(
+    profile: &Profile,
+    options: &LiveOptions,
+    origin: &str,
+) -> Result<(), InputError> {
     if options.peer.0 != live::peer::PRESET_A2A_PYTHON {
         return Ok(());
     }
@@ -101,7 +106,11 @@ pub fn cmd_live(path: &Path, peer: &PeerArgs, json: bool, trace: bool) -> Result
     if !json {
         println!(
             "{} live ({} on {} real replicas, peer {}, {})",
-            script.file.name, script.file.model, script.file.replicas, options.peer.0, script.file.routing
+            script.file.name,
+            script.file.model,
+            script.file.replicas,
+            options.peer.0,
+            script.file.routing
         );
         print_findings(&summary);
         println!(
@@ -109,12 +118,22 @@ pub fn cmd_live(path: &Path, peer: &PeerArgs, json: bool, trace: bool) -> Result
             expected.join(", "),
             got.join(", ")
         );
-        println!("{}", if met { "expectations met" } else { "expectations NOT met" });
+        println!(
+            "{}",
+            if met {
+                "expectations met"
+            } else {
+                "expectations NOT met"
+            }
+        );
     } else {
         let f = file.clone();
-        let value = report::check_json(&file, &[summary], met, move |_: &crate::runner::RunSummary| {
-            format!("a2a-chaos live {f}")
-        });
+        let value = report::check_json(
+            &file,
+            &[summary],
+            met,
+            move |_: &crate::runner::RunSummary| format!("a2a-chaos live {f}"),
+        );
         println!("{value}");
     }
     Ok(if met { 0 } else { 1 })

@@ -8,8 +8,8 @@
 mod bench;
 mod check_cmd;
 pub mod fidelity;
-pub mod live;
 mod list;
+pub mod live;
 mod merge;
 mod replay;
 mod run;

@@ -88,9 +88,10 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
         let t = trace.clone();
         let w = Rc::new(RefCell::new(WebhookState::default()));
         tokio::task::spawn_local(async move { webhook::serve(w, WebhookMode::Ok, t).await });
-        let served = tokio::task::spawn_local(async move {
-            replica.serve().await.map_err(|e| e.to_string())
-        });
+        let served =
+            tokio::task::spawn_local(
+                async move { replica.serve().await.map_err(|e| e.to_string()) },
+            );
         let stop = async {
             #[cfg(unix)]
             {

@@ -148,9 +148,10 @@ async fn run_world(
 
     // The replicas.
     let run_dir = peer::fresh_dir(&options.work_dir).map_err(|e| io("work directory", e))?;
-    let db = options.db.clone().unwrap_or_else(|| {
-        format!("sqlite+aiosqlite:///{}", run_dir.join("tasks.db").display())
-    });
+    let db = options
+        .db
+        .clone()
+        .unwrap_or_else(|| format!("sqlite+aiosqlite:///{}", run_dir.join("tasks.db").display()));
     let fleet = Rc::new(RefCell::new(peer::Fleet::new(
         options.peer.clone(),
         &profile,
@@ -253,11 +254,15 @@ async fn run_world(
                                 final_tasks.insert(id, task);
                             }
                             Ok(None) => {}
-                            Err(e) => error = Some(format!("cannot read task {id} at the end: {e}")),
+                            Err(e) => {
+                                error = Some(format!("cannot read task {id} at the end: {e}"))
+                            }
                         }
                     }
                 }
-                None => error = Some("no replica was alive at the end to read the final tasks".into()),
+                None => {
+                    error = Some("no replica was alive at the end to read the final tasks".into())
+                }
             }
         }
     }
@@ -357,7 +362,8 @@ async fn apply_fault(
 
 /// GetTask on one replica, outside the history: `Ok(None)` when it does not know the task.
 async fn read_task(host: &str, id: &str) -> Result<Option<a2a::Task>, String> {
-    let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "GetTask", "params": {"id": id}});
+    let body =
+        serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "GetTask", "params": {"id": id}});
     let call = Call::post_json(
         host.to_string(),
         crate::replica::PORT,

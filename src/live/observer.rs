@@ -203,7 +203,10 @@ pub async fn serve(ground: Ground, trace: Trace) -> turmoil::Result {
                         let applied = ground.ledger.borrow_mut().apply(request, now_ms());
                         trace.record(
                             "ledger",
-                            format!("{what}: {}", if applied { "applied" } else { "deduplicated" }),
+                            format!(
+                                "{what}: {}",
+                                if applied { "applied" } else { "deduplicated" }
+                            ),
                         );
                         Ok(net::json_response(
                             StatusCode::OK,
@@ -272,9 +275,15 @@ mod tests {
         let g = Ground::default();
         assert_eq!(g.record_save(plain(&[], &["m1"])), Ok(1));
         assert_eq!(g.record_save(plain(&["turn-1"], &["m1"])), Ok(2));
-        assert_eq!(g.record_save(plain(&["turn-1", "turn-2"], &["m1", "m2"])), Ok(3));
+        assert_eq!(
+            g.record_save(plain(&["turn-1", "turn-2"], &["m1", "m2"])),
+            Ok(3)
+        );
         // Built on the turn-1 snapshot: turn 2 is dropped.
-        assert_eq!(g.record_save(plain(&["turn-1", "turn-3"], &["m1", "m3"])), Ok(4));
+        assert_eq!(
+            g.record_save(plain(&["turn-1", "turn-3"], &["m1", "m3"])),
+            Ok(4)
+        );
         let saves = g.saves();
         assert_eq!((saves[2].before, saves[2].based_on), (Some(2), Some(2)));
         assert_eq!((saves[3].before, saves[3].based_on), (Some(3), Some(2)));
