@@ -120,6 +120,10 @@ pub struct RunRecord {
     pub error: Option<String>,
 }
 
+/// Applies a fault at once and resolves when it took effect (a live run's driver, where a
+/// restart takes real time); see [`DriverLink::apply_now`].
+pub type ApplyNow = Rc<dyn Fn(Action) -> Pin<Box<dyn Future<Output = ()>>>>;
+
 /// Shared state between the driver and a scripted client.
 #[derive(Clone, Default)]
 pub struct DriverLink {
@@ -127,6 +131,9 @@ pub struct DriverLink {
     pub commands: Rc<RefCell<VecDeque<Action>>>,
     /// Conversation → task id, filled by the client as it learns them.
     pub tasks: Rc<RefCell<BTreeMap<String, String>>>,
+    /// Outside a simulation (`a2a-chaos live`): fault steps are applied through this and
+    /// awaited, instead of being queued for the next tick. `None` in every simulation.
+    pub apply_now: Option<ApplyNow>,
 }
 
 /// Runs one seed to its end.

@@ -342,6 +342,28 @@ pub struct Profile {
     pub auth: AuthKnobs,
     /// Knob path (`store.placement`) → where the behaviour comes from.
     pub sources: BTreeMap<String, String>,
+    /// How `a2a-chaos live` and `fidelity` run this model against the real implementation,
+    /// and the known disagreements between the two. Not a behaviour knob: it changes no
+    /// simulated run, and it is left out of the profile's serialisation (the fingerprint of
+    /// a sweep's configuration).
+    #[serde(default, skip_serializing)]
+    pub fidelity: Option<FidelityKnobs>,
+}
+
+/// A profile's `[fidelity]` table: the real system it models and where they disagree.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FidelityKnobs {
+    /// The test peer under `tests/peers/` (`a2a-python`).
+    pub peer: String,
+    /// The SDK version the peer runs (`1.3.0`).
+    pub sdk: String,
+    /// The peer's task store: `plain` or `versioned`.
+    pub store: String,
+    /// Known disagreements: `"scenario-name/invariant"` → why the simulated and the real
+    /// verdicts differ. `a2a-chaos fidelity` fails on any disagreement not listed here.
+    #[serde(default)]
+    pub notes: BTreeMap<String, String>,
 }
 
 /// Every knob path a profile must cite.

@@ -461,12 +461,17 @@ impl Replica {
     }
 
     fn card(&self) -> Value {
+        // On a real socket (`a2a-chaos serve`) the card names the address it answers on.
+        let url = net::real().and_then(|n| n.addr(&self.name)).map_or_else(
+            || "http://router:8080/".to_string(),
+            |a| format!("http://{a}/"),
+        );
         json!({
             "name": "a2a-chaos scripted agent",
             "description": format!("Scripted agent on {} (model {})", self.name, self.profile.name),
             "version": env!("CARGO_PKG_VERSION"),
             "supportedInterfaces": [{
-                "url": "http://router:8080/",
+                "url": url,
                 "protocolBinding": "JSONRPC",
                 "protocolVersion": "1.0"
             }],

@@ -931,6 +931,10 @@ fn run_step<'a>(
                 }
             }
             Step::Fault(action) => {
+                if let Some(apply) = &link.apply_now {
+                    apply(action.clone()).await;
+                    return;
+                }
                 link.commands.borrow_mut().push_back(action.clone());
                 // The driver applies it before the next tick.
                 tokio::time::sleep(Duration::from_millis(1)).await;
