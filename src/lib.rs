@@ -22,6 +22,7 @@
 //!   that generate scenarios for your own tests.
 
 pub mod bench;
+pub mod buggify;
 pub mod chart;
 pub mod check;
 pub mod cli;

@@ -42,6 +42,7 @@ use crate::model::{
 };
 use crate::net::{self, BoxBody, ChannelBody};
 use crate::push::{Egress, PushReport, SharedPush};
+use crate::buggify::{KillPoint, Point, SharedChaos};
 use crate::store::{Claim, SaveError, SaveMode, SharedState, StoreState, TaskStore};
 use crate::trace::{now_ms, Trace};
 
@@ -166,6 +167,8 @@ pub struct Wiring {
     /// The run's resolver and push logs.
     pub push_world: SharedPush,
     pub trace: Trace,
+    /// The run's fault points (BUGGIFY and kill points).
+    pub chaos: SharedChaos,
 }
 
 /// One replica process.
@@ -188,6 +191,7 @@ pub struct Replica {
     id_prefix: String,
     next_id: Cell<u64>,
     trace: Trace,
+    chaos: SharedChaos,
 }
 
 impl Replica {
@@ -199,6 +203,7 @@ impl Replica {
             store,
             push_world,
             trace,
+            chaos,
         } = wiring;
         let stream =
             crate::trace::derive_seed(seed, "replica", ((index as u64) << 32) | u64::from(boot));
@@ -216,6 +221,7 @@ impl Replica {
             id_prefix: format!("{:04x}-r{index}b{boot}", seed & 0xffff),
             next_id: Cell::new(1),
             trace,
+            chaos,
         }
     }
 
@@ -276,6 +282,10 @@ impl Replica {
         loop {
             // With an outbox, the push this state calls for is queued in the same write.
             let enqueue = self.profile.push.outbox && self.push_wanted(task);
+            if let TaskStore::Local(state) = &self.store {
+                // The shared store fires this point itself, on its host.
+                crate::store::buggify_conflict(state, &self.chaos, &self.trace, &task.id, mode);
+            }
             let result = self
                 .store
                 .save_and_enqueue(task, mode, based_on, &self.name, enqueue)
@@ -558,6 +568,7 @@ impl Replica {
                 let _ = tx.send(StreamResponse::Task(*task)).await;
             }
             Begun::Turn(turn) => {
+                self.chaos.borrow_mut().reached(&self.name, KillPoint::Stream);
                 let me = self.clone();
                 let tx2 = tx.clone();
                 tokio::task::spawn_local(async move {
@@ -969,6 +980,7 @@ impl Replica {
                 .then(|| format!("{}/{}", task.context_id, message.message_id)),
             sent_ms: now_ms(),
         };
+        self.chaos.borrow_mut().reached(&self.name, KillPoint::Effect);
         if let Err(e) = ledger::perform(&effect, self.timing.ledger_timeout).await {
             self.record(format!(
                 "{}#{}: effect outcome unknown: {e}",
@@ -984,8 +996,20 @@ impl Replica {
             return Err(self.after_effect(rpc(-32603, format!("business effect failed: {e}"))));
         }
 
+        self.chaos
+            .borrow_mut()
+            .reached(&self.name, KillPoint::AfterEffect);
+
         // Compose the reply: a step between the effect and the save.
         tokio::time::sleep(self.draw(self.timing.compose_ms)).await;
+        if self.chaos.borrow_mut().buggify(Point::DelayBeforeSave) {
+            let ms = self.chaos.borrow_mut().draw_ms(200, 1500);
+            self.record(format!(
+                "buggify: {}#{} waits {ms} ms more before its save",
+                info.conversation, info.turn
+            ));
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
         if active.canceled.get() && !fenced {
             // Stopped at its next await: the effect ran, its result is never saved.
             return self.canceled_result(task).await;
@@ -1518,11 +1542,17 @@ impl Replica {
                 // An interrupted task has nothing more to say until the client answers.
                 return;
             }
+            me.chaos.borrow_mut().reached(&me.name, KillPoint::Stream);
             let mut seen = version;
             let mut last = task;
             let poll = Duration::from_millis(me.profile.subscribe.poll_ms.max(1));
             loop {
                 tokio::time::sleep(poll).await;
+                if me.chaos.borrow_mut().buggify(Point::SlowEventPoll) {
+                    let ms = me.chaos.borrow_mut().draw_ms(1000, 3000);
+                    me.record(format!("buggify: event poll of {task_id} takes {ms} ms more"));
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                }
                 let events = match me.profile.subscribe.source {
                     SubscribeSource::StoreEvents => {
                         match me.store.events_after(&task_id, seen).await {
