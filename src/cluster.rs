@@ -105,6 +105,9 @@ pub struct RunRecord {
     pub push_pending: Vec<(String, a2a::TaskState)>,
     /// The fault rates this seed ran with.
     pub fault_rates: BTreeMap<String, f64>,
+    /// The workload shape this seed drew (`swarm`), printed with the seed; `None` for a
+    /// scripted run or a workload as written.
+    pub workload_shape: Option<String>,
     /// How often each fault point fired (`buggify:conflict-on-save`, `kill-at:effect`): the
     /// counters that show a code fault was reached.
     pub points_fired: BTreeMap<String, u64>,
@@ -238,7 +241,16 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     );
     let healed_at_ms = spec.faults.window_ms;
 
-    let client_future = client_future(spec, &history, &trace, &link, healed_at_ms);
+    // The workload shape this seed runs: as written, or drawn from it (swarm).
+    let workload = match &spec.workload {
+        Workload::Generated(w) => Workload::Generated(w.resolve(seed)),
+        scripted => scripted.clone(),
+    };
+    let workload_shape = match (&spec.workload, &workload) {
+        (Workload::Generated(w), Workload::Generated(drawn)) if w.swarm => Some(drawn.describe()),
+        _ => None,
+    };
+    let client_future = client_future(spec, &workload, &history, &trace, &link, healed_at_ms);
     sim.client("client", client_future);
 
     let mut driver = Driver {
@@ -343,6 +355,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         push_egress,
         push_pending,
         fault_rates,
+        workload_shape,
         points_fired,
         faults: driver.applied,
         conversations,
@@ -357,20 +370,21 @@ pub fn run(spec: &RunSpec) -> RunRecord {
 
 fn client_future(
     spec: &RunSpec,
+    workload: &Workload,
     history: &History,
     trace: &Trace,
     link: &DriverLink,
     healed_at_ms: u64,
 ) -> Pin<Box<dyn Future<Output = turmoil::Result>>> {
     let seed = spec.seed;
-    let timeout = match &spec.workload {
+    let timeout = match workload {
         Workload::Generated(w) => Duration::from_millis(w.request_timeout_ms),
         Workload::Scripted(s) => s.request_timeout,
     };
     let client = Client::new(history.clone(), trace.clone(), timeout);
     let link = link.clone();
     let liveness_ms = spec.faults.liveness_ms;
-    match spec.workload.clone() {
+    match workload.clone() {
         Workload::Generated(w) => Box::pin(async move {
             let tasks = workload::run(w, seed, client.clone()).await;
             *link.tasks.borrow_mut() = tasks.clone();
@@ -550,6 +564,15 @@ impl Driver {
                 }
             }
         }
+    }
+}
+
+/// The fault mix and, with a swarm workload, the drawn workload shape: what a seed resolved,
+/// printed with it.
+pub fn describe_resolved(record: &RunRecord) -> String {
+    match &record.workload_shape {
+        Some(shape) => format!("{}; {shape}", describe_rates(&record.fault_rates)),
+        None => describe_rates(&record.fault_rates),
     }
 }
 
