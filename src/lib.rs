@@ -31,6 +31,7 @@ pub mod cluster;
 pub mod error;
 pub mod experiment;
 pub mod faults;
+pub mod hazards;
 pub mod history;
 pub mod journal;
 pub mod ledger;

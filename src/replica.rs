@@ -713,6 +713,23 @@ impl Replica {
                         format!("task {task_id} is terminal"),
                     ));
                 }
+                if self.profile.recovery.sweep_ms > 0
+                    && task.status.state == TaskState::Working
+                    && runner_until(&task).is_some_and(|until| now_ms() < until)
+                {
+                    // Another turn of this task is still in flight (its runner's lease
+                    // holds): running this one over it would let it complete the task while
+                    // the earlier, accepted turn is never processed. Busy: retry later.
+                    release().await;
+                    self.record(format!(
+                        "{}#{}: {task_id} has a turn in flight; busy, 409",
+                        info.conversation, info.turn
+                    ));
+                    return Err(Refusal::Http(
+                        409,
+                        format!("task {task_id} has a turn in flight; retry"),
+                    ));
+                }
                 if !blocking
                     && task.status.state == TaskState::Working
                     && self.profile.handler.nonblocking_to_working
@@ -1384,8 +1401,15 @@ impl Replica {
                     ));
                     message.task_id = Some(task.id.clone());
                     let me = self.clone();
+                    let abandoned = task.id.clone();
                     tokio::task::spawn_local(async move {
-                        let _ = me.send(message, true).await;
+                        if let Ok(done) = me.clone().send(message, true).await {
+                            if done.id != abandoned {
+                                // The message already completed as another task (a retry
+                                // of a first turn created it): this one is an orphan.
+                                me.retire(&abandoned, &done.id).await;
+                            }
+                        }
                     });
                     continue;
                 }
@@ -1423,6 +1447,42 @@ impl Replica {
                     ));
                 }
             }
+        }
+    }
+
+    /// Settles an orphan: a task whose only message completed as task `instead` (the
+    /// first attempt's answer was lost and its retry created that one). It is marked failed,
+    /// naming the task that holds the conversation, so nothing waits on it forever.
+    async fn retire(&self, orphan: &str, instead: &str) {
+        let Ok(Some((mut task, version))) = self.load(orphan).await else {
+            return;
+        };
+        if task.status.state.is_terminal() {
+            return;
+        }
+        set_marker(&mut task, "runnerUntilMs", None);
+        set_marker(&mut task, "effectPending", None);
+        task.status = TaskStatus {
+            state: TaskState::Failed,
+            message: Some(Message {
+                message_id: format!("{orphan}-superseded-v{version}"),
+                context_id: Some(task.context_id.clone()),
+                task_id: Some(task.id.clone()),
+                role: Role::Agent,
+                parts: vec![Part::text(format!(
+                    "superseded: this message completed as task {instead}"
+                ))],
+                metadata: None,
+                extensions: None,
+                reference_task_ids: None,
+            }),
+            timestamp: None,
+        };
+        if let Ok(v) = self
+            .persist(&task, SaveMode::Cas(Some(version)), Some(version))
+            .await
+        {
+            self.record(format!("retired orphan {orphan} v{v}: superseded by {instead}"));
         }
     }
 
@@ -1664,6 +1724,15 @@ fn set_marker(task: &mut Task, field: &str, value: Option<Value>) {
     if task.metadata.as_ref().is_some_and(|m| m.is_empty()) {
         task.metadata = None;
     }
+}
+
+/// Until when a task's runner lease holds (a turn is in flight), if it has one.
+fn runner_until(task: &Task) -> Option<u64> {
+    task.metadata
+        .as_ref()?
+        .get(MARKER_KEY)?
+        .get("runnerUntilMs")?
+        .as_u64()
 }
 
 /// Until when a task's pending effect holds off a cancel, if one is pending.
