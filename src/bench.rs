@@ -474,7 +474,11 @@ pub fn documented_table(searches: &[Search]) -> String {
     }
     for h in crate::hazards::HAZARDS {
         if !seen.contains(&h.number) {
-            let _ = writeln!(out, "§6.{}: not shown by any model within the caps: {}", h.number, h.title);
+            let _ = writeln!(
+                out,
+                "§6.{}: not shown by any model within the caps: {}",
+                h.number, h.title
+            );
         }
     }
     for (n, why) in crate::hazards::NOT_REACHABLE {

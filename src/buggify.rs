@@ -70,7 +70,8 @@ pub enum KillPoint {
 }
 
 /// Every kill point, in a fixed order.
-pub const KILL_POINTS: &[KillPoint] = &[KillPoint::Effect, KillPoint::AfterEffect, KillPoint::Stream];
+pub const KILL_POINTS: &[KillPoint] =
+    &[KillPoint::Effect, KillPoint::AfterEffect, KillPoint::Stream];
 
 impl KillPoint {
     /// The name used in traces and counters.
@@ -162,7 +163,10 @@ impl Chaos {
         };
         let fires = self.rng.random_bool(p);
         if fires {
-            *self.fired.entry(format!("buggify:{}", point.name())).or_default() += 1;
+            *self
+                .fired
+                .entry(format!("buggify:{}", point.name()))
+                .or_default() += 1;
         }
         fires
     }
@@ -195,7 +199,10 @@ impl Chaos {
 
     /// Counts a crash carried out at a kill point.
     pub fn count_kill(&mut self, point: KillPoint) {
-        *self.fired.entry(format!("kill-at:{}", point.name())).or_default() += 1;
+        *self
+            .fired
+            .entry(format!("kill-at:{}", point.name()))
+            .or_default() += 1;
     }
 }
 

@@ -68,9 +68,13 @@ pub const HAZARDS: &[Hazard] = &[
     },
     Hazard {
         number: 5,
-        title: "a push answered with a 3xx is never delivered (or is followed to a private address)",
+        title:
+            "a push answered with a 3xx is never delivered (or is followed to a private address)",
         shows: |run, f| {
-            let redirected = run.deliveries.iter().any(|d| (300..400).contains(&d.status));
+            let redirected = run
+                .deliveries
+                .iter()
+                .any(|d| (300..400).contains(&d.status));
             (redirected && failed(f, "push-accounted").is_some())
                 || any_detail(f, "push-egress-safe", crate::webhook::REDIRECT_TARGET)
         },

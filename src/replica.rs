@@ -34,6 +34,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use crate::buggify::{KillPoint, Point, SharedChaos};
 use crate::ledger::{self, EffectRequest};
 use crate::model::{
     AfterEffect, DedupScope, MismatchRule, NonBlockingToWorking, Placement, Profile, PushOn,
@@ -42,7 +43,6 @@ use crate::model::{
 };
 use crate::net::{self, BoxBody, ChannelBody};
 use crate::push::{Egress, PushReport, SharedPush};
-use crate::buggify::{KillPoint, Point, SharedChaos};
 use crate::store::{Claim, SaveError, SaveMode, SharedState, StoreState, TaskStore};
 use crate::trace::{now_ms, Trace};
 
@@ -568,7 +568,9 @@ impl Replica {
                 let _ = tx.send(StreamResponse::Task(*task)).await;
             }
             Begun::Turn(turn) => {
-                self.chaos.borrow_mut().reached(&self.name, KillPoint::Stream);
+                self.chaos
+                    .borrow_mut()
+                    .reached(&self.name, KillPoint::Stream);
                 let me = self.clone();
                 let tx2 = tx.clone();
                 tokio::task::spawn_local(async move {
@@ -997,7 +999,9 @@ impl Replica {
                 .then(|| format!("{}/{}", task.context_id, message.message_id)),
             sent_ms: now_ms(),
         };
-        self.chaos.borrow_mut().reached(&self.name, KillPoint::Effect);
+        self.chaos
+            .borrow_mut()
+            .reached(&self.name, KillPoint::Effect);
         if let Err(e) = ledger::perform(&effect, self.timing.ledger_timeout).await {
             self.record(format!(
                 "{}#{}: effect outcome unknown: {e}",
@@ -1482,7 +1486,9 @@ impl Replica {
             .persist(&task, SaveMode::Cas(Some(version)), Some(version))
             .await
         {
-            self.record(format!("retired orphan {orphan} v{v}: superseded by {instead}"));
+            self.record(format!(
+                "retired orphan {orphan} v{v}: superseded by {instead}"
+            ));
         }
     }
 
@@ -1610,7 +1616,9 @@ impl Replica {
                 tokio::time::sleep(poll).await;
                 if me.chaos.borrow_mut().buggify(Point::SlowEventPoll) {
                     let ms = me.chaos.borrow_mut().draw_ms(1000, 3000);
-                    me.record(format!("buggify: event poll of {task_id} takes {ms} ms more"));
+                    me.record(format!(
+                        "buggify: event poll of {task_id} takes {ms} ms more"
+                    ));
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                 }
                 let events = match me.profile.subscribe.source {

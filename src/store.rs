@@ -198,8 +198,13 @@ impl StoreState {
     /// the new version, or `None` when the task does not exist.
     pub fn phantom_write(&mut self, task_id: &str) -> Option<u64> {
         let (task, version) = self.tasks.get(task_id).cloned()?;
-        self.save(task, SaveMode::Cas(Some(version)), Some(version), PHANTOM_WRITER)
-            .ok()
+        self.save(
+            task,
+            SaveMode::Cas(Some(version)),
+            Some(version),
+            PHANTOM_WRITER,
+        )
+        .ok()
     }
 
     /// Registers a push URL for a task (a config without an id adds one more URL).
@@ -640,7 +645,8 @@ pub fn buggify_conflict(
     task_id: &str,
     mode: SaveMode,
 ) {
-    if !matches!(mode, SaveMode::Cas(Some(_))) || !chaos.borrow_mut().buggify(Point::ConflictOnSave) {
+    if !matches!(mode, SaveMode::Cas(Some(_))) || !chaos.borrow_mut().buggify(Point::ConflictOnSave)
+    {
         return;
     }
     if let Some(v) = state.borrow_mut().phantom_write(task_id) {

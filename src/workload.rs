@@ -297,10 +297,9 @@ async fn conversation(
         .then(|| format!("{}{name}", pick_push_url(&mut rng)));
     // Drawn only when asked for, so workloads without them draw what they always drew.
     let polling = spec.poll_rate > 0.0 && rng.random_bool(spec.poll_rate);
-    let follow_up_at = (spec.follow_up_rate > 0.0
-        && spec.turns >= 3
-        && rng.random_bool(spec.follow_up_rate))
-    .then(|| rng.random_range(2..=spec.turns - 1));
+    let follow_up_at =
+        (spec.follow_up_rate > 0.0 && spec.turns >= 3 && rng.random_bool(spec.follow_up_rate))
+            .then(|| rng.random_range(2..=spec.turns - 1));
     let mut turn = 1;
     while turn <= spec.turns {
         let cancel_now = cancel_at == Some(turn);
@@ -319,7 +318,8 @@ async fn conversation(
                     u64::from(index),
                 ));
                 tokio::task::spawn_local(async move {
-                    let req = Turn::new(&spec, seed, &name, &ctx, turn + 1, task_id.as_deref(), true);
+                    let req =
+                        Turn::new(&spec, seed, &name, &ctx, turn + 1, task_id.as_deref(), true);
                     req.send(&spec, &client, &mut rng).await
                 })
             };

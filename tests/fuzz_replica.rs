@@ -202,7 +202,11 @@ fn run_world(profile: &str, seed: u64, batch: &[Req]) -> Vec<Seen> {
     {
         let (state, trace) = (Rc::new(RefCell::new(StoreState::default())), trace.clone());
         sim.host("store", move || {
-            store::serve(state.clone(), trace.clone(), a2a_chaos::buggify::Chaos::shared(seed))
+            store::serve(
+                state.clone(),
+                trace.clone(),
+                a2a_chaos::buggify::Chaos::shared(seed),
+            )
         });
     }
     {

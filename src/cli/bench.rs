@@ -38,7 +38,10 @@ pub fn cmd_bench(args: BenchArgs) -> Result<i32, InputError> {
         if !(args.hazard_wall_s.is_finite() && args.hazard_wall_s > 0.0) {
             return Err(InputError::new(
                 "--hazard-wall-s",
-                format!("{} must be a positive number of seconds", args.hazard_wall_s),
+                format!(
+                    "{} must be a positive number of seconds",
+                    args.hazard_wall_s
+                ),
             ));
         }
         let searches = bench::discover_all(
