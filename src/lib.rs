@@ -26,6 +26,7 @@
 
 pub mod auth;
 pub mod bench;
+pub mod buggify;
 pub mod chart;
 pub mod check;
 pub mod cli;
@@ -34,6 +35,7 @@ pub mod cluster;
 pub mod error;
 pub mod experiment;
 pub mod faults;
+pub mod hazards;
 pub mod history;
 pub mod journal;
 pub mod ledger;

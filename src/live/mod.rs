@@ -297,6 +297,8 @@ async fn run_world(
         sim_ms,
         steps: 0,
         error,
+        workload_shape: None,
+        points_fired: BTreeMap::new(),
     })
 }
 
