@@ -55,9 +55,15 @@ swarm = true
 window-ms = 3000
 liveness-ms = 4000
 kill = 0.6
+kill-store = 0.15
+kill-router = 0.15
+kill-at-point = 0.1
 partition = 0.4
+link-partition = 0.4
+hold = 0.3
 latency = 0.3
 lost-reply = 0.03
+buggify = 0.2
 "#;
 
 /// Target: a simulated A2A request costs at most this many times a bare HTTP request.

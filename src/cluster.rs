@@ -375,6 +375,9 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     }
 }
 
+/// How long a script's world runs after its last step, at least.
+const SCRIPT_TAIL_MS: u64 = 1000;
+
 fn client_future(
     spec: &RunSpec,
     workload: &Workload,
@@ -384,6 +387,14 @@ fn client_future(
     healed_at_ms: u64,
 ) -> Pin<Box<dyn Future<Output = turmoil::Result>>> {
     let seed = spec.seed;
+    // A script ends once background work (non-blocking turns, pushes) has had a second, and
+    // the model's own recovery (a sweep taking over an abandoned turn) has had its bound.
+    let recovery = &spec.profile.recovery;
+    let tail = Duration::from_millis(if recovery.sweep_ms > 0 {
+        SCRIPT_TAIL_MS.max(recovery.runner_lease_ms + recovery.sweep_ms + 500)
+    } else {
+        SCRIPT_TAIL_MS
+    });
     let timeout = match workload {
         Workload::Generated(w) => Duration::from_millis(w.request_timeout_ms),
         Workload::Scripted(s) => s.request_timeout,
@@ -415,7 +426,7 @@ fn client_future(
             Ok(())
         }),
         Workload::Scripted(script) => Box::pin(async move {
-            crate::scenario::run_script(&script, seed, client, link).await;
+            crate::scenario::run_script(&script, seed, client, link, tail).await;
             Ok(())
         }),
     }

@@ -867,13 +867,19 @@ fn write_toml(file: &ScenarioFile) -> String {
     out
 }
 
-/// Runs the script on the client host; returns when every step is done.
-pub async fn run_script(script: &Script, seed: u64, client: Rc<Client>, link: DriverLink) {
+/// Runs the script on the client host; returns `tail` after every step is done, so that
+/// background work (non-blocking turns, pushes, takeovers) can finish before the world stops.
+pub async fn run_script(
+    script: &Script,
+    seed: u64,
+    client: Rc<Client>,
+    link: DriverLink,
+    tail: Duration,
+) {
     for step in &script.steps {
         run_step(step, script, seed, &client, &link).await;
     }
-    // Let background work (non-blocking turns, pushes) finish before the world stops.
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    tokio::time::sleep(tail).await;
 }
 
 fn run_step<'a>(

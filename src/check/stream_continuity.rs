@@ -5,8 +5,9 @@
 //! replica that was asked simply does not have it: per-process stores, A2A-BEHAVIOURS.md
 //! §6.8); the stream must start with a Task snapshot (Mastra answers an unknown task with
 //! an empty stream); it must advance when the task changes (a subscriber on a replica with
-//! no event stream sees the snapshot and nothing more); and no state may arrive twice in a
-//! row. Only the owner's subscriptions count (another principal's belong to
+//! no event stream sees the snapshot and nothing more), within 700 ms of the change or of the
+//! last fault that disturbed the subscription (a delay is not a loss; a stream still silent
+//! once the path is quiet is); and no state may arrive twice in a row. Only the owner's subscriptions count (another principal's belong to
 //! `owner-isolation`). Exercised: subscriptions to tasks that exist.
 
 use crate::check::{owners, Checker, Finding, Violation};
@@ -84,9 +85,26 @@ impl Checker for StreamContinuity {
                 });
                 continue;
             }
+            // Progress is owed once the path is quiet: a fault during the subscription (a
+            // cut, a kill, a held link) or a slowed event poll may delay a change, not lose
+            // it, so the clock starts at the later of the change and the last disturbance.
+            let mut quiet_from = run
+                .faults
+                .iter()
+                .map(|(at, _)| *at)
+                .filter(|at| (op.invoke_ms..=op.complete_ms).contains(at))
+                .max()
+                .unwrap_or(0);
+            if run
+                .points_fired
+                .get("buggify:slow-event-poll")
+                .is_some_and(|n| *n > 0)
+            {
+                quiet_from = quiet_from.max(run.healed_at_ms);
+            }
             let changed = saves.iter().find(|s| {
                 s.at_ms > op.invoke_ms
-                    && s.at_ms + SLACK_MS < op.complete_ms
+                    && s.at_ms.max(quiet_from) + SLACK_MS < op.complete_ms
                     && last_before.is_none_or(|b| b.state != s.state)
             });
             if op.stream_states.len() == 1 {

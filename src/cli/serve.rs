@@ -76,18 +76,22 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
             chaos: chaos.clone(),
         },
     ));
-    println!(
+    // A reader that hangs up after the first line must not take the server down with it.
+    let mut out = std::io::stdout();
+    let _ = writeln!(
+        out,
         "serving replica-0 (model {}) on http://{listen}/ (A2A 1.0 JSON-RPC; card at http://{listen}/.well-known/agent-card.json); ledger on http://{ledger_addr}/",
         profile.name
     );
     if profile.auth.bearer == crate::model::BearerRule::Required {
-        println!(
+        let _ = writeln!(
+            out,
             "the model checks Bearer tokens: send `Authorization: Bearer {}` (principal {})",
             crate::auth::bearer_for(crate::auth::DEFAULT_PRINCIPAL),
             crate::auth::DEFAULT_PRINCIPAL
         );
     }
-    let _ = std::io::stdout().flush();
+    let _ = out.flush();
 
     let local = tokio::task::LocalSet::new();
     let outcome: Result<(), String> = local.block_on(&runtime, async move {
@@ -129,7 +133,7 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
             },
             _ = stop => {
                 let effects = ledger_state.borrow().effects().len();
-                println!("stopped; {effects} business effects reached the ledger");
+                let _ = writeln!(std::io::stdout(), "stopped; {effects} business effects reached the ledger");
                 Ok(())
             }
         }

@@ -214,7 +214,7 @@ async fn run_world(
         ..DriverLink::default()
     };
     let client = Client::new(history.clone(), trace.clone(), script.request_timeout);
-    crate::scenario::run_script(script, seed, client, link.clone()).await;
+    crate::scenario::run_script(script, seed, client, link.clone(), Duration::from_secs(1)).await;
 
     // Ground truth: every task any answer, effect or save named, read from the shared
     // database (or, for a peer that cannot dump it, from a live replica), outside the
