@@ -118,6 +118,8 @@ pub struct RunRecord {
     pub steps: u64,
     /// Why the run did not finish normally (a host error, the budget), if it did not.
     pub error: Option<String>,
+    /// The agent card's versions and the client's card decisions (runs that simulate it).
+    pub cards: crate::card::CardRecord,
 }
 
 /// Shared state between the driver and a scripted client.
@@ -217,6 +219,20 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         });
     }
 
+    // The agent card, in runs that simulate it: the router serves it, and the extra hosts
+    // its changes may name exist. Other runs keep their hosts and their trace.
+    let cards = crate::card::setup_for(&spec.workload, &spec.faults).map(|(setup, hosts)| {
+        let authority = crate::card::CardAuthority::new(setup, trace.clone());
+        *control.cards.borrow_mut() = Some(authority.clone());
+        for host in hosts {
+            let (authority, trace, name) = (authority.clone(), trace.clone(), host.clone());
+            sim.host(host, move || {
+                crate::card::front_door::serve(name.clone(), authority.clone(), trace.clone())
+            });
+        }
+        authority
+    });
+
     let mut rng = ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(seed, "faults", 0));
     let fault_rates = spec.faults.resolve(&mut rng);
     let plan = spec.faults.plan(
@@ -229,7 +245,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     );
     let healed_at_ms = spec.faults.window_ms;
 
-    let client_future = client_future(spec, &history, &trace, &link, healed_at_ms);
+    let client_future = client_future(spec, &history, &trace, &link, healed_at_ms, &cards);
     sim.client("client", client_future);
 
     let mut driver = Driver {
@@ -241,6 +257,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         slowed: BTreeSet::new(),
         applied: Vec::new(),
         trace: trace.clone(),
+        cards: cards.clone(),
     };
     let mut pending: VecDeque<Scheduled> = plan.into();
     let mut steps = 0u64;
@@ -331,6 +348,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         sim_ms,
         steps,
         error,
+        cards: cards.map(|a| a.record()).unwrap_or_default(),
     }
 }
 
@@ -340,13 +358,23 @@ fn client_future(
     trace: &Trace,
     link: &DriverLink,
     healed_at_ms: u64,
+    cards: &Option<crate::card::CardAuthority>,
 ) -> Pin<Box<dyn Future<Output = turmoil::Result>>> {
     let seed = spec.seed;
     let timeout = match &spec.workload {
         Workload::Generated(w) => Duration::from_millis(w.request_timeout_ms),
         Workload::Scripted(s) => s.request_timeout,
     };
-    let client = Client::new(history.clone(), trace.clone(), timeout);
+    let cards = cards.as_ref().map(|authority| {
+        let knobs = spec.profile.card.clone().unwrap_or_else(|| {
+            panic!(
+                "model `{}` has no [card] knobs (checked when the file was read)",
+                spec.profile.name
+            )
+        });
+        crate::card::cache::CardClient::new(knobs, authority.clone(), timeout, trace.clone())
+    });
+    let client = Client::with_cards(history.clone(), trace.clone(), timeout, cards);
     let link = link.clone();
     let liveness_ms = spec.faults.liveness_ms;
     match spec.workload.clone() {
@@ -389,6 +417,7 @@ struct Driver {
     slowed: BTreeSet<(String, String)>,
     applied: Vec<(u64, String)>,
     trace: Trace,
+    cards: Option<crate::card::CardAuthority>,
 }
 
 fn replica_index(host: &str) -> Option<usize> {
@@ -460,6 +489,11 @@ impl Driver {
                 self.control.drop_reply_rate.set(0.0);
             }
             Action::LostReplyRate(p) => self.control.drop_reply_rate.set(*p),
+            Action::Card(change) => {
+                if let Some(authority) = &self.cards {
+                    authority.apply(change, now);
+                }
+            }
             Action::DropNextReply => self.control.drop_next.set(true),
             Action::LinkLatency(a, b, ms) => {
                 let max = Duration::from_millis(ms.unwrap_or(LATENCY_MS.1));

@@ -186,6 +186,9 @@ pub fn parse_action(text: &str) -> Option<Action> {
     if let Some(rest) = text.strip_prefix("repair ") {
         return two(rest, " <-> ").map(|(a, b)| Action::Repair(a, b));
     }
+    if let Some(c) = text.strip_prefix("card ") {
+        return crate::card::CardChange::parse(c).map(Action::Card);
+    }
     if text == "heal all" {
         return Some(Action::HealAll);
     }
@@ -1156,6 +1159,7 @@ fn base_file(name: &str, model: &str, routing: &str, seed: u64, timeout_ms: u64)
         description: None,
         postmortem: None,
         request_timeout_ms: timeout_ms,
+        card: None,
         step: Vec::new(),
         expect: Expect::default(),
     }
@@ -1302,7 +1306,12 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
     }
     let (invariant, details) = target(&record, request.invariant.as_deref())?;
     let original_detail = details.first().cloned().unwrap_or_default();
-    let base = base_file(&request.name, &model, &routing, seed, timeout_ms);
+    let mut base = base_file(&request.name, &model, &routing, seed, timeout_ms);
+    if record.cards.enabled {
+        base.card = Some(crate::card::CardSetup {
+            max_age_s: record.cards.max_age_ms / 1000,
+        });
+    }
     let oracle = Oracle::new(base, profile.clone(), invariant);
 
     // Convert and verify.
@@ -1492,6 +1501,8 @@ mod tests {
             Action::DropNextReply,
             Action::LinkLatency(h("replica-2"), h("store"), Some(120)),
             Action::LinkLatency(h("replica-2"), h("store"), None),
+            Action::Card(crate::card::CardChange::MoveTo(h("agent-v2.example"))),
+            Action::Card(crate::card::CardChange::RevokeKey),
         ] {
             assert_eq!(parse_action(&a.to_string()), Some(a.clone()), "{a}");
         }

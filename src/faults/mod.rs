@@ -10,6 +10,7 @@
 //!
 //! Adding a fault is one file in this folder plus one line in [`FAULTS`].
 
+mod card;
 mod kill;
 mod latency;
 mod lost_reply;
@@ -44,6 +45,8 @@ pub enum Action {
     DropNextReply,
     /// Set the maximum latency between two hosts (`None` restores the default).
     LinkLatency(String, String, Option<u64>),
+    /// Change the agent card the router serves (runs that simulate the card).
+    Card(crate::card::CardChange),
 }
 
 impl std::fmt::Display for Action {
@@ -59,6 +62,7 @@ impl std::fmt::Display for Action {
             Action::DropNextReply => write!(f, "drop next reply"),
             Action::LinkLatency(a, b, Some(ms)) => write!(f, "latency {a} <-> {b} up to {ms} ms"),
             Action::LinkLatency(a, b, None) => write!(f, "latency {a} <-> {b} back to normal"),
+            Action::Card(c) => write!(f, "card {c}"),
         }
     }
 }
@@ -91,7 +95,17 @@ pub const FAULTS: &[(&str, &dyn Fault)] = &[
     ("partition", &partition::Partition),
     ("lost-reply", &lost_reply::LostReply),
     ("latency", &latency::Latency),
+    ("card-move", &card::CardMove),
+    ("card-no-streaming", &card::CardNoStreaming),
+    ("card-key-revoked", &card::CardKeyRevoked),
+    ("card-tampered", &card::CardTampered),
+    ("card-foreign-origin", &card::CardForeignOrigin),
 ];
+
+/// Whether any of these fault names changes the agent card (the run then simulates it).
+pub fn any_card_fault<'a>(names: impl IntoIterator<Item = &'a String>) -> bool {
+    names.into_iter().any(|n| n.starts_with("card-"))
+}
 
 /// Names of the faults.
 pub fn names() -> Vec<&'static str> {
