@@ -231,7 +231,9 @@ impl Client {
         if let (Some(cards), "SendStreamingMessage") = (&self.cards, method) {
             // A client that knows the agent does not stream sends the message instead.
             if cards.streams().await == Some(false) {
-                return self.unary(kind, "SendMessage", params, context, target).await;
+                return self
+                    .unary(kind, "SendMessage", params, context, target)
+                    .await;
             }
         }
         let op_id = self.history.invoke();

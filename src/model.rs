@@ -396,7 +396,12 @@ pub const KNOBS: &[&str] = &[
 ];
 
 /// Knob paths of the optional `[card]` group, cited when the group is present.
-pub const CARD_KNOBS: &[&str] = &["card.cache", "card.ttl_ms", "card.verify", "card.pin_origins"];
+pub const CARD_KNOBS: &[&str] = &[
+    "card.cache",
+    "card.ttl_ms",
+    "card.verify",
+    "card.pin_origins",
+];
 
 impl Profile {
     /// Parses and validates a profile; `origin` names the file in errors.

@@ -176,6 +176,7 @@ impl CardAuthority {
         let revision = latest.revision + 1;
         let mut url = latest.execution_url.clone();
         let mut streaming = latest.streaming;
+        let mut what = change.to_string();
         match change {
             CardChange::MoveTo(host) => url = format!("http://{host}:{FRONT_DOOR_PORT}/"),
             CardChange::Streaming(on) => streaming = *on,
@@ -192,6 +193,7 @@ impl CardAuthority {
                         revoked_ms: None,
                     },
                 );
+                what = format!("{old} revoked, card re-signed with {kid}");
                 s.signing_kid = kid;
             }
             CardChange::Tamper => {
@@ -227,7 +229,7 @@ impl CardAuthority {
             legit: true,
             published_ms: now,
             deadline_ms: now + s.max_age_ms,
-            change: change.to_string(),
+            change: what,
             execution_url: url,
             streaming,
             kid: Some(kid),
@@ -345,7 +347,10 @@ mod tests {
         assert!(a.trusted_key("key-1", 100).is_none());
         assert!(a.trusted_key("key-2", 100).is_some());
         let v = a.current();
-        assert_eq!((v.revision, v.kid.as_deref(), v.deadline_ms), (2, Some("key-2"), 2100));
+        assert_eq!(
+            (v.revision, v.kid.as_deref(), v.deadline_ms),
+            (2, Some("key-2"), 2100)
+        );
         let r = a.record();
         let first = r.versions[0].clone();
         assert_eq!(r.stale_at(&first, 2099), None);

@@ -98,6 +98,8 @@ struct Cached {
     base_ms: u64,
     /// `Cache-Control: max-age` it came with, ms.
     max_age_ms: u64,
+    /// The key whose signature verified (`None`: not checked, or unsigned and let through).
+    kid: Option<String>,
 }
 
 /// A client's card cache: one per client object.
@@ -114,7 +116,12 @@ pub struct CardClient {
 
 impl CardClient {
     /// A client with an empty cache, fetching with `timeout`.
-    pub fn new(knobs: CardKnobs, authority: CardAuthority, timeout: Duration, trace: Trace) -> Self {
+    pub fn new(
+        knobs: CardKnobs,
+        authority: CardAuthority,
+        timeout: Duration,
+        trace: Trace,
+    ) -> Self {
         CardClient {
             knobs,
             authority,
@@ -165,8 +172,7 @@ impl CardClient {
             Ok(r) => {
                 u.etag = Some(r.etag.clone());
                 u.origin = Some(r.origin.clone());
-                u.credential_audience =
-                    auth::claims_unverified(&r.credential).map(|c| c.audience);
+                u.credential_audience = auth::claims_unverified(&r.credential).map(|c| c.audience);
             }
             Err((etag, why)) => {
                 u.etag = etag.clone();
@@ -240,15 +246,21 @@ impl CardClient {
                 match (reply.status.as_u16(), prior) {
                     (304, Some(mut p)) => {
                         // Revalidated: the same card, checked again against today's keys.
-                        self.verify(&p.body, at_ms).map(|_| {
+                        self.verify(&p.body, at_ms).map(|kid| {
                             p.base_ms = at_ms;
                             p.max_age_ms = max_age_ms;
+                            p.kid = kid;
                             p
                         })
                     }
                     (200, _) => match serde_json::from_slice::<Value>(&reply.body) {
                         Err(e) => Err(format!("unreadable card: {e}")),
-                        Ok(body) => self.accept(body, log.etag.clone().unwrap_or_default(), at_ms, max_age_ms),
+                        Ok(body) => self.accept(
+                            body,
+                            log.etag.clone().unwrap_or_default(),
+                            at_ms,
+                            max_age_ms,
+                        ),
                     },
                     (status, _) => Err(format!("card fetch answered HTTP {status}")),
                 }
@@ -257,7 +269,11 @@ impl CardClient {
         log.outcome = match &result {
             Ok(c) if log.status == Some(304) => format!("not modified; kept {}", c.etag),
             Ok(c) => format!(
-                "accepted: calls go to {}, streaming {}",
+                "accepted ({}): calls go to {}, streaming {}",
+                match &c.kid {
+                    Some(k) => format!("signed by {k}"),
+                    None => "signature not checked".into(),
+                },
                 c.route.origin,
                 if c.route.streaming { "on" } else { "off" }
             ),
@@ -283,8 +299,14 @@ impl CardClient {
     }
 
     /// Checks a freshly fetched card and makes it the cache entry.
-    fn accept(&self, body: Value, etag: String, at_ms: u64, max_age_ms: u64) -> Result<Cached, String> {
-        self.verify(&body, at_ms)?;
+    fn accept(
+        &self,
+        body: Value,
+        etag: String,
+        at_ms: u64,
+        max_age_ms: u64,
+    ) -> Result<Cached, String> {
+        let kid = self.verify(&body, at_ms)?;
         let url = execution_url(&body).ok_or("the card names no execution URL")?;
         let (host, port, path) = crate::replica::parse_http_url(url)
             .ok_or_else(|| format!("the card's execution URL `{url}` is not an http:// URL"))?;
@@ -309,6 +331,7 @@ impl CardClient {
             route,
             base_ms: at_ms,
             max_age_ms,
+            kid,
         })
     }
 

@@ -122,7 +122,10 @@ impl CardStep {
         }
         match found.len() {
             1 => Ok(found.pop().expect("one")),
-            0 => Err("a card step needs one of move-to, streaming, revoke-key = true, tamper = true".into()),
+            0 => Err(
+                "a card step needs one of move-to, streaming, revoke-key = true, tamper = true"
+                    .into(),
+            ),
             _ => Err("a card step makes one change; split it into several steps".into()),
         }
     }
@@ -165,6 +168,15 @@ pub fn check_profile(
             profile.name
         ),
     ))
+}
+
+/// Refuses a run that simulates the card with a model that has no `[card]` knobs (a
+/// `--model` given on the command line).
+pub fn check_spec(spec: &crate::cluster::RunSpec) -> Result<(), crate::error::InputError> {
+    match setup_for(&spec.workload, &spec.faults) {
+        Some(_) => check_profile(&spec.profile, "--model"),
+        None => Ok(()),
+    }
 }
 
 /// Whether a run simulates the card, its setup, and the extra hosts its changes can name.

@@ -10,6 +10,8 @@
 //! Adding a checker is one file in this folder plus one line in [`CHECKERS`].
 
 mod cancel_idempotent;
+mod card_freshness;
+mod credential_audience;
 mod dedup_contract;
 mod exactly_once;
 mod liveness;
@@ -98,6 +100,8 @@ pub const CHECKERS: &[(&str, &dyn Checker)] = &[
     ("liveness", &liveness::Liveness),
     ("push-accounted", &push_accounted::PushAccounted),
     ("push-egress-safe", &push_egress::PushEgressSafe),
+    ("credential-audience", &credential_audience::CredentialAudience),
+    ("card-freshness", &card_freshness::CardFreshness),
 ];
 
 /// Invariant names in the contract that this version does not check yet.
