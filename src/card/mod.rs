@@ -444,6 +444,65 @@ mod tests {
         assert_eq!(CardChange::parse("move-to Evil Host"), None);
     }
 
+    const CARD_SCENARIO: &str = r#"
+name = "cards"
+model = "mastra"
+replicas = 1
+[card]
+max-age-s = 5
+[[step]]
+send = { conversation = "c1", turn = 1 }
+[[step]]
+card = { move-to = "agent-v2.example" }
+[[step]]
+concurrent = [{ card = { streaming = false } }, { card = { revoke-key = true } }]
+[[step]]
+card = { tamper = true }
+[expect]
+violations = ["card-freshness"]
+"#;
+
+    #[test]
+    fn card_steps_and_the_card_table_write_back_to_the_same_scenario() {
+        let s = crate::scenario::Script::parse(CARD_SCENARIO, "cards.toml").unwrap();
+        assert_eq!(s.card_setup(), Some(CardSetup { max_age_s: 5 }));
+        let back = crate::scenario::Script::parse(&s.to_toml(), "back.toml")
+            .unwrap_or_else(|e| panic!("{e}\n{}", s.to_toml()));
+        assert_eq!(back.steps, s.steps);
+        assert_eq!(back.file, s.file);
+        // A card step alone turns the simulation on, with the default max-age.
+        let implicit = CARD_SCENARIO.replace("[card]\nmax-age-s = 5\n", "");
+        let s = crate::scenario::Script::parse(&implicit, "x.toml").unwrap();
+        assert_eq!(s.card_setup(), Some(CardSetup::default()));
+    }
+
+    #[test]
+    fn bad_card_steps_and_card_less_models_are_refused() {
+        let two = CARD_SCENARIO.replace(
+            "card = { tamper = true }",
+            "card = { tamper = true, revoke-key = true }",
+        );
+        let err = crate::scenario::Script::parse(&two, "x")
+            .unwrap_err()
+            .message;
+        assert!(err.contains("one change"), "{err}");
+        let bad_host = CARD_SCENARIO.replace("agent-v2.example", "replica-0");
+        let err = crate::scenario::Script::parse(&bad_host, "x")
+            .unwrap_err()
+            .message;
+        assert!(err.contains("move-to"), "{err}");
+        let old_model = CARD_SCENARIO.replace(
+            "model = \"mastra\"",
+            "model = \"tests/models/naive-push-follows-redirects.toml\"",
+        );
+        let err = crate::scenario::Script::parse(&old_model, "x")
+            .unwrap_err()
+            .message;
+        assert!(err.contains("no [card] knobs"), "{err}");
+        let long = CARD_SCENARIO.replace("max-age-s = 5", "max-age-s = 99999");
+        assert!(crate::scenario::Script::parse(&long, "x").is_err());
+    }
+
     #[test]
     fn the_signature_covers_everything_but_the_signatures() {
         let card = serde_json::json!({"url": "http://router:8080/", "b": 1, "a": 2});
