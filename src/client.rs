@@ -193,14 +193,15 @@ impl Client {
         self.trace.record(
             "client",
             format!(
-                "{} -> {}{}",
+                "{} -> {}{}{}",
                 kind.label(),
                 outcome.word(),
                 match &outcome {
                     Outcome::Fail { code, .. } => format!(" {code}"),
                     Outcome::Info { why } => format!(" ({why})"),
                     Outcome::Ok => String::new(),
-                }
+                },
+                via(route.as_ref())
             ),
         );
         self.history.complete(Op {
@@ -309,10 +310,11 @@ impl Client {
         self.trace.record(
             "client",
             format!(
-                "{} -> {} ({} events)",
+                "{} -> {} ({} events){}",
                 kind.label(),
                 outcome.word(),
-                states.len()
+                states.len(),
+                via(route.as_ref())
             ),
         );
         self.history.complete(Op {
@@ -328,6 +330,12 @@ impl Client {
         });
         Answer { outcome, task }
     }
+}
+
+/// ` via ORIGIN` for a call routed by the card; nothing otherwise (traces of runs without
+/// the card stay as they were).
+fn via(route: Option<&Route>) -> String {
+    route.map_or_else(String::new, |r| format!(" via {}", r.origin))
 }
 
 /// Folds one stream event into the running view of the task.

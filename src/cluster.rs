@@ -2,7 +2,8 @@
 //!
 //! Hosts: `client` (workload drivers), `router`, `replica-0..N-1`, `store` (the shared task
 //! store as a service, so latency and partitions apply between replicas and store), `ledger`
-//! (the business-effect sink) and `webhook` (push receiver). One u64 seed drives turmoil's
+//! (the business-effect sink) and `webhook` (push receiver); in runs that simulate the agent
+//! card, also the extra hosts its changes may name ([`crate::card`]). One u64 seed drives turmoil's
 //! `rng_seed`, every host's tokio runtime (built with `tokio_unstable`), the fault plan, the
 //! workload and every id; the epoch is fixed. The same seed gives the same trace hash in any
 //! process.

@@ -17,8 +17,9 @@
 //! as `verifyAgentCardSignatureIfPresent` lets it) or `required`. The key provider is the
 //! authority's current key set, as a JWKS fetch would be. With `pin_origins`, a card whose
 //! execution origin is not the card's own origin (the audience of the credential) is
-//! refused. A refused card is dropped from the cache: the client fails closed, and every
-//! call is a definite `fail` that sent nothing until a card passes.
+//! refused. A refused card is never used, nor is the card it was meant to replace: the
+//! client fails closed, and every call is a definite `fail` that sent nothing until a card
+//! passes.
 //!
 //! Every call's decision ([`CardUse`]) and every fetch ([`CardFetch`]) is logged in the
 //! authority, for the `credential-audience` and `card-freshness` checkers.
@@ -270,9 +271,10 @@ impl CardClient {
             Ok(c) if log.status == Some(304) => format!("not modified; kept {}", c.etag),
             Ok(c) => format!(
                 "accepted ({}): calls go to {}, streaming {}",
-                match &c.kid {
-                    Some(k) => format!("signed by {k}"),
-                    None => "signature not checked".into(),
+                match (&c.kid, self.knobs.verify) {
+                    (Some(k), _) => format!("signed by {k}"),
+                    (None, CardVerify::None) => "signature not checked".into(),
+                    (None, _) => "unsigned, let through".into(),
                 },
                 c.route.origin,
                 if c.route.streaming { "on" } else { "off" }
