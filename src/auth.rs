@@ -25,6 +25,9 @@ pub const AGENT_AUDIENCE: &str = "http://router:8080";
 /// The principal a step or workload acts for when it names none.
 pub const DEFAULT_PRINCIPAL: &str = "alice";
 
+/// The principal that presents no token at all.
+pub const ANONYMOUS: &str = "anonymous";
+
 /// The message metadata key carrying the end user's claimed identity (Rasa's style: the
 /// token names the calling service, the metadata names the user, and nobody verifies it).
 pub const USER_METADATA_KEY: &str = "a2aChaosUser";
@@ -87,6 +90,11 @@ pub fn token(issuer: &str, audience: &str, subject: &str) -> String {
 /// The token a principal presents to the agent.
 pub fn bearer_for(principal: &str) -> String {
     token(ISSUER, AGENT_AUDIENCE, principal)
+}
+
+/// The `Authorization` header a principal's calls carry: none for [`ANONYMOUS`].
+pub fn authorization_for(principal: &str) -> Option<String> {
+    (principal != ANONYMOUS).then(|| format!("Bearer {}", bearer_for(principal)))
 }
 
 /// The claims a token states, without checking its signature (what a client knows of its

@@ -5,8 +5,8 @@
 //! `info` (a timeout, a broken connection, a gateway error from the router, a cut stream).
 //!
 //! In runs that simulate the agent card, every call first asks the client's
-//! [`CardClient`] where to go: the execution URL of the card it holds, with the principal's
-//! bearer token. A call the card client refuses (no card passes its checks, or the card
+//! [`CardClient`] where to go: the execution URL of the card it holds, where the call then
+//! carries the principal's bearer token as every call does. A call the card client refuses (no card passes its checks, or the card
 //! says the agent does not stream) is a `fail` that sent nothing; a streaming send to an
 //! agent whose card says it does not stream becomes a plain `SendMessage`.
 
@@ -17,6 +17,7 @@ use std::time::Duration;
 use a2a::{Message, Part, Role, Task, TaskState};
 use serde_json::{json, Value};
 
+use crate::auth::DEFAULT_PRINCIPAL;
 use crate::card::cache::{CardClient, Route};
 use crate::history::{History, Op, OpKind, Outcome, TaskView};
 use crate::net::{self, Call};
@@ -67,6 +68,7 @@ impl Client {
     async fn route(
         &self,
         op_id: u64,
+        principal: &str,
         kind: &OpKind,
         method: &str,
         streaming: bool,
@@ -75,7 +77,7 @@ impl Client {
             return Ok(None);
         };
         cards
-            .route(op_id, now_ms(), &kind.label(), method, streaming)
+            .route(op_id, now_ms(), principal, &kind.label(), method, streaming)
             .await
             .map(Some)
             .map_err(|why| Outcome::Fail {
@@ -85,12 +87,20 @@ impl Client {
     }
 
     /// Records a call the card client refused to send.
-    fn refused(&self, op_id: u64, kind: OpKind, invoke_ms: u64, outcome: Outcome) -> Answer {
+    fn refused(
+        &self,
+        op_id: u64,
+        principal: &str,
+        kind: OpKind,
+        invoke_ms: u64,
+        outcome: Outcome,
+    ) -> Answer {
         self.trace
             .record("client", format!("{} -> {}", kind.label(), outcome.word()));
         self.history.complete(Op {
             id: op_id,
             kind,
+            principal: principal.to_string(),
             invoke_ms,
             complete_ms: now_ms(),
             outcome: outcome.clone(),
@@ -129,6 +139,7 @@ impl Client {
 
     fn call(
         &self,
+        principal: &str,
         method: &str,
         params: Value,
         context: Option<&str>,
@@ -150,19 +161,19 @@ impl Client {
             self.timeout,
         )
         .header("a2a-version", "1.0");
-        if let Some(r) = route {
-            call = call.header("authorization", format!("Bearer {}", r.credential));
-        }
         if let Some(c) = context {
             call = call.header(CONTEXT_HEADER, c);
         }
         if let Some(t) = target {
             call = call.header(TARGET_HEADER, t);
         }
+        if let Some(a) = crate::auth::authorization_for(principal) {
+            call = call.header("authorization", a);
+        }
         call
     }
 
-    /// A unary JSON-RPC call, recorded as `kind`.
+    /// A unary JSON-RPC call as the default principal, recorded as `kind`.
     pub async fn unary(
         &self,
         kind: OpKind,
@@ -171,13 +182,28 @@ impl Client {
         context: Option<&str>,
         target: Option<&str>,
     ) -> Answer {
+        self.unary_as(DEFAULT_PRINCIPAL, kind, method, params, context, target)
+            .await
+    }
+
+    /// A unary JSON-RPC call as `principal` (with its bearer token; none for
+    /// [`crate::auth::ANONYMOUS`]), recorded as `kind`.
+    pub async fn unary_as(
+        &self,
+        principal: &str,
+        kind: OpKind,
+        method: &str,
+        params: Value,
+        context: Option<&str>,
+        target: Option<&str>,
+    ) -> Answer {
         let op_id = self.history.invoke();
         let invoke_ms = now_ms();
-        let route = match self.route(op_id, &kind, method, false).await {
+        let route = match self.route(op_id, principal, &kind, method, false).await {
             Ok(r) => r,
-            Err(outcome) => return self.refused(op_id, kind, invoke_ms, outcome),
+            Err(outcome) => return self.refused(op_id, principal, kind, invoke_ms, outcome),
         };
-        let call = self.call(method, params, context, target, route.as_ref());
+        let call = self.call(principal, method, params, context, target, route.as_ref());
         let (outcome, replica, task) = match net::send(&call).await {
             Err(e) => (Outcome::Info { why: e.to_string() }, None, None),
             Ok(reply) => {
@@ -207,6 +233,7 @@ impl Client {
         self.history.complete(Op {
             id: op_id,
             kind,
+            principal: principal.to_string(),
             invoke_ms,
             complete_ms: now_ms(),
             outcome: outcome.clone(),
@@ -218,8 +245,9 @@ impl Client {
         Answer { outcome, task }
     }
 
-    /// A streaming call (SSE), recorded as `kind`: `ok` when the stream ends at a terminal or
-    /// interrupted state, `info` when it is cut or times out first.
+    /// A streaming call (SSE) as the default principal, recorded as `kind`: `ok` when the
+    /// stream ends at a terminal or interrupted state, `info` when it is cut or times out
+    /// first.
     pub async fn stream(
         &self,
         kind: OpKind,
@@ -229,21 +257,45 @@ impl Client {
         target: Option<&str>,
         stream_timeout: Duration,
     ) -> Answer {
+        self.stream_as(
+            DEFAULT_PRINCIPAL,
+            kind,
+            method,
+            params,
+            context,
+            target,
+            stream_timeout,
+        )
+        .await
+    }
+
+    /// A streaming call as `principal`; see [`Client::stream`].
+    #[allow(clippy::too_many_arguments)]
+    pub async fn stream_as(
+        &self,
+        principal: &str,
+        kind: OpKind,
+        method: &str,
+        params: Value,
+        context: Option<&str>,
+        target: Option<&str>,
+        stream_timeout: Duration,
+    ) -> Answer {
         if let (Some(cards), "SendStreamingMessage") = (&self.cards, method) {
             // A client that knows the agent does not stream sends the message instead.
-            if cards.streams().await == Some(false) {
+            if cards.streams(principal).await == Some(false) {
                 return self
-                    .unary(kind, "SendMessage", params, context, target)
+                    .unary_as(principal, kind, "SendMessage", params, context, target)
                     .await;
             }
         }
         let op_id = self.history.invoke();
         let invoke_ms = now_ms();
-        let route = match self.route(op_id, &kind, method, true).await {
+        let route = match self.route(op_id, principal, &kind, method, true).await {
             Ok(r) => r,
-            Err(outcome) => return self.refused(op_id, kind, invoke_ms, outcome),
+            Err(outcome) => return self.refused(op_id, principal, kind, invoke_ms, outcome),
         };
-        let call = self.call(method, params, context, target, route.as_ref());
+        let call = self.call(principal, method, params, context, target, route.as_ref());
         let mut states = Vec::new();
         let mut snapshot_first = None;
         let mut task: Option<Task> = None;
@@ -320,6 +372,7 @@ impl Client {
         self.history.complete(Op {
             id: op_id,
             kind,
+            principal: principal.to_string(),
             invoke_ms,
             complete_ms: now_ms(),
             outcome: outcome.clone(),

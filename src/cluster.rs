@@ -123,6 +123,10 @@ pub struct RunRecord {
     pub cards: crate::card::CardRecord,
 }
 
+/// Applies a fault at once and resolves when it took effect (a live run's driver, where a
+/// restart takes real time); see [`DriverLink::apply_now`].
+pub type ApplyNow = Rc<dyn Fn(Action) -> Pin<Box<dyn Future<Output = ()>>>>;
+
 /// Shared state between the driver and a scripted client.
 #[derive(Clone, Default)]
 pub struct DriverLink {
@@ -130,6 +134,9 @@ pub struct DriverLink {
     pub commands: Rc<RefCell<VecDeque<Action>>>,
     /// Conversation → task id, filled by the client as it learns them.
     pub tasks: Rc<RefCell<BTreeMap<String, String>>>,
+    /// Outside a simulation (`a2a-chaos live`): fault steps are applied through this and
+    /// awaited, instead of being queued for the next tick. `None` in every simulation.
+    pub apply_now: Option<ApplyNow>,
 }
 
 /// Runs one seed to its end.
@@ -223,7 +230,9 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     // The agent card, in runs that simulate it: the router serves it, and the extra hosts
     // its changes may name exist. Other runs keep their hosts and their trace.
     let cards = crate::card::setup_for(&spec.workload, &spec.faults).map(|(setup, hosts)| {
-        let authority = crate::card::CardAuthority::new(setup, trace.clone());
+        let auth = &spec.profile.auth;
+        let card_bearer = auth.card_bearer && auth.bearer == crate::model::BearerRule::Required;
+        let authority = crate::card::CardAuthority::new(setup, card_bearer, trace.clone());
         *control.cards.borrow_mut() = Some(authority.clone());
         for host in hosts {
             let (authority, trace, name) = (authority.clone(), trace.clone(), host.clone());

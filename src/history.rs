@@ -18,6 +18,8 @@ pub enum OpKind {
         turn: u32,
         message_id: String,
         blocking: bool,
+        /// Sent with a contextId other than the conversation's (A2A-BEHAVIOURS.md §6.10).
+        foreign_context: bool,
     },
     /// GetTask of the conversation's task.
     Get { conversation: String },
@@ -113,6 +115,8 @@ pub struct Op {
     /// Position in invoke order.
     pub id: u64,
     pub kind: OpKind,
+    /// Who made the call ([`crate::auth::ANONYMOUS`]: no token).
+    pub principal: String,
     pub invoke_ms: u64,
     pub complete_ms: u64,
     pub outcome: Outcome,

@@ -21,6 +21,8 @@
 //! - [`check`]: the invariants; [`runner`], [`report`], [`experiment`]: sweeps and output;
 //!   [`chart`] and [`timeline`]: the picture of a sweep and of one failing run;
 //!   [`shard`] and [`journal`]: sweeps split over machines, and resumed after an interruption;
+//! - [`live`]: the same scripts over real TCP against real replicas (`serve`, `live`,
+//!   `fidelity`);
 //! - [`shrink`]: from a failing run to a small scenario; [`strategies`]: proptest strategies
 //!   that generate scenarios for your own tests.
 
@@ -38,6 +40,7 @@ pub mod faults;
 pub mod history;
 pub mod journal;
 pub mod ledger;
+pub mod live;
 pub mod logging;
 pub mod model;
 pub mod net;

@@ -291,6 +291,40 @@ pub struct LedgerKnobs {
     pub idempotency_key: bool,
 }
 
+/// Whether a replica checks a Bearer token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BearerRule {
+    /// Open: no token is read; every caller is anonymous.
+    Off,
+    /// A token from the expected issuer for the agent's audience, or HTTP 401.
+    Required,
+}
+
+/// Whose tasks a caller may touch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OwnerScope {
+    /// The store has no owner field: any caller reads, cancels, follows and configures any
+    /// task whose id it knows (A2A-BEHAVIOURS.md §6.14).
+    None,
+    /// A task belongs to the verified token's subject (anonymous callers share one owner);
+    /// another caller is told the task does not exist (`-32001`).
+    TokenSubject,
+}
+
+/// Server-side authentication and authorisation knobs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthKnobs {
+    /// Bearer token check on JSON-RPC calls.
+    pub bearer: BearerRule,
+    /// Bearer token check on the agent card as well.
+    pub card_bearer: bool,
+    /// Whose tasks a caller may touch.
+    pub owner: OwnerScope,
+}
+
 /// How long a client keeps an agent card before it fetches it again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -347,12 +381,35 @@ pub struct Profile {
     pub recovery: RecoveryKnobs,
     pub push: PushKnobs,
     pub ledger: LedgerKnobs,
+    pub auth: AuthKnobs,
     /// The client's card bootstrap. Optional, so that profiles written before it keep
     /// loading; a run that simulates the card refuses a model without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub card: Option<CardKnobs>,
     /// Knob path (`store.placement`) → where the behaviour comes from.
     pub sources: BTreeMap<String, String>,
+    /// How `a2a-chaos live` and `fidelity` run this model against the real implementation,
+    /// and the known disagreements between the two. Not a behaviour knob: it changes no
+    /// simulated run, and it is left out of the profile's serialisation (the fingerprint of
+    /// a sweep's configuration).
+    #[serde(default, skip_serializing)]
+    pub fidelity: Option<FidelityKnobs>,
+}
+
+/// A profile's `[fidelity]` table: the real system it models and where they disagree.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FidelityKnobs {
+    /// The test peer under `tests/peers/` (`a2a-python`).
+    pub peer: String,
+    /// The SDK version the peer runs (`1.3.0`).
+    pub sdk: String,
+    /// The peer's task store: `plain` or `versioned`.
+    pub store: String,
+    /// Known disagreements: `"scenario-name/invariant"` → why the simulated and the real
+    /// verdicts differ. `a2a-chaos fidelity` fails on any disagreement not listed here.
+    #[serde(default)]
+    pub notes: BTreeMap<String, String>,
 }
 
 /// Every knob path a profile must cite.
@@ -393,6 +450,9 @@ pub const KNOBS: &[&str] = &[
     "push.inline",
     "push.outbox",
     "ledger.idempotency_key",
+    "auth.bearer",
+    "auth.card_bearer",
+    "auth.owner",
 ];
 
 /// Knob paths of the optional `[card]` group, cited when the group is present.

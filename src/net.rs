@@ -8,13 +8,22 @@
 //! Every client call carries a timeout. Traffic to a crashed host queues until it restarts,
 //! so a call without one could wait forever; a timed-out call is an `info` outcome (it may or
 //! may not have happened), never a failure.
+//!
+//! The transport seam: the same servers and clients also run over real TCP (`a2a-chaos serve`,
+//! `a2a-chaos live`). A thread that installs a [`RealNet`] with [`install_real`] serves on the
+//! real listeners it holds (one per port) and connects by host name to the real addresses it
+//! maps; a thread without one (every simulation) uses turmoil, exactly as before. The choice
+//! is one thread-local read per connection, so the simulation's cost and traces are unchanged.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderMap, Request, Response, StatusCode};
@@ -23,7 +32,75 @@ use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
+
+/// Real TCP for the servers and clients of one thread (see the module docs).
+#[derive(Debug)]
+pub struct RealNet {
+    /// Host name (`router`, `replica-1`, `ledger`) → the real address it answers on.
+    hosts: RefCell<BTreeMap<String, SocketAddr>>,
+    /// Listeners bound ahead of time, by the port a server asks for (`ledger::PORT`, ...).
+    listeners: RefCell<BTreeMap<u16, std::net::TcpListener>>,
+    /// When the live run started: the clock of [`crate::trace::now_ms`] outside a simulation.
+    start: Instant,
+}
+
+impl RealNet {
+    /// An empty map whose clock starts now.
+    pub fn new() -> Rc<Self> {
+        Rc::new(RealNet {
+            hosts: RefCell::default(),
+            listeners: RefCell::default(),
+            start: Instant::now(),
+        })
+    }
+
+    /// Binds a real listener on `addr` (port 0 picks a free one) for the server that asks for
+    /// `port`, and maps `host` to it; returns the bound address.
+    pub fn bind(&self, host: &str, port: u16, addr: SocketAddr) -> std::io::Result<SocketAddr> {
+        let listener = std::net::TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        let bound = listener.local_addr()?;
+        self.listeners.borrow_mut().insert(port, listener);
+        self.map(host, bound);
+        Ok(bound)
+    }
+
+    /// Maps a host name to a real address (a server this process does not run).
+    pub fn map(&self, host: &str, addr: SocketAddr) {
+        self.hosts.borrow_mut().insert(host.to_string(), addr);
+    }
+
+    /// The real address of a host, if mapped.
+    pub fn addr(&self, host: &str) -> Option<SocketAddr> {
+        self.hosts.borrow().get(host).copied()
+    }
+
+    /// Time since this map was made.
+    pub fn elapsed(&self) -> Duration {
+        self.start.elapsed()
+    }
+}
+
+thread_local! {
+    static REAL: RefCell<Option<Rc<RealNet>>> = const { RefCell::new(None) };
+}
+
+/// Makes this thread's servers and clients use real TCP through `net` (until [`uninstall_real`]).
+pub fn install_real(net: Rc<RealNet>) {
+    REAL.with(|r| *r.borrow_mut() = Some(net));
+}
+
+/// Returns this thread to turmoil's simulated network.
+pub fn uninstall_real() {
+    REAL.with(|r| *r.borrow_mut() = None);
+}
+
+/// This thread's real network, if one is installed.
+pub fn real() -> Option<Rc<RealNet>> {
+    REAL.with(|r| r.borrow().clone())
+}
 
 /// Any error a body or a service may end with.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -88,19 +165,39 @@ where
     H: Fn(Request<Incoming>) -> F + Clone + 'static,
     F: Future<Output = Result<Response<BoxBody>, BoxError>> + 'static,
 {
+    if let Some(net) = real() {
+        let listener =
+            net.listeners.borrow_mut().remove(&port).ok_or_else(|| {
+                format!("no real listener was bound for port {port} (RealNet::bind)")
+            })?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        loop {
+            let (stream, _peer) = listener.accept().await?;
+            let _ = stream.set_nodelay(true);
+            serve_connection(stream, handler.clone());
+        }
+    }
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", port)).await?;
     loop {
         let (stream, _peer) = listener.accept().await?;
-        let handler = handler.clone();
-        tokio::task::spawn_local(async move {
-            let service = hyper::service::service_fn(&handler);
-            let _ = hyper::server::conn::http1::Builder::new()
-                .auto_date_header(false)
-                .keep_alive(false)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
+        serve_connection(stream, handler.clone());
     }
+}
+
+fn serve_connection<S, H, F>(stream: S, handler: H)
+where
+    S: AsyncRead + AsyncWrite + Unpin + 'static,
+    H: Fn(Request<Incoming>) -> F + Clone + 'static,
+    F: Future<Output = Result<Response<BoxBody>, BoxError>> + 'static,
+{
+    tokio::task::spawn_local(async move {
+        let service = hyper::service::service_fn(&handler);
+        let _ = hyper::server::conn::http1::Builder::new()
+            .auto_date_header(false)
+            .keep_alive(false)
+            .serve_connection(TokioIo::new(stream), service)
+            .await;
+    });
 }
 
 /// Why an outbound call has no answer.
@@ -177,9 +274,25 @@ pub async fn send_streaming(call: &Call) -> Result<Streaming, CallError> {
 }
 
 async fn send_inner(call: &Call) -> Result<Streaming, CallError> {
+    if let Some(net) = real() {
+        let connected = match net.addr(&call.host) {
+            Some(addr) => tokio::net::TcpStream::connect(addr).await,
+            None => tokio::net::TcpStream::connect((&*call.host, call.port)).await,
+        };
+        let stream = connected.map_err(|e| CallError::Broken(format!("connect: {e}")))?;
+        let _ = stream.set_nodelay(true);
+        return request_over(stream, call).await;
+    }
     let stream = turmoil::net::TcpStream::connect((&*call.host, call.port))
         .await
         .map_err(|e| CallError::Broken(format!("connect: {e}")))?;
+    request_over(stream, call).await
+}
+
+async fn request_over<S>(stream: S, call: &Call) -> Result<Streaming, CallError>
+where
+    S: AsyncRead + AsyncWrite + Unpin + 'static,
+{
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| CallError::Broken(format!("handshake: {e}")))?;

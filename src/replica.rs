@@ -36,9 +36,9 @@ use tokio::sync::mpsc;
 
 use crate::ledger::{self, EffectRequest};
 use crate::model::{
-    AfterEffect, DedupScope, MismatchRule, NonBlockingToWorking, Placement, Profile, PushOn,
-    PushValidate, ResultSave, SecondCancel, StopRule, SubscribeSource, SubscribeUnknown,
-    UnknownTask,
+    AfterEffect, BearerRule, DedupScope, MismatchRule, NonBlockingToWorking, OwnerScope, Placement,
+    Profile, PushOn, PushValidate, ResultSave, SecondCancel, StopRule, SubscribeSource,
+    SubscribeUnknown, UnknownTask,
 };
 use crate::net::{self, BoxBody, ChannelBody};
 use crate::push::{Egress, PushReport, SharedPush};
@@ -134,6 +134,26 @@ impl TurnInfo {
 pub enum Refusal {
     Rpc(i32, String),
     Http(u16, String),
+}
+
+/// Who made a request, as the replica's `[auth]` knobs see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    /// A client: the verified token's subject, or `None` when the model reads no token
+    /// (every such caller is the same anonymous owner).
+    Client(Option<String>),
+    /// The replica itself (a takeover re-running a turn): sees every task.
+    Internal,
+}
+
+impl Caller {
+    /// The owner a task this caller creates gets.
+    fn owner(&self) -> &str {
+        match self {
+            Caller::Client(p) => p.as_deref().unwrap_or(""),
+            Caller::Internal => "",
+        }
+    }
 }
 
 fn rpc(code: i32, message: impl Into<String>) -> Refusal {
@@ -341,14 +361,35 @@ impl Replica {
         self: Rc<Self>,
         req: http::Request<hyper::body::Incoming>,
     ) -> Response<BoxBody> {
-        if req.method() == http::Method::GET && req.uri().path() == "/.well-known/agent-card.json" {
-            return self.with_headers(net::json_response(StatusCode::OK, &self.card()));
-        }
-        if req.method() != http::Method::POST || req.uri().path() != "/" {
+        let is_card =
+            req.method() == http::Method::GET && req.uri().path() == "/.well-known/agent-card.json";
+        if !is_card && (req.method() != http::Method::POST || req.uri().path() != "/") {
             return self.with_headers(net::json_response(
                 StatusCode::NOT_FOUND,
                 &json!({"error": "not found"}),
             ));
+        }
+        let caller = match self.authenticate(&req, is_card) {
+            Ok(caller) => caller,
+            Err(why) => {
+                self.record(format!(
+                    "refused {} {}: {why}",
+                    req.method(),
+                    req.uri().path()
+                ));
+                let mut resp = net::json_response(
+                    StatusCode::UNAUTHORIZED,
+                    &json!({"error": {"code": 401, "message": format!("unauthorized: {why}")}}),
+                );
+                resp.headers_mut().insert(
+                    http::header::WWW_AUTHENTICATE,
+                    http::HeaderValue::from_static("Bearer"),
+                );
+                return self.with_headers(resp);
+            }
+        };
+        if is_card {
+            return self.with_headers(net::json_response(StatusCode::OK, &self.card()));
         }
         let version = req
             .headers()
@@ -362,8 +403,51 @@ impl Replica {
             Err(e) => return self.rpc_error(Value::Null, rpc(-32600, e.to_string())),
         };
         let self2 = self.clone();
-        let resp = self2.dispatch(&version, &body).await;
+        let resp = self2.dispatch(&version, &body, &caller).await;
         self.with_headers(resp)
+    }
+
+    /// The `[auth]` check of a request: the caller, or why it gets a 401. A model that
+    /// checks no token (or not on the card) reads none: its callers are anonymous.
+    fn authenticate(
+        &self,
+        req: &http::Request<hyper::body::Incoming>,
+        is_card: bool,
+    ) -> Result<Caller, crate::auth::AuthError> {
+        let auth = &self.profile.auth;
+        if auth.bearer == BearerRule::Off || (is_card && !auth.card_bearer) {
+            return Ok(Caller::Client(None));
+        }
+        let header = req
+            .headers()
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        crate::auth::verify(header, crate::auth::ISSUER, crate::auth::AGENT_AUDIENCE)
+            .map(|claims| Caller::Client(Some(claims.subject)))
+    }
+
+    /// Whether `caller` may touch `task` (`auth.owner`). A task of another owner is
+    /// answered as not found, so its existence does not leak either.
+    fn may_touch(&self, caller: &Caller, task: &Task) -> bool {
+        match (self.profile.auth.owner, caller) {
+            (OwnerScope::None, _) | (_, Caller::Internal) => true,
+            (OwnerScope::TokenSubject, _) => owner_of(task) == caller.owner(),
+        }
+    }
+
+    /// Loads a task for `caller`: `None` when it does not exist or is another owner's.
+    async fn load_for(
+        &self,
+        caller: &Caller,
+        task_id: &str,
+    ) -> Result<Option<(Task, u64)>, String> {
+        Ok(self.load(task_id).await?.filter(|(task, _)| {
+            let ok = self.may_touch(caller, task);
+            if !ok {
+                self.record(format!("{task_id} belongs to another owner: not found"));
+            }
+            ok
+        }))
     }
 
     fn with_headers(&self, mut resp: Response<BoxBody>) -> Response<BoxBody> {
@@ -377,12 +461,17 @@ impl Replica {
     }
 
     fn card(&self) -> Value {
+        // On a real socket (`a2a-chaos serve`) the card names the address it answers on.
+        let url = net::real().and_then(|n| n.addr(&self.name)).map_or_else(
+            || "http://router:8080/".to_string(),
+            |a| format!("http://{a}/"),
+        );
         json!({
             "name": "a2a-chaos scripted agent",
             "description": format!("Scripted agent on {} (model {})", self.name, self.profile.name),
             "version": env!("CARGO_PKG_VERSION"),
             "supportedInterfaces": [{
-                "url": "http://router:8080/",
+                "url": url,
                 "protocolBinding": "JSONRPC",
                 "protocolVersion": "1.0"
             }],
@@ -418,7 +507,12 @@ impl Replica {
         )
     }
 
-    async fn dispatch(self: Rc<Self>, version: &str, body: &Bytes) -> Response<BoxBody> {
+    async fn dispatch(
+        self: Rc<Self>,
+        version: &str,
+        body: &Bytes,
+        caller: &Caller,
+    ) -> Response<BoxBody> {
         let request: Value = match serde_json::from_slice(body) {
             Ok(v) => v,
             Err(e) => return self.rpc_error(Value::Null, rpc(-32700, format!("parse error: {e}"))),
@@ -462,7 +556,11 @@ impl Replica {
                     // The turn runs as its own task: a caller that hangs up (a client
                     // timeout, a dropped connection) does not stop the work, as it does
                     // not in a real server.
-                    let work = tokio::task::spawn_local(self.clone().send(p.message, blocking));
+                    let work = tokio::task::spawn_local(self.clone().send(
+                        p.message,
+                        blocking,
+                        caller.clone(),
+                    ));
                     match work.await {
                         Ok(Ok(task)) => self.rpc_ok(id, json!({ "task": task })),
                         Ok(Err(r)) => self.rpc_error(id, r),
@@ -472,11 +570,15 @@ impl Replica {
                 Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
             },
             "SendStreamingMessage" => match serde_json::from_value::<SendMessageRequest>(params) {
-                Ok(p) => self.clone().send_streaming(id, p.message).await,
+                Ok(p) => {
+                    self.clone()
+                        .send_streaming(id, p.message, caller.clone())
+                        .await
+                }
                 Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
             },
             "GetTask" => match serde_json::from_value::<a2a::GetTaskRequest>(params) {
-                Ok(p) => match self.load(&p.id).await {
+                Ok(p) => match self.load_for(caller, &p.id).await {
                     Ok(Some((task, _))) => {
                         self.rpc_ok(id, serde_json::to_value(task).expect("tasks serialise"))
                     }
@@ -487,8 +589,9 @@ impl Replica {
             },
             "CancelTask" => match serde_json::from_value::<a2a::CancelTaskRequest>(params) {
                 Ok(p) => {
-                    let me = self.clone();
-                    let work = tokio::task::spawn_local(async move { me.cancel(&p.id).await });
+                    let (me, caller) = (self.clone(), caller.clone());
+                    let work =
+                        tokio::task::spawn_local(async move { me.cancel(&caller, &p.id).await });
                     match work.await {
                         Ok(Ok(task)) => {
                             self.rpc_ok(id, serde_json::to_value(task).expect("tasks serialise"))
@@ -501,18 +604,19 @@ impl Replica {
             },
             "SubscribeToTask" => {
                 match serde_json::from_value::<a2a::SubscribeToTaskRequest>(params) {
-                    Ok(p) => self.clone().subscribe(id, p.id).await,
+                    Ok(p) => self.clone().subscribe(id, p.id, caller).await,
                     Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
                 }
             }
             "CreateTaskPushNotificationConfig" => {
                 match serde_json::from_value::<a2a::TaskPushNotificationConfig>(params) {
-                    Ok(cfg) if !cfg.task_id.is_empty() => match self.register_push(&cfg).await {
-                        Ok(()) => {
-                            self.rpc_ok(id, serde_json::to_value(cfg).expect("configs serialise"))
+                    Ok(cfg) if !cfg.task_id.is_empty() => {
+                        match self.register_push(&cfg, caller).await {
+                            Ok(()) => self
+                                .rpc_ok(id, serde_json::to_value(cfg).expect("configs serialise")),
+                            Err(r) => self.rpc_error(id, r),
                         }
-                        Err(r) => self.rpc_error(id, r),
-                    },
+                    }
                     Ok(_) => self.rpc_error(id, rpc(-32602, "invalid params: taskId required")),
                     Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
                 }
@@ -524,8 +628,13 @@ impl Replica {
     // ---------------------------------------------------------------- send
 
     /// SendMessage: runs a whole turn (blocking) or returns after the working save.
-    pub async fn send(self: Rc<Self>, message: Message, blocking: bool) -> Result<Task, Refusal> {
-        let turn = self.clone().begin(message, blocking, None).await?;
+    pub async fn send(
+        self: Rc<Self>,
+        message: Message,
+        blocking: bool,
+        caller: Caller,
+    ) -> Result<Task, Refusal> {
+        let turn = self.clone().begin(message, blocking, None, &caller).await?;
         match turn {
             Begun::Replay(task) => Ok(*task),
             Begun::Turn(turn) => {
@@ -542,11 +651,18 @@ impl Replica {
         }
     }
 
-    async fn send_streaming(self: Rc<Self>, id: Value, message: Message) -> Response<BoxBody> {
+    async fn send_streaming(
+        self: Rc<Self>,
+        id: Value,
+        message: Message,
+        caller: Caller,
+    ) -> Response<BoxBody> {
         let (tx, rx) = mpsc::channel::<StreamResponse>(16);
         let begun = {
             let (me, tx) = (self.clone(), tx.clone());
-            tokio::task::spawn_local(async move { me.begin(message, true, Some(&tx)).await })
+            tokio::task::spawn_local(
+                async move { me.begin(message, true, Some(&tx), &caller).await },
+            )
         };
         let turn = match begun.await {
             Ok(Ok(t)) => t,
@@ -574,6 +690,7 @@ impl Replica {
         message: Message,
         blocking: bool,
         sink: Option<&mpsc::Sender<StreamResponse>>,
+        caller: &Caller,
     ) -> Result<Begun, Refusal> {
         let Some(info) = TurnInfo::from_message(&message) else {
             return Err(rpc(
@@ -614,7 +731,7 @@ impl Replica {
                         "{}#{}: duplicate of a done message, replay {task_id}",
                         info.conversation, info.turn
                     ));
-                    return match self.load(&task_id).await {
+                    return match self.load_for(caller, &task_id).await {
                         Ok(Some((task, _))) => Ok(Begun::Replay(Box::new(task))),
                         Ok(None) => Err(rpc(-32001, format!("task {task_id} not found"))),
                         Err(e) => Err(rpc(-32603, e)),
@@ -628,7 +745,7 @@ impl Replica {
         // Resolve the task.
         let (task, version, active, guard, mismatch) = match &message.task_id {
             None => {
-                let task = self.fresh_task(&message);
+                let task = self.fresh_task(&message, caller);
                 let active = self.active(&task.id);
                 let guard = self.lock(&active).await;
                 (task, None, active, guard, false)
@@ -651,11 +768,13 @@ impl Replica {
                         }
                     },
                 };
+                // Another owner's task is not found (the cached snapshot included).
+                let loaded = loaded.filter(|(task, _)| self.may_touch(caller, task));
                 let Some((task, version)) = loaded else {
                     if self.profile.handler.unknown_task == UnknownTask::NewTask {
                         // The conversation goes on in a new task on this pod.
                         drop(guard);
-                        let task = self.fresh_task(&message);
+                        let task = self.fresh_task(&message, caller);
                         self.record(format!(
                             "{}#{}: task {task_id} unknown here; new task {}",
                             info.conversation, info.turn, task.id
@@ -810,8 +929,8 @@ impl Replica {
 
     /// A new task for a message that names none: a server-chosen id, the message's context
     /// (or a new one), submitted.
-    fn fresh_task(&self, message: &Message) -> Task {
-        Task {
+    fn fresh_task(&self, message: &Message, caller: &Caller) -> Task {
+        let mut task = Task {
             id: self.new_id("task"),
             context_id: message
                 .context_id
@@ -821,7 +940,11 @@ impl Replica {
             artifacts: None,
             history: None,
             metadata: None,
+        };
+        if self.profile.auth.owner != OwnerScope::None {
+            set_marker(&mut task, "owner", Some(json!(caller.owner())));
         }
+        task
     }
 
     /// Saves `task` based on `version`; on a version conflict, re-reads and applies `reapply`
@@ -1100,12 +1223,16 @@ impl Replica {
 
     /// CreateTaskPushNotificationConfig: `-32003` when the model has no push; `-32001` for
     /// an unknown task; `-32602` when validation at registration refuses the URL.
-    async fn register_push(&self, cfg: &a2a::TaskPushNotificationConfig) -> Result<(), Refusal> {
+    async fn register_push(
+        &self,
+        cfg: &a2a::TaskPushNotificationConfig,
+        caller: &Caller,
+    ) -> Result<(), Refusal> {
         let knobs = &self.profile.push;
         if !knobs.supported {
             return Err(rpc(-32003, "push notifications are not supported"));
         }
-        match self.load(&cfg.task_id).await {
+        match self.load_for(caller, &cfg.task_id).await {
             Ok(Some(_)) => {}
             Ok(None) => return Err(rpc(-32001, format!("task {} not found", cfg.task_id))),
             Err(e) => return Err(rpc(-32603, e)),
@@ -1361,7 +1488,7 @@ impl Replica {
                     message.task_id = Some(task.id.clone());
                     let me = self.clone();
                     tokio::task::spawn_local(async move {
-                        let _ = me.send(message, true).await;
+                        let _ = me.send(message, true, Caller::Internal).await;
                     });
                     continue;
                 }
@@ -1408,10 +1535,10 @@ impl Replica {
     /// canceled task, when the model makes cancel idempotent); a local run is told to stop
     /// at its next await (as the model's stop rule allows); the store is written CANCELED.
     /// With `fence_effects`, the cancel waits while an effect is pending and writes with CAS.
-    pub async fn cancel(self: &Rc<Self>, task_id: &str) -> Result<Task, Refusal> {
+    pub async fn cancel(self: &Rc<Self>, caller: &Caller, task_id: &str) -> Result<Task, Refusal> {
         let deadline = now_ms() + CANCEL_WAIT_MS;
         loop {
-            let (task, version) = match self.load(task_id).await {
+            let (task, version) = match self.load_for(caller, task_id).await {
                 Ok(Some(found)) => found,
                 Ok(None) => return Err(rpc(-32001, format!("task {task_id} not found"))),
                 Err(e) => return Err(rpc(-32603, e)),
@@ -1491,8 +1618,13 @@ impl Replica {
 
     /// SubscribeToTask: a Task snapshot first, then each later version from the store's event
     /// log (polled), ending at a terminal or interrupted state.
-    async fn subscribe(self: Rc<Self>, id: Value, task_id: String) -> Response<BoxBody> {
-        let (task, version) = match self.load(&task_id).await {
+    async fn subscribe(
+        self: Rc<Self>,
+        id: Value,
+        task_id: String,
+        caller: &Caller,
+    ) -> Response<BoxBody> {
+        let (task, version) = match self.load_for(caller, &task_id).await {
             Ok(Some(found)) => found,
             Ok(None) => {
                 if self.profile.subscribe.unknown_task == SubscribeUnknown::EmptyStream {
@@ -1634,6 +1766,16 @@ fn set_marker(task: &mut Task, field: &str, value: Option<Value>) {
     if task.metadata.as_ref().is_some_and(|m| m.is_empty()) {
         task.metadata = None;
     }
+}
+
+/// The owner recorded on a task (`""`: anonymous, or a model without owners).
+fn owner_of(task: &Task) -> &str {
+    task.metadata
+        .as_ref()
+        .and_then(|m| m.get(MARKER_KEY))
+        .and_then(|m| m.get("owner"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 /// Until when a task's pending effect holds off a cancel, if one is pending.

@@ -37,6 +37,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::auth::DEFAULT_PRINCIPAL;
 use crate::client::Client;
 use crate::cluster::DriverLink;
 use crate::error::InputError;
@@ -65,9 +66,14 @@ pub struct SendStep {
     /// Sends with the streaming method (SSE) instead of SendMessage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streaming: Option<bool>,
-    /// The caller's identity, where the contract checks owners.
+    /// The caller's identity, where the contract checks owners (default `alice`;
+    /// `anonymous` sends no token).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
+    /// Send with this contextId instead of the conversation's own: a continuation whose
+    /// contextId does not match its task's (A2A-BEHAVIOURS.md §6.10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_id: Option<String>,
 }
 
 /// A step aimed at a conversation's task.
@@ -95,6 +101,9 @@ pub struct PushStep {
     pub to: Option<String>,
     /// Where pushes go.
     pub url: String,
+    /// The caller's identity (default `alice`; `anonymous` sends no token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
 }
 
 /// A `latency` step: the maximum latency of the link between two hosts.
@@ -112,15 +121,16 @@ pub struct LatencyStep {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct StepTable {
-    /// `send = { conversation, turn, to?, message_id?, blocking?, streaming?, principal? }`
+    /// `send = { conversation, turn, to?, message_id?, blocking?, streaming?, principal?,
+    /// context_id? }`
     pub send: Option<SendStep>,
-    /// `cancel = { conversation, to? }`
+    /// `cancel = { conversation, to?, principal? }`
     pub cancel: Option<TaskStep>,
     /// `get = { conversation, to?, principal? }`
     pub get: Option<TaskStep>,
-    /// `subscribe = { conversation, to? }`
+    /// `subscribe = { conversation, to?, principal? }`
     pub subscribe: Option<TaskStep>,
-    /// `set-push = { conversation, to?, url }`
+    /// `set-push = { conversation, to?, url, principal? }`
     pub set_push: Option<PushStep>,
     /// `concurrent = [ {send = ...}, ... ]`: start all at the same simulated instant.
     pub concurrent: Option<Vec<StepTable>>,
@@ -440,6 +450,29 @@ fn check_to(to: &Option<String>, replicas: usize, origin: &str) -> Result<(), In
     }
 }
 
+/// Longest principal name.
+const PRINCIPAL_CHARS_MAX: usize = 32;
+
+fn check_principal(principal: &Option<String>, origin: &str) -> Result<(), InputError> {
+    match principal {
+        Some(p)
+            if p.is_empty()
+                || p.len() > PRINCIPAL_CHARS_MAX
+                || !p
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') =>
+        {
+            Err(InputError::new(
+                origin,
+                format!(
+                    "principal `{p}` must be 1..={PRINCIPAL_CHARS_MAX} characters of a-z, 0-9 and `-` (`anonymous` sends no token)"
+                ),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn check_ms(what: &str, ms: u64, origin: &str) -> Result<(), InputError> {
     if ms > STEP_MS_MAX {
         return Err(InputError::new(
@@ -466,6 +499,16 @@ fn resolve(
     let mut found: Vec<Step> = Vec::new();
     if let Some(s) = &table.send {
         check_to(&s.to, replicas, origin)?;
+        check_principal(&s.principal, origin)?;
+        if s.context_id
+            .as_deref()
+            .is_some_and(|c| c.is_empty() || c.len() > 128)
+        {
+            return Err(InputError::new(
+                origin,
+                "send: context_id must be 1..=128 characters",
+            ));
+        }
         if s.turn == 0 {
             return Err(InputError::new(origin, "send: turn starts at 1"));
         }
@@ -478,11 +521,13 @@ fn resolve(
     ] {
         if let Some(s) = step {
             check_to(&s.to, replicas, origin)?;
+            check_principal(&s.principal, origin)?;
             found.push(make(s.clone()));
         }
     }
     if let Some(s) = &table.set_push {
         check_to(&s.to, replicas, origin)?;
+        check_principal(&s.principal, origin)?;
         found.push(Step::SetPush(s.clone()));
     }
     if let Some(inner) = &table.concurrent {
@@ -629,6 +674,7 @@ fn step_pairs(t: &StepTable) -> Vec<(&'static str, String)> {
                 ("blocking", s.blocking.map(|b| b.to_string())),
                 ("streaming", s.streaming.map(|b| b.to_string())),
                 ("principal", q(&s.principal)),
+                ("context_id", q(&s.context_id)),
             ]),
         ));
     }
@@ -648,6 +694,7 @@ fn step_pairs(t: &StepTable) -> Vec<(&'static str, String)> {
                 ("conversation", Some(quote(&s.conversation))),
                 ("to", q(&s.to)),
                 ("url", Some(quote(&s.url))),
+                ("principal", q(&s.principal)),
             ]),
         ));
     }
@@ -782,7 +829,9 @@ fn run_step<'a>(
                     turn: s.turn,
                     turns: script.turns.get(&s.conversation).copied().unwrap_or(s.turn),
                 };
-                let ctx = workload::context_id(seed, &s.conversation);
+                let own_ctx = workload::context_id(seed, &s.conversation);
+                let ctx = s.context_id.clone().unwrap_or_else(|| own_ctx.clone());
+                let principal = s.principal.as_deref().unwrap_or(DEFAULT_PRINCIPAL);
                 let mid = s
                     .message_id
                     .clone()
@@ -803,10 +852,12 @@ fn run_step<'a>(
                     turn: s.turn,
                     message_id: mid,
                     blocking,
+                    foreign_context: ctx != own_ctx,
                 };
                 let answer = if s.streaming.unwrap_or(false) {
                     client
-                        .stream(
+                        .stream_as(
+                            principal,
                             kind,
                             "SendStreamingMessage",
                             params,
@@ -817,10 +868,19 @@ fn run_step<'a>(
                         .await
                 } else {
                     client
-                        .unary(kind, "SendMessage", params, Some(&ctx), s.to.as_deref())
+                        .unary_as(
+                            principal,
+                            kind,
+                            "SendMessage",
+                            params,
+                            Some(&ctx),
+                            s.to.as_deref(),
+                        )
                         .await
                 };
-                if let (Outcome::Ok, Some(task)) = (&answer.outcome, &answer.task) {
+                if let (Outcome::Ok, Some(task), false) =
+                    (&answer.outcome, &answer.task, s.context_id.is_some())
+                {
                     link.tasks
                         .borrow_mut()
                         .entry(s.conversation.clone())
@@ -838,10 +898,12 @@ fn run_step<'a>(
                 let ctx = workload::context_id(seed, &s.conversation);
                 let params = json!({ "id": id });
                 let conversation = s.conversation.clone();
+                let principal = s.principal.as_deref().unwrap_or(DEFAULT_PRINCIPAL);
                 match step {
                     Step::Cancel(_) => {
                         client
-                            .unary(
+                            .unary_as(
+                                principal,
                                 OpKind::Cancel { conversation },
                                 "CancelTask",
                                 params,
@@ -852,7 +914,8 @@ fn run_step<'a>(
                     }
                     Step::Get(_) => {
                         client
-                            .unary(
+                            .unary_as(
+                                principal,
                                 OpKind::Get { conversation },
                                 "GetTask",
                                 params,
@@ -863,7 +926,8 @@ fn run_step<'a>(
                     }
                     _ => {
                         client
-                            .stream(
+                            .stream_as(
+                                principal,
                                 OpKind::Subscribe { conversation },
                                 "SubscribeToTask",
                                 params,
@@ -885,7 +949,8 @@ fn run_step<'a>(
                 };
                 let ctx = workload::context_id(seed, &s.conversation);
                 client
-                    .unary(
+                    .unary_as(
+                        s.principal.as_deref().unwrap_or(DEFAULT_PRINCIPAL),
                         OpKind::SetPush {
                             conversation: s.conversation.clone(),
                         },
@@ -909,6 +974,10 @@ fn run_step<'a>(
                 }
             }
             Step::Fault(action) => {
+                if let Some(apply) = &link.apply_now {
+                    apply(action.clone()).await;
+                    return;
+                }
                 link.commands.borrow_mut().push_back(action.clone());
                 // The driver applies it before the next tick.
                 tokio::time::sleep(Duration::from_millis(1)).await;

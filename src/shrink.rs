@@ -39,6 +39,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::AssertUnwindSafe;
 
+use crate::auth::DEFAULT_PRINCIPAL;
 use crate::check::{self, Verdict};
 use crate::cli::scenario_spec;
 use crate::cluster::{self, RunRecord};
@@ -302,16 +303,18 @@ pub fn convert(record: &RunRecord) -> Conversion {
                 .is_some(),
             _ => false,
         };
+        let principal = (op.principal != DEFAULT_PRINCIPAL).then(|| op.principal.clone());
         let task = |conversation: String| TaskStep {
             conversation,
             to: to.clone(),
-            principal: None,
+            principal: principal.clone(),
         };
         let step = match &op.kind {
             OpKind::Send {
                 turn,
                 message_id,
                 blocking,
+                foreign_context,
                 ..
             } => Step::Send(SendStep {
                 conversation: conversation.clone(),
@@ -321,7 +324,8 @@ pub fn convert(record: &RunRecord) -> Conversion {
                     .then(|| message_id.clone()),
                 blocking: (!blocking).then_some(false),
                 streaming: None,
-                principal: None,
+                principal: principal.clone(),
+                context_id: foreign_context.then(|| "ctx-foreign".to_string()),
             }),
             OpKind::Get { .. } => Step::Get(task(conversation.clone())),
             OpKind::Cancel { .. } => Step::Cancel(task(conversation.clone())),
@@ -1539,6 +1543,7 @@ mod tests {
                 blocking: None,
                 streaming: None,
                 principal: None,
+                context_id: None,
             })
         };
         let events = vec![
@@ -1613,6 +1618,7 @@ mod tests {
                 blocking: None,
                 streaming: None,
                 principal: None,
+                context_id: None,
             })
         };
         let out = renumbered(&[send("c7", 3), send("c2", 2), send("c7", 4)], true, true);

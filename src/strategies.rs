@@ -334,6 +334,7 @@ fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
             blocking: None,
             streaming: None,
             principal: None,
+            context_id: None,
         })
     };
     let task = |c: u32, t: &Option<Index>| TaskStep {

@@ -810,6 +810,7 @@ mod tests {
                 turn: 2,
                 message_id: "m".into(),
                 blocking: true,
+                foreign_context: false,
             },
             invoke_ms: 100,
             complete_ms: 145,
@@ -818,6 +819,7 @@ mod tests {
             task: None,
             stream_states: Vec::new(),
             stream_snapshot_first: false,
+            principal: "alice".into(),
         };
         let (ops, times) = anchors(
             "turn 2 of c1, acknowledged by replica-1 at 145 ms, is missing from a later answer (get c1 at 300 ms from replica-0)",

@@ -81,16 +81,17 @@ impl Trace {
 }
 
 /// Simulated time since the start of the run, in milliseconds, on the calling host.
-/// Outside a simulation it is zero.
+/// Outside a simulation it is the real time since the thread's [`crate::net::RealNet`] was
+/// made (a live run), or zero.
 pub fn now_ms() -> u64 {
-    turmoil::sim_elapsed()
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    now().as_millis() as u64
 }
 
-/// Simulated time since the start of the run on the calling host.
+/// Simulated time since the start of the run on the calling host (real time in a live run).
 pub fn now() -> Duration {
-    turmoil::sim_elapsed().unwrap_or_default()
+    turmoil::sim_elapsed()
+        .or_else(|| crate::net::real().map(|net| net.elapsed()))
+        .unwrap_or_default()
 }
 
 /// The seed of one named stream of randomness in a run: `stream` names its user

@@ -60,7 +60,16 @@ pub struct WorkloadSpec {
     /// Probability that a conversation registers a push config after its first turn, on
     /// whichever replica the router picks. The URL is drawn from [`PUSH_URLS`].
     pub push_rate: f64,
+    /// Probability that a conversation's task id reaches a second principal, who tries it
+    /// once after the first turn: a GetTask, SubscribeToTask, push config or CancelTask,
+    /// drawn at random, as [`FOREIGN_PRINCIPAL`] (or with no token at all, one time in
+    /// four).
+    pub foreign_reader_rate: f64,
 }
+
+/// The second principal of a workload: every conversation belongs to
+/// [`crate::auth::DEFAULT_PRINCIPAL`], and this one tries task ids it should not have.
+pub const FOREIGN_PRINCIPAL: &str = "bob";
 
 /// Push receivers a conversation may register, with their weights: a healthy one, one that
 /// redirects to a private address, a slow one, and a name that rebinds to a private address.
@@ -87,6 +96,7 @@ impl Default for WorkloadSpec {
             double_cancel_rate: 0.5,
             subscribe_rate: 0.0,
             push_rate: 0.0,
+            foreign_reader_rate: 0.0,
         }
     }
 }
@@ -122,6 +132,7 @@ impl WorkloadSpec {
             ("double-cancel-rate", self.double_cancel_rate),
             ("subscribe-rate", self.subscribe_rate),
             ("push-rate", self.push_rate),
+            ("foreign-reader-rate", self.foreign_reader_rate),
         ] {
             if !(0.0..=1.0).contains(&rate) {
                 return bad(format!("{name} = {rate} must be in [0, 1]"));
@@ -212,6 +223,8 @@ async fn conversation(
         .then(|| rng.random_range(1..=spec.turns));
     let push_url = (spec.push_rate > 0.0 && rng.random_bool(spec.push_rate))
         .then(|| format!("{}{name}", pick_push_url(&mut rng)));
+    let foreign = (spec.foreign_reader_rate > 0.0 && rng.random_bool(spec.foreign_reader_rate))
+        .then(|| (rng.random_range(0..4u32), rng.random_bool(0.25)));
     for turn in 1..=spec.turns {
         let info = TurnInfo {
             conversation: name.clone(),
@@ -231,6 +244,7 @@ async fn conversation(
             turn,
             message_id: mid.clone(),
             blocking: !(cancel_now || subscribe_now),
+            foreign_context: false,
         };
         let mut done = false;
         for attempt in 0..=spec.retries {
@@ -283,6 +297,14 @@ async fn conversation(
                     .await;
             }
         }
+        if let (1, Some((what, anonymous)), Some(id)) = (turn, foreign, &task_id) {
+            let who = if anonymous {
+                crate::auth::ANONYMOUS
+            } else {
+                FOREIGN_PRINCIPAL
+            };
+            foreign_try(spec, client, who, what, &name, &ctx, id).await;
+        }
         if subscribe_now {
             if let Some(id) = &task_id {
                 client
@@ -331,6 +353,73 @@ pub fn pick_push_url(rng: &mut ChaCha8Rng) -> &'static str {
         pick -= weight;
     }
     unreachable!("the weights cover 0..total")
+}
+
+/// A second principal tries a task id it learned: call `what` (0 get, 1 subscribe, 2 push
+/// config, 3 cancel).
+async fn foreign_try(
+    spec: &WorkloadSpec,
+    client: &Rc<Client>,
+    who: &str,
+    what: u32,
+    name: &str,
+    ctx: &str,
+    task_id: &str,
+) {
+    let conversation = name.to_string();
+    let id = json!({ "id": task_id });
+    match what {
+        0 => {
+            client
+                .unary_as(
+                    who,
+                    OpKind::Get { conversation },
+                    "GetTask",
+                    id,
+                    Some(ctx),
+                    None,
+                )
+                .await;
+        }
+        1 => {
+            client
+                .stream_as(
+                    who,
+                    OpKind::Subscribe { conversation },
+                    "SubscribeToTask",
+                    id,
+                    Some(ctx),
+                    None,
+                    Duration::from_millis(spec.request_timeout_ms),
+                )
+                .await;
+        }
+        2 => {
+            let url = format!("http://hooks.example:7200/ok/{who}");
+            client
+                .unary_as(
+                    who,
+                    OpKind::SetPush { conversation },
+                    "CreateTaskPushNotificationConfig",
+                    json!({ "taskId": task_id, "url": url }),
+                    Some(ctx),
+                    None,
+                )
+                .await;
+        }
+        _ => {
+            client
+                .unary_as(
+                    who,
+                    OpKind::Cancel { conversation },
+                    "CancelTask",
+                    id,
+                    Some(ctx),
+                    None,
+                )
+                .await;
+        }
+    }
 }
 
 /// Cancels a task, retrying while the outcome is unknown.

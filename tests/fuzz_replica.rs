@@ -118,6 +118,9 @@ async fn post(req_body: &[u8], version: &Option<String>) -> Seen {
     if let Some(v) = version {
         call = call.header("a2a-version", v.clone());
     }
+    // Every profile here checks a bearer token; the fuzz aims past it, at the JSON-RPC layer.
+    let token = a2a_chaos::auth::authorization_for(a2a_chaos::auth::DEFAULT_PRINCIPAL);
+    call = call.header("authorization", token.expect("alice has a token"));
     read_reply(&call).await
 }
 

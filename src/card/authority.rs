@@ -65,6 +65,9 @@ struct SigningKey {
 #[derive(Debug)]
 struct State {
     max_age_ms: u64,
+    /// The card is served only to a caller with a valid bearer token (the model's
+    /// `auth.card_bearer`, as the replicas check it).
+    card_bearer: bool,
     versions: Vec<CardVersion>,
     /// Index of the document served now.
     current: usize,
@@ -129,8 +132,9 @@ fn signed(mut card: Value, kid: &str) -> Value {
 }
 
 impl CardAuthority {
-    /// A publisher with revision 1 served from the start.
-    pub fn new(setup: CardSetup, trace: Trace) -> Self {
+    /// A publisher with revision 1 served from the start; with `card_bearer`, only to
+    /// callers with a valid bearer token.
+    pub fn new(setup: CardSetup, card_bearer: bool, trace: Trace) -> Self {
         let url = format!("{CARD_ORIGIN}/");
         let body = signed(payload(1, &url, true), "key-1");
         let first = CardVersion {
@@ -156,6 +160,7 @@ impl CardAuthority {
         CardAuthority {
             state: Rc::new(RefCell::new(State {
                 max_age_ms: setup.max_age_s * 1000,
+                card_bearer,
                 versions: vec![first],
                 current: 0,
                 latest: 0,
@@ -255,6 +260,17 @@ impl CardAuthority {
     /// Mastra's server does), and `304 Not Modified` for a matching `If-None-Match`.
     pub fn serve(&self, headers: &HeaderMap) -> Response<BoxBody> {
         let s = self.state.borrow();
+        if s.card_bearer {
+            let header = headers.get("authorization").and_then(|h| h.to_str().ok());
+            if let Err(e) = crate::auth::verify(header, crate::auth::ISSUER, CARD_ORIGIN) {
+                self.trace
+                    .record("router", format!("card GET -> 401 ({e})"));
+                return net::json_response(
+                    StatusCode::UNAUTHORIZED,
+                    &json!({"error": e.to_string()}),
+                );
+            }
+        }
         let v = &s.versions[s.current];
         let max_age = format!("max-age={}", s.max_age_ms / 1000);
         let not_modified = headers
@@ -341,7 +357,7 @@ mod tests {
 
     #[test]
     fn a_rotation_revokes_the_old_key_and_re_signs() {
-        let a = CardAuthority::new(CardSetup::default(), Trace::new(false));
+        let a = CardAuthority::new(CardSetup::default(), false, Trace::new(false));
         assert!(a.trusted_key("key-1", 0).is_some());
         a.apply(&CardChange::RevokeKey, 100);
         assert!(a.trusted_key("key-1", 100).is_none());
@@ -359,7 +375,7 @@ mod tests {
 
     #[test]
     fn a_tampered_copy_is_served_but_is_no_revision() {
-        let a = CardAuthority::new(CardSetup::default(), Trace::new(false));
+        let a = CardAuthority::new(CardSetup::default(), false, Trace::new(false));
         a.apply(&CardChange::Tamper, 5);
         let v = a.current();
         assert!(!v.legit);

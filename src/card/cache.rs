@@ -3,8 +3,8 @@
 //! As the seeds describe Mastra's `A2AAgent` and Cognigy's client node: the client fetches
 //! `/.well-known/agent-card.json` from the agent's origin with `A2A-Version: 1.0`, checks
 //! it as its profile's `[card]` knobs say, and takes the execution URL and the streaming
-//! capability from it. Every call then goes to that URL carrying the principal's bearer
-//! token. When the card is fetched again is the policy:
+//! capability from it. Every call then goes to that URL, carrying the caller's bearer token
+//! as every call does ([`crate::auth::authorization_for`]). When the card is fetched again is the policy:
 //!
 //! - `lifetime`: never (Mastra: the bootstrap is cached for the object's lifetime unless
 //!   `forceRefresh`);
@@ -86,8 +86,6 @@ pub struct Route {
     pub streaming: bool,
     /// The card's `ETag`.
     pub etag: String,
-    /// The bearer token the call carries.
-    pub credential: String,
 }
 
 #[derive(Debug, Clone)]
@@ -107,7 +105,6 @@ struct Cached {
 pub struct CardClient {
     knobs: CardKnobs,
     authority: CardAuthority,
-    principal: String,
     timeout: Duration,
     trace: Trace,
     cached: RefCell<Option<Cached>>,
@@ -126,7 +123,6 @@ impl CardClient {
         CardClient {
             knobs,
             authority,
-            principal: auth::DEFAULT_PRINCIPAL.to_string(),
             timeout,
             trace,
             cached: RefCell::new(None),
@@ -136,21 +132,22 @@ impl CardClient {
 
     /// Whether the card the client would use now says the agent streams (`None`: no card
     /// passes).
-    pub async fn streams(&self) -> Option<bool> {
-        self.card().await.ok().map(|c| c.route.streaming)
+    pub async fn streams(&self, principal: &str) -> Option<bool> {
+        self.card(principal).await.ok().map(|c| c.route.streaming)
     }
 
-    /// The route of one call, logged as op `op_id`: the card's execution URL and the
-    /// principal's credential, or why nothing is sent.
+    /// The route of one call as `principal`, logged as op `op_id`: the card's execution
+    /// URL (where the call carries the principal's token), or why nothing is sent.
     pub async fn route(
         &self,
         op_id: u64,
         invoke_ms: u64,
+        principal: &str,
         label: &str,
         method: &str,
         needs_streaming: bool,
     ) -> Result<Route, String> {
-        let result = match self.card().await {
+        let result = match self.card(principal).await {
             Ok(c) if needs_streaming && !c.route.streaming => Err((
                 Some(c.etag),
                 "the card says the agent does not stream".to_string(),
@@ -166,14 +163,16 @@ impl CardClient {
             etag: None,
             origin: None,
             credential_audience: None,
-            principal: self.principal.clone(),
+            principal: principal.to_string(),
             refused: None,
         };
         match &result {
             Ok(r) => {
                 u.etag = Some(r.etag.clone());
                 u.origin = Some(r.origin.clone());
-                u.credential_audience = auth::claims_unverified(&r.credential).map(|c| c.audience);
+                u.credential_audience = auth::authorization_for(principal)
+                    .and_then(|h| auth::claims_unverified(h.strip_prefix("Bearer ")?))
+                    .map(|c| c.audience);
             }
             Err((etag, why)) => {
                 u.etag = etag.clone();
@@ -185,7 +184,7 @@ impl CardClient {
     }
 
     /// The card to use now: the cached one while the policy keeps it, else fetched.
-    async fn card(&self) -> Result<Cached, String> {
+    async fn card(&self, principal: &str) -> Result<Cached, String> {
         let _one_at_a_time = self.gate.lock().await;
         let now = now_ms();
         let prior = self.cached.borrow().clone();
@@ -199,10 +198,11 @@ impl CardClient {
                 return Ok(c.clone());
             }
         }
-        self.fetch(prior).await
+        self.fetch(prior, principal).await
     }
 
-    async fn fetch(&self, prior: Option<Cached>) -> Result<Cached, String> {
+    /// Fetches the card, with the caller's token (its audience is the card's origin).
+    async fn fetch(&self, prior: Option<Cached>, principal: &str) -> Result<Cached, String> {
         let at_ms = now_ms();
         let mut call = Call::post_json(
             "router",
@@ -213,6 +213,9 @@ impl CardClient {
         )
         .header("a2a-version", "1.0");
         call.method = http::Method::GET;
+        if let Some(a) = auth::authorization_for(principal) {
+            call = call.header("authorization", a);
+        }
         let conditional = self.knobs.cache == CardCache::Http;
         if let (true, Some(p)) = (conditional, &prior) {
             call = call.header("if-none-match", p.etag.clone());
@@ -325,7 +328,6 @@ impl CardClient {
             origin,
             streaming: streams(&body),
             etag: etag.clone(),
-            credential: auth::bearer_for(&self.principal),
         };
         Ok(Cached {
             body,

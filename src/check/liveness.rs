@@ -95,6 +95,7 @@ impl Checker for Liveness {
                     turn,
                     message_id,
                     blocking: false,
+                    ..
                 },
                 Outcome::Ok,
                 Some(view),

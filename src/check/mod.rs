@@ -11,22 +11,27 @@
 
 mod cancel_idempotent;
 mod card_freshness;
+mod context_match;
 mod credential_audience;
 mod dedup_contract;
 mod exactly_once;
 mod liveness;
 mod no_effect_after_cancel;
 mod no_lost_writes;
+mod owner_isolation;
 mod push_accounted;
 mod push_egress;
 mod stream_continuity;
 mod terminal_final;
 mod versions;
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use crate::cluster::RunRecord;
 use crate::error::InputError;
+use crate::history::{Op, OpKind};
 
 /// One broken promise.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -100,29 +105,24 @@ pub const CHECKERS: &[(&str, &dyn Checker)] = &[
     ("liveness", &liveness::Liveness),
     ("push-accounted", &push_accounted::PushAccounted),
     ("push-egress-safe", &push_egress::PushEgressSafe),
+    ("owner-isolation", &owner_isolation::OwnerIsolation),
+    ("context-match", &context_match::ContextMatch),
     ("credential-audience", &credential_audience::CredentialAudience),
     ("card-freshness", &card_freshness::CardFreshness),
 ];
-
-/// Invariant names in the contract that this version does not check yet.
-pub const NOT_YET_CHECKED: &[&str] = &["owner-isolation"];
 
 /// Names of the implemented invariants.
 pub fn names() -> Vec<&'static str> {
     CHECKERS.iter().map(|(n, _)| *n).collect()
 }
 
-/// Refuses invariant names that are unknown or not checked by this version.
+/// Refuses invariant names that are unknown.
 pub fn validate_names(names_given: &[String], origin: &str) -> Result<(), InputError> {
     for name in names_given {
         if CHECKERS.iter().any(|(n, _)| n == name) {
             continue;
         }
-        let why = if NOT_YET_CHECKED.contains(&name.as_str()) {
-            format!("invariant `{name}` is in the contract but this version does not check it yet")
-        } else {
-            format!("unknown invariant `{name}`; known: {}", names().join(", "))
-        };
+        let why = format!("unknown invariant `{name}`; known: {}", names().join(", "));
         return Err(InputError::new(origin, why));
     }
     Ok(())
@@ -141,6 +141,25 @@ pub fn check_all(run: &RunRecord) -> Vec<Finding> {
             f
         })
         .collect()
+}
+
+/// Who created each conversation's task: the principal of its earliest first turn.
+pub fn owners(history: &[Op]) -> BTreeMap<&str, &str> {
+    let mut owners = BTreeMap::new();
+    for op in history {
+        if let OpKind::Send {
+            conversation,
+            turn: 1,
+            foreign_context: false,
+            ..
+        } = &op.kind
+        {
+            owners
+                .entry(conversation.as_str())
+                .or_insert(op.principal.as_str());
+        }
+    }
+    owners
 }
 
 /// `c1#2`: a turn, as tables and messages name it.

@@ -6,9 +6,10 @@
 //! §6.8); the stream must start with a Task snapshot (Mastra answers an unknown task with
 //! an empty stream); it must advance when the task changes (a subscriber on a replica with
 //! no event stream sees the snapshot and nothing more); and no state may arrive twice in a
-//! row. Exercised: subscriptions to tasks that exist.
+//! row. Only the owner's subscriptions count (another principal's belong to
+//! `owner-isolation`). Exercised: subscriptions to tasks that exist.
 
-use crate::check::{Checker, Finding, Violation};
+use crate::check::{owners, Checker, Finding, Violation};
 use crate::cluster::RunRecord;
 use crate::history::{OpKind, Outcome};
 
@@ -26,10 +27,16 @@ impl Checker for StreamContinuity {
     fn check(&self, run: &RunRecord) -> Finding {
         let mut violations = Vec::new();
         let mut exercised = 0;
+        let owners = owners(&run.history);
         for op in &run.history {
             let OpKind::Subscribe { conversation } = &op.kind else {
                 continue;
             };
+            // Another principal's subscription is owner-isolation's business: its refusal
+            // is the right answer, not a broken stream.
+            if owners.get(conversation.as_str()) != Some(&op.principal.as_str()) {
+                continue;
+            }
             let Some(task_id) = run.conversations.get(conversation) else {
                 continue;
             };

@@ -21,5 +21,4 @@ pub fn cmd_list() {
     for (name, checker) in check::CHECKERS {
         println!("  {name:<22} {}", checker.describe());
     }
-    println!("  not checked yet: {}", check::NOT_YET_CHECKED.join(", "));
 }

@@ -7,10 +7,13 @@
 
 mod bench;
 mod check_cmd;
+pub mod fidelity;
 mod list;
+pub mod live;
 mod merge;
 mod replay;
 mod run;
+mod serve;
 mod shrink;
 
 use std::path::{Path, PathBuf};
@@ -126,6 +129,29 @@ pub enum Command {
     },
     /// List models, routing strategies, faults and invariants.
     List,
+    /// Serve one simulated-behaviour replica on a real socket, for real A2A clients.
+    Serve(serve::ServeArgs),
+    /// Run a scenario live: real TCP, real replica processes (e.g. the a2a-python SDK).
+    Live {
+        /// Scenario file (TOML).
+        file: PathBuf,
+        #[command(flatten)]
+        peer: live::PeerArgs,
+        /// Print one JSON object as the last line of stdout.
+        #[arg(long)]
+        json: bool,
+        /// Print the run's trace (client, router, ledger and reported saves) first.
+        #[arg(long)]
+        trace: bool,
+    },
+    /// Run a suite of scenarios simulated and live; print both verdicts side by side.
+    Fidelity {
+        /// The suite: a directory of scenario files.
+        #[arg(default_value = "tests/fidelity")]
+        dir: PathBuf,
+        #[command(flatten)]
+        peer: live::PeerArgs,
+    },
     /// Measure the simulator's speed on this machine against its targets.
     Bench(bench::BenchArgs),
 }
@@ -210,6 +236,14 @@ pub fn main(cli: Cli) -> i32 {
             out,
         }),
         Command::Bench(args) => bench::cmd_bench(args),
+        Command::Serve(args) => serve::cmd_serve(args),
+        Command::Live {
+            file,
+            peer,
+            json,
+            trace,
+        } => live::cmd_live(&file, &peer, json, trace),
+        Command::Fidelity { dir, peer } => fidelity::cmd_fidelity(&dir, &peer),
         Command::List => {
             list::cmd_list();
             Ok(0)

@@ -219,6 +219,7 @@ impl Router {
         for (name, keep) in [
             ("a2a-version", "a2a-version"),
             (CONTEXT_HEADER, CONTEXT_HEADER),
+            ("authorization", "authorization"),
         ] {
             if let Some(v) = header(name) {
                 call = call.header(keep, v);

@@ -1,0 +1,75 @@
+//! `context-match`: a message that names a task and a different contextId is refused, and
+//! refused before anything runs.
+//!
+//! The A2A specification requires the mismatch to be rejected (A2A-BEHAVIOURS.md §1,
+//! multi-turn). a2a-python before 1.2 rejected it only after the executor had run, business
+//! effect included (#1270); Mastra never compares the two and accepts the message
+//! (A2A-BEHAVIOURS.md §6.10). A violation is an `ok` answer to such a message, or a business
+//! effect of it at the ledger while it was in flight. Exercised: such messages a replica
+//! answered.
+
+use crate::check::{turn_label, Checker, Finding, Violation};
+use crate::cluster::RunRecord;
+use crate::history::{OpKind, Outcome};
+
+/// The context-match checker.
+pub struct ContextMatch;
+
+impl Checker for ContextMatch {
+    fn describe(&self) -> &'static str {
+        "a message whose contextId is not its task's is refused before the executor runs"
+    }
+
+    fn check(&self, run: &RunRecord) -> Finding {
+        let mut violations = Vec::new();
+        let mut exercised = 0;
+        for op in &run.history {
+            let OpKind::Send {
+                conversation,
+                turn,
+                message_id,
+                foreign_context: true,
+                ..
+            } = &op.kind
+            else {
+                continue;
+            };
+            if op.replica.is_some() {
+                exercised += 1;
+            }
+            let what = turn_label(conversation, *turn);
+            let on = op.replica.as_deref().unwrap_or("a replica");
+            if op.outcome == Outcome::Ok {
+                violations.push(Violation {
+                    invariant: "",
+                    detail: format!(
+                        "{on} accepted {what} sent with another conversation's contextId"
+                    ),
+                });
+            }
+            for e in run.effects.iter().filter(|e| {
+                e.applied
+                    && &e.request.message_id == message_id
+                    && (op.invoke_ms..=op.complete_ms).contains(&e.at_ms)
+            }) {
+                violations.push(Violation {
+                    invariant: "",
+                    detail: format!(
+                        "{what}, sent with another conversation's contextId, ran its business effect on {} at {} ms before the answer ({})",
+                        e.request.replica,
+                        e.at_ms,
+                        match &op.outcome {
+                            Outcome::Fail { code, message } => format!("{code} {message}"),
+                            other => other.word().to_string(),
+                        }
+                    ),
+                });
+            }
+        }
+        Finding {
+            invariant: "context-match",
+            violations,
+            exercised,
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! `a2a-chaos live`: a scripted scenario against real replicas (see [`crate::live`]).
+//!
+//! Output and exit codes are those of `check`: 0 when the scenario's `[expect]` holds, 1
+//! when it does not (or the live run could not finish), 2 for unusable input (including a
+//! step that cannot be done on real processes, or a peer that is not installed).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::InputError;
+use crate::live::{self, LiveOptions, PeerCommand};
+use crate::model::Profile;
+use crate::report;
+use crate::scenario::Script;
+
+use super::print_findings;
+
+/// The peer flags `live` and `fidelity` share.
+#[derive(clap::Args, Debug, Clone)]
+pub struct PeerArgs {
+    /// How to start a replica: the preset `a2a-python` (tests/peers/a2a-python/), or a
+    /// command template with {index} {name} {port} {ledger} {db} {model} {sdk} {store}
+    /// {venv} {root}.
+    #[arg(long, default_value = live::peer::PRESET_A2A_PYTHON)]
+    pub peer: String,
+    /// The database the replicas share (SQLAlchemy URL, e.g.
+    /// postgresql+asyncpg://user@localhost/a2a); default a fresh SQLite file per run, or
+    /// $A2A_CHAOS_LIVE_DB.
+    #[arg(long)]
+    pub db: Option<String>,
+    /// Where runs keep peer logs and their SQLite file (default target/live-runs).
+    #[arg(long)]
+    pub work_dir: Option<PathBuf>,
+}
+
+impl PeerArgs {
+    /// The live options these flags ask for.
+    pub fn options(&self) -> LiveOptions {
+        LiveOptions {
+            peer: PeerCommand(self.peer.clone()),
+            db: self.db.clone().or_else(|| {
+                std::env::var("A2A_CHAOS_LIVE_DB")
+                    .ok()
+                    .filter(|s| !s.is_empty())
+            }),
+            work_dir: self
+                .work_dir
+                .clone()
+                .unwrap_or_else(|| live::peer::root().join("target/live-runs")),
+            ready_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Checks that `profile` can run on the chosen peer: the preset needs the model's
+/// `[fidelity]` table and the peer's virtual environment.
+pub fn check_peer(
+    profile: &Profile,
+    options: &LiveOptions,
+    origin: &str,
+) -> Result<(), InputError> {
+    if options.peer.0 != live::peer::PRESET_A2A_PYTHON {
+        return Ok(());
+    }
+    let Some(f) = &profile.fidelity else {
+        return Err(InputError::new(
+            origin,
+            format!(
+                "model `{}` has no [fidelity] table, so the a2a-python peer does not know which SDK and store to run; pass --peer with a command",
+                profile.name
+            ),
+        ));
+    };
+    let python = live::peer::venv_base().join(format!("v{}/bin/python", f.sdk));
+    if !python.exists() {
+        return Err(InputError::new(
+            origin,
+            format!(
+                "the a2a-python peer for SDK {} is not installed ({} is missing); run tests/peers/a2a-python/setup.sh",
+                f.sdk,
+                python.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+pub fn cmd_live(path: &Path, peer: &PeerArgs, json: bool, trace: bool) -> Result<i32, InputError> {
+    let file = path.display().to_string();
+    let script = Script::load(path)?;
+    live::validate(&script, &file)?;
+    let profile = Profile::load(&script.file.model)?;
+    let options = peer.options();
+    check_peer(&profile, &options, &file)?;
+    let (summary, record) = live::run_scenario(&script, profile, &options)?;
+    if trace {
+        for event in &record.trace {
+            println!("{event}");
+        }
+    }
+    let mut expected = script.file.expect.violations.clone();
+    expected.sort();
+    let mut got: Vec<String> = summary.violated().iter().map(|s| s.to_string()).collect();
+    got.sort();
+    let met = got == expected && summary.error.is_none();
+    if !json {
+        println!(
+            "{} live ({} on {} real replicas, peer {}, {})",
+            script.file.name,
+            script.file.model,
+            script.file.replicas,
+            options.peer.0,
+            script.file.routing
+        );
+        print_findings(&summary);
+        println!(
+            "expected violations: [{}]; got: [{}]",
+            expected.join(", "),
+            got.join(", ")
+        );
+        println!(
+            "{}",
+            if met {
+                "expectations met"
+            } else {
+                "expectations NOT met"
+            }
+        );
+    } else {
+        let f = file.clone();
+        let value = report::check_json(
+            &file,
+            &[summary],
+            met,
+            move |_: &crate::runner::RunSummary| format!("a2a-chaos live {f}"),
+        );
+        println!("{value}");
+    }
+    Ok(if met { 0 } else { 1 })
+}

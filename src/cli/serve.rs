@@ -1,0 +1,135 @@
+//! `a2a-chaos serve`: one of the simulator's replicas on a real socket.
+//!
+//! The replica runs a model's behaviour exactly as in a simulation (same code, same
+//! profile), with real time and real TCP: any A2A 1.0 client can talk to it. Its store
+//! (when the model's store is shared), ledger and webhook run in the same process on
+//! loopback ports of their own. It serves until interrupted (Ctrl-C or SIGTERM).
+
+use std::cell::RefCell;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::rc::Rc;
+
+use crate::error::InputError;
+use crate::ledger::{self, LedgerState};
+use crate::model::{Placement, Profile};
+use crate::net::{self, RealNet};
+use crate::replica::{self, Replica, Timing, Wiring};
+use crate::store::{self, StoreState, TaskStore};
+use crate::trace::Trace;
+use crate::webhook::{self, WebhookMode, WebhookState};
+
+/// `serve`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// The model the replica behaves as (a built-in name or a profile file).
+    #[arg(long, default_value = "reference")]
+    pub model: String,
+    /// The address to listen on; port 0 picks a free one (printed on the first line).
+    #[arg(long, default_value = "127.0.0.1:9000")]
+    pub listen: SocketAddr,
+    /// Seeds the agent's think and compose times and its ids.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
+    let profile = Rc::new(Profile::load(&args.model)?);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| InputError::new("serve", format!("cannot start a runtime: {e}")))?;
+    let net = RealNet::new();
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let bind = |host: &str, port: u16, addr: SocketAddr| {
+        net.bind(host, port, addr)
+            .map_err(|e| InputError::new("--listen", format!("cannot bind {host} on {addr}: {e}")))
+    };
+    let listen = bind("replica-0", replica::PORT, args.listen)?;
+    bind("store", store::PORT, loopback)?;
+    let ledger_addr = bind("ledger", ledger::PORT, loopback)?;
+    bind("webhook", webhook::PORT, loopback)?;
+    net::install_real(net.clone());
+
+    let trace = Trace::new(false);
+    let store_state = Rc::new(RefCell::new(StoreState::default()));
+    let ledger_state = Rc::new(RefCell::new(LedgerState::default()));
+    let timing = Timing::default();
+    let task_store = match profile.store.placement {
+        Placement::Memory => TaskStore::Local(replica::memory_store()),
+        Placement::Shared => TaskStore::Remote {
+            timeout: timing.store_timeout,
+        },
+    };
+    let replica = Rc::new(Replica::new(
+        0,
+        0,
+        args.seed,
+        Wiring {
+            profile: profile.clone(),
+            timing,
+            store: task_store,
+            push_world: Rc::default(),
+            trace: trace.clone(),
+        },
+    ));
+    println!(
+        "serving replica-0 (model {}) on http://{listen}/ (A2A 1.0 JSON-RPC; card at http://{listen}/.well-known/agent-card.json); ledger on http://{ledger_addr}/",
+        profile.name
+    );
+    let _ = std::io::stdout().flush();
+
+    let local = tokio::task::LocalSet::new();
+    let outcome: Result<(), String> = local.block_on(&runtime, async move {
+        let (s, t) = (store_state.clone(), trace.clone());
+        tokio::task::spawn_local(async move { store::serve(s, t).await });
+        let (l, t) = (ledger_state.clone(), trace.clone());
+        tokio::task::spawn_local(async move { ledger::serve(l, t).await });
+        let t = trace.clone();
+        let w = Rc::new(RefCell::new(WebhookState::default()));
+        tokio::task::spawn_local(async move { webhook::serve(w, WebhookMode::Ok, t).await });
+        let served =
+            tokio::task::spawn_local(
+                async move { replica.serve().await.map_err(|e| e.to_string()) },
+            );
+        let stop = async {
+            #[cfg(unix)]
+            {
+                use tokio::signal::unix::{signal, SignalKind};
+                match signal(SignalKind::terminate()) {
+                    Ok(mut term) => tokio::select! {
+                        _ = tokio::signal::ctrl_c() => {}
+                        _ = term.recv() => {}
+                    },
+                    Err(_) => {
+                        let _ = tokio::signal::ctrl_c().await;
+                    }
+                }
+            }
+            #[cfg(not(unix))]
+            {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        };
+        tokio::select! {
+            done = served => match done {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(e),
+                Err(e) => Err(e.to_string()),
+            },
+            _ = stop => {
+                let effects = ledger_state.borrow().effects().len();
+                println!("stopped; {effects} business effects reached the ledger");
+                Ok(())
+            }
+        }
+    });
+    net::uninstall_real();
+    match outcome {
+        Ok(()) => Ok(0),
+        Err(e) => {
+            eprintln!("error: the replica stopped: {e}");
+            Ok(1)
+        }
+    }
+}

@@ -1,0 +1,301 @@
+//! The live run's ground truth on loopback: the project's ledger, plus the save log.
+//!
+//! `POST /effect` is the ledger of [`crate::ledger`]: the same [`EffectRequest`], the same
+//! [`LedgerState`] (applied unless its key was applied before). Its `sent_ms` is set to the
+//! arrival time, since a real replica does not share the run's clock.
+//!
+//! `POST /save` is the save log the simulator's store host keeps and the checkers read
+//! (`versions-monotonic`, `terminal-is-final`, `stream-continuity`, `liveness`). A real
+//! replica reports each save its store accepted: the test peer wraps the SDK's store and
+//! reports, without changing what the SDK reads or writes. A report either carries the
+//! store's own versions (a versioned store) or none (a plain store has no versions): then
+//! this log numbers the saves of each task 1, 2, 3, ... in arrival order, and the version a
+//! save was built on is read from its content: the latest version whose artifacts and
+//! message ids it all still holds. A save that drops what the stored version holds was
+//! built on an older one: a lost update, which `versions-monotonic` reports as it does for
+//! the simulator's overwrites.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+use a2a::TaskState;
+use http::StatusCode;
+use serde::Deserialize;
+
+use crate::ledger::{EffectRequest, LedgerState};
+use crate::net;
+use crate::store::{SaveMode, SaveRecord};
+use crate::trace::{now_ms, Trace};
+
+/// What the live run's ledger host holds.
+#[derive(Clone, Default)]
+pub struct Ground {
+    pub ledger: Rc<RefCell<LedgerState>>,
+    saves: Rc<RefCell<Vec<SaveRecord>>>,
+    versions: Rc<RefCell<BTreeMap<String, u64>>>,
+    /// Per task: each plain-store version's artifacts and message ids.
+    contents: Rc<RefCell<BTreeMap<String, Vec<Content>>>>,
+}
+
+/// What one stored version held.
+#[derive(Debug, Clone)]
+struct Content {
+    version: u64,
+    artifacts: BTreeSet<String>,
+    history: BTreeSet<String>,
+}
+
+impl Ground {
+    /// Every reported save, in the order the store applied them: by arrival, and by the
+    /// store's own version within a task when it has versions (two replicas may report
+    /// their saves in the other order than they landed).
+    pub fn saves(&self) -> Vec<SaveRecord> {
+        let mut saves = self.saves.borrow().clone();
+        saves.sort_by_key(|s| s.at_ms);
+        let mut by_task: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (i, s) in saves.iter().enumerate() {
+            by_task.entry(s.task_id.clone()).or_default().push(i);
+        }
+        let mut out = saves.clone();
+        for slots in by_task.values() {
+            let mut these: Vec<SaveRecord> = slots.iter().map(|i| saves[*i].clone()).collect();
+            if these.iter().all(|s| s.mode != SaveMode::Overwrite) {
+                these.sort_by_key(|s| s.version);
+            }
+            for (slot, s) in slots.iter().zip(these) {
+                out[*slot] = s;
+            }
+        }
+        out
+    }
+
+    /// Records one reported save; returns its version.
+    pub fn record_save(&self, report: SaveReport) -> Result<u64, String> {
+        let state = parse_state(&report.state)?;
+        let mut versions = self.versions.borrow_mut();
+        let last = versions.get(&report.task_id).copied();
+        let (mode, before, based_on, version) = match (report.mode.as_str(), report.version) {
+            ("overwrite", None) => {
+                let v = last.unwrap_or(0) + 1;
+                let artifacts: BTreeSet<String> = report.artifacts.iter().cloned().collect();
+                let history: BTreeSet<String> = report.history.iter().cloned().collect();
+                let mut contents = self.contents.borrow_mut();
+                let list = contents.entry(report.task_id.clone()).or_default();
+                let based_on = list
+                    .iter()
+                    .rev()
+                    .find(|c| c.artifacts.is_subset(&artifacts) && c.history.is_subset(&history))
+                    .map(|c| c.version);
+                list.push(Content {
+                    version: v,
+                    artifacts,
+                    history,
+                });
+                (SaveMode::Overwrite, last, based_on, v)
+            }
+            ("cas", Some(v)) => (
+                SaveMode::Cas(report.based_on),
+                report.before,
+                report.based_on,
+                v,
+            ),
+            ("cancel", Some(v)) => (
+                SaveMode::Cancel,
+                v.checked_sub(1).filter(|b| *b > 0),
+                report.based_on,
+                v,
+            ),
+            (mode, v) => {
+                return Err(format!(
+                    "save report: mode `{mode}` with version {v:?} is not one of overwrite (no version), cas or cancel (a version)"
+                ))
+            }
+        };
+        versions.insert(report.task_id.clone(), last.unwrap_or(0).max(version));
+        self.saves.borrow_mut().push(SaveRecord {
+            at_ms: now_ms(),
+            task_id: report.task_id,
+            context_id: report.context_id,
+            mode,
+            before,
+            based_on,
+            version,
+            state,
+            replica: report.replica,
+            artifacts: report.artifacts,
+        });
+        Ok(version)
+    }
+}
+
+/// One save as a real replica reports it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SaveReport {
+    pub task_id: String,
+    pub context_id: String,
+    /// `working`, `input-required`, ... (the 1.0 state name without `TASK_STATE_`, kebab-case).
+    pub state: String,
+    /// Artifact names after the save.
+    pub artifacts: Vec<String>,
+    /// The messageIds in the task's history after the save.
+    #[serde(default)]
+    pub history: Vec<String>,
+    pub replica: String,
+    /// `overwrite` (plain store), `cas` or `cancel` (versioned store).
+    pub mode: String,
+    /// The version stored before (versioned stores).
+    #[serde(default)]
+    pub before: Option<u64>,
+    /// The version the replica built this task on (versioned stores: the `prev_version` it
+    /// passed; ignored for a plain store).
+    #[serde(default)]
+    pub based_on: Option<u64>,
+    /// The store's new version (versioned stores); absent for a plain store.
+    #[serde(default)]
+    pub version: Option<u64>,
+}
+
+fn parse_state(name: &str) -> Result<TaskState, String> {
+    Ok(match name {
+        "submitted" => TaskState::Submitted,
+        "working" => TaskState::Working,
+        "input-required" => TaskState::InputRequired,
+        "auth-required" => TaskState::AuthRequired,
+        "completed" => TaskState::Completed,
+        "canceled" => TaskState::Canceled,
+        "failed" => TaskState::Failed,
+        "rejected" => TaskState::Rejected,
+        other => return Err(format!("save report: unknown task state `{other}`")),
+    })
+}
+
+fn bad(why: String) -> http::Response<net::BoxBody> {
+    net::json_response(
+        StatusCode::BAD_REQUEST,
+        &serde_json::json!({ "error": why }),
+    )
+}
+
+/// The `ledger` host of a live run: `/effect` and `/save`.
+pub async fn serve(ground: Ground, trace: Trace) -> turmoil::Result {
+    net::serve(
+        crate::ledger::PORT,
+        move |req: http::Request<hyper::body::Incoming>| {
+            let (ground, trace) = (ground.clone(), trace.clone());
+            async move {
+                let path = req.uri().path().to_string();
+                let body = match net::read_request(req.into_body()).await {
+                    Ok(b) => b,
+                    Err(e) => return Ok(bad(e.to_string())),
+                };
+                match path.as_str() {
+                    "/effect" => {
+                        let mut request: EffectRequest = match serde_json::from_slice(&body) {
+                            Ok(r) => r,
+                            Err(e) => return Ok(bad(e.to_string())),
+                        };
+                        request.sent_ms = now_ms();
+                        let what = format!(
+                            "effect {}#{} task {} from {}",
+                            request.conversation, request.turn, request.task_id, request.replica
+                        );
+                        let applied = ground.ledger.borrow_mut().apply(request, now_ms());
+                        trace.record(
+                            "ledger",
+                            format!(
+                                "{what}: {}",
+                                if applied { "applied" } else { "deduplicated" }
+                            ),
+                        );
+                        Ok(net::json_response(
+                            StatusCode::OK,
+                            &serde_json::json!({ "applied": applied }),
+                        ))
+                    }
+                    "/save" => {
+                        let report: SaveReport = match serde_json::from_slice(&body) {
+                            Ok(r) => r,
+                            Err(e) => return Ok(bad(e.to_string())),
+                        };
+                        let what = format!(
+                            "save {} as {} by {}",
+                            report.task_id, report.state, report.replica
+                        );
+                        match ground.record_save(report) {
+                            Ok(v) => {
+                                trace.record("store", format!("{what}: v{v}"));
+                                Ok(net::json_response(
+                                    StatusCode::OK,
+                                    &serde_json::json!({ "version": v }),
+                                ))
+                            }
+                            Err(e) => Ok(bad(e)),
+                        }
+                    }
+                    _ => Ok(net::json_response(
+                        StatusCode::NOT_FOUND,
+                        &serde_json::json!({ "error": "not found" }),
+                    )),
+                }
+            }
+        },
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(mode: &str, based_on: Option<u64>, version: Option<u64>) -> SaveReport {
+        SaveReport {
+            task_id: "t".into(),
+            context_id: "c".into(),
+            state: "working".into(),
+            artifacts: vec![],
+            history: vec![],
+            replica: "replica-0".into(),
+            mode: mode.into(),
+            before: version.and_then(|v| v.checked_sub(1)).filter(|b| *b > 0),
+            based_on,
+            version,
+        }
+    }
+
+    fn plain(artifacts: &[&str], history: &[&str]) -> SaveReport {
+        let mut r = report("overwrite", None, None);
+        r.artifacts = artifacts.iter().map(|s| s.to_string()).collect();
+        r.history = history.iter().map(|s| s.to_string()).collect();
+        r
+    }
+
+    #[test]
+    fn a_plain_save_is_built_on_the_latest_version_it_still_holds() {
+        let g = Ground::default();
+        assert_eq!(g.record_save(plain(&[], &["m1"])), Ok(1));
+        assert_eq!(g.record_save(plain(&["turn-1"], &["m1"])), Ok(2));
+        assert_eq!(
+            g.record_save(plain(&["turn-1", "turn-2"], &["m1", "m2"])),
+            Ok(3)
+        );
+        // Built on the turn-1 snapshot: turn 2 is dropped.
+        assert_eq!(
+            g.record_save(plain(&["turn-1", "turn-3"], &["m1", "m3"])),
+            Ok(4)
+        );
+        let saves = g.saves();
+        assert_eq!((saves[2].before, saves[2].based_on), (Some(2), Some(2)));
+        assert_eq!((saves[3].before, saves[3].based_on), (Some(3), Some(2)));
+    }
+
+    #[test]
+    fn versioned_reports_are_ordered_by_the_stores_versions() {
+        let g = Ground::default();
+        g.record_save(report("cas", Some(1), Some(2))).unwrap();
+        g.record_save(report("cas", None, Some(1))).unwrap();
+        let versions: Vec<u64> = g.saves().iter().map(|s| s.version).collect();
+        assert_eq!(versions, vec![1, 2]);
+        assert!(g.record_save(report("sideways", None, None)).is_err());
+    }
+}

@@ -1,0 +1,300 @@
+//! Real replica processes: a command template, started, killed and restarted on loopback.
+//!
+//! A peer command is a shell command template (run as `sh -c "exec ..."`, so the process
+//! killed is the replica itself) with these placeholders, each substituted shell-quoted:
+//! `{index}`, `{name}` (`replica-N`), `{port}`, `{ledger}` (the ledger's base URL), `{db}` (the
+//! shared database's SQLAlchemy URL), `{model}`, `{sdk}` and `{store}` (from the model's
+//! `[fidelity]` table), `{venv}` (the peer's virtual environment for `{sdk}`) and `{root}` (the
+//! repository). The preset `a2a-python` is the test peer under `tests/peers/a2a-python/`,
+//! run from the virtual environments `tests/peers/a2a-python/setup.sh` makes (under
+//! `target/peer-venv/`, or `$A2A_CHAOS_PEER_VENV`).
+//!
+//! Each replica's output goes to `replica-N.log` in the run's directory. Every process is
+//! killed when the fleet is dropped, so a failing run leaves nothing behind.
+
+use std::cell::RefCell;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use crate::model::Profile;
+use crate::net::{self, Call};
+
+/// The test peer's preset name.
+pub const PRESET_A2A_PYTHON: &str = "a2a-python";
+
+/// How to start a replica: a preset name or a command template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerCommand(pub String);
+
+impl PeerCommand {
+    /// The template, with a preset expanded.
+    pub fn template(&self) -> String {
+        if self.0 == PRESET_A2A_PYTHON {
+            "{venv}/bin/python {root}/tests/peers/a2a-python/server.py --port {port} --name {name} --ledger {ledger} --db {db} --store {store}".into()
+        } else {
+            self.0.clone()
+        }
+    }
+}
+
+/// The repository root: the current directory when it holds the peers, else the one this
+/// binary was built from.
+pub fn root() -> PathBuf {
+    let here = PathBuf::from(".");
+    if here.join("tests/peers").is_dir() {
+        return std::fs::canonicalize(&here).unwrap_or(here);
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Where the peer's virtual environments live (one `v<sdk>` folder per SDK version).
+pub fn venv_base() -> PathBuf {
+    match std::env::var_os("A2A_CHAOS_PEER_VENV") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => root().join("target/peer-venv"),
+    }
+}
+
+/// A fresh directory for one run under `base`.
+pub fn fresh_dir(base: &Path) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(base)?;
+    for n in 0.. {
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let dir = base.join(format!("run-{stamp}-{}-{n}", std::process::id()));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    unreachable!("an unbounded range")
+}
+
+fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// The replicas of one live run.
+pub struct Fleet {
+    command: PeerCommand,
+    model: String,
+    sdk: String,
+    store: String,
+    ledger: String,
+    db: String,
+    dir: PathBuf,
+    children: Vec<Option<Child>>,
+    addrs: Vec<Option<SocketAddr>>,
+}
+
+impl Fleet {
+    /// A fleet of `replicas` processes, none started yet.
+    pub fn new(
+        command: PeerCommand,
+        profile: &Profile,
+        ledger: String,
+        db: String,
+        dir: PathBuf,
+        replicas: usize,
+    ) -> Self {
+        let fidelity = profile.fidelity.clone().unwrap_or_default();
+        Fleet {
+            command,
+            model: profile.name.clone(),
+            sdk: fidelity.sdk,
+            store: fidelity.store,
+            ledger,
+            db,
+            dir,
+            children: (0..replicas).map(|_| None).collect(),
+            addrs: vec![None; replicas],
+        }
+    }
+
+    /// The command line of replica `index` on `port`.
+    pub fn command_line(&self, index: usize, port: u16) -> String {
+        let venv = venv_base().join(format!("v{}", self.sdk));
+        let mut line = self.command.template();
+        for (key, value) in [
+            ("{index}", index.to_string()),
+            ("{name}", format!("replica-{index}")),
+            ("{port}", port.to_string()),
+            ("{ledger}", self.ledger.clone()),
+            ("{db}", self.db.clone()),
+            ("{model}", self.model.clone()),
+            ("{sdk}", self.sdk.clone()),
+            ("{store}", self.store.clone()),
+            ("{venv}", venv.display().to_string()),
+            ("{root}", root().display().to_string()),
+        ] {
+            line = line.replace(key, &quote(&value));
+        }
+        line
+    }
+
+    /// Starts replica `index` on a free loopback port; returns its address.
+    pub fn start(&mut self, index: usize) -> Result<SocketAddr, String> {
+        self.kill(index);
+        let port = std::net::TcpListener::bind(("127.0.0.1", 0))
+            .and_then(|l| l.local_addr())
+            .map_err(|e| format!("no free port: {e}"))?
+            .port();
+        let line = self.command_line(index, port);
+        let log_path = self.dir.join(format!("replica-{index}.log"));
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
+        let err = log
+            .try_clone()
+            .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg(format!("exec {line}"))
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| format!("cannot start replica-{index} (`{line}`): {e}"))?;
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        self.children[index] = Some(child);
+        self.addrs[index] = Some(addr);
+        Ok(addr)
+    }
+
+    /// SIGKILLs replica `index` (nothing if it is not running).
+    pub fn kill(&mut self, index: usize) {
+        if let Some(mut child) = self.children.get_mut(index).and_then(Option::take) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Whether replica `index` runs.
+    pub fn is_running(&mut self, index: usize) -> bool {
+        match self.children.get_mut(index) {
+            Some(Some(child)) => matches!(child.try_wait(), Ok(None)),
+            _ => false,
+        }
+    }
+
+    /// The first replica that runs.
+    pub fn live_index(&mut self) -> Option<usize> {
+        (0..self.children.len()).find(|i| self.is_running(*i))
+    }
+
+    /// The last lines of replica `index`'s log.
+    pub fn log_tail(&self, index: usize) -> String {
+        let path = self.dir.join(format!("replica-{index}.log"));
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = lines[lines.len().saturating_sub(15)..].join("\n");
+        format!("{} (last lines):\n{tail}", path.display())
+    }
+
+    /// Reads tasks straight from the shared database, when the peer can (the `a2a-python`
+    /// preset: `server.py --dump`); `None` for another peer command.
+    pub fn dump(&self, ids: &[String]) -> Option<Result<Vec<a2a::Task>, String>> {
+        if self.command.0 != PRESET_A2A_PYTHON {
+            return None;
+        }
+        let python = venv_base().join(format!("v{}/bin/python", self.sdk));
+        let script = root().join("tests/peers/a2a-python/server.py");
+        let out = Command::new(python)
+            .arg(script)
+            .arg("--dump")
+            .arg("--db")
+            .arg(&self.db)
+            .arg("--")
+            .args(ids)
+            .stdin(Stdio::null())
+            .output();
+        Some(match out {
+            Err(e) => Err(format!("cannot run the dump: {e}")),
+            Ok(o) if !o.status.success() => Err(format!(
+                "the dump failed ({}): {}",
+                o.status,
+                String::from_utf8_lossy(&o.stderr).trim()
+            )),
+            Ok(o) => parse_dump(&o.stdout),
+        })
+    }
+
+    /// Kills every replica.
+    pub fn stop_all(&mut self) {
+        for i in 0..self.children.len() {
+            self.kill(i);
+        }
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        self.stop_all();
+    }
+}
+
+/// The tasks in `server.py --dump`'s output.
+fn parse_dump(stdout: &[u8]) -> Result<Vec<a2a::Task>, String> {
+    let value: serde_json::Value =
+        serde_json::from_slice(stdout).map_err(|e| format!("unreadable dump: {e}"))?;
+    let mut tasks = Vec::new();
+    if let Some(map) = value["tasks"].as_object() {
+        for (id, task) in map {
+            tasks.push(
+                serde_json::from_value(task.clone())
+                    .map_err(|e| format!("task {id} in the dump: {e}"))?,
+            );
+        }
+    }
+    Ok(tasks)
+}
+
+/// Waits until replica `index` serves its card, or fails with its log when it exits or the
+/// timeout passes.
+pub async fn wait_ready(
+    fleet: &Rc<RefCell<Fleet>>,
+    index: usize,
+    timeout: Duration,
+) -> Result<(), String> {
+    let started = Instant::now();
+    let addr = fleet.borrow().addrs[index].ok_or("replica not started")?;
+    loop {
+        if !fleet.borrow_mut().is_running(index) {
+            let f = fleet.borrow();
+            return Err(format!(
+                "replica-{index} (`{}`) exited at start; {}",
+                f.command_line(index, addr.port()),
+                f.log_tail(index)
+            ));
+        }
+        let mut call = Call::post_json(
+            addr.ip().to_string(),
+            addr.port(),
+            "/.well-known/agent-card.json",
+            Vec::new(),
+            Duration::from_secs(1),
+        );
+        call.method = http::Method::GET;
+        if let Ok(reply) = net::send(&call).await {
+            if reply.status.is_success() {
+                return Ok(());
+            }
+        }
+        if started.elapsed() > timeout {
+            let f = fleet.borrow();
+            return Err(format!(
+                "replica-{index} did not answer its card within {} s; {}",
+                timeout.as_secs(),
+                f.log_tail(index)
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the a2a-python test peer: one virtual environment per SDK version, under
+# target/peer-venv/ (or the directory given as $1, or $A2A_CHAOS_PEER_VENV):
+#   v1.3.0/  a2a-sdk 1.3.0 (plain DatabaseTaskStore, and cluster mode: VersionedDatabaseTaskStore)
+#   v1.1.5/  a2a-sdk 1.1.5 (plain store only: 1.1 has no a2a.server.cluster)
+# with the SQLite and PostgreSQL drivers and uvicorn. Idempotent: a complete environment is
+# left as it is. Needs python3 (3.10+) with venv, and PyPI.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../../.." && pwd)"
+base="${1:-${A2A_CHAOS_PEER_VENV:-$root/target/peer-venv}}"
+mkdir -p "$base"
+for sdk in 1.3.0 1.1.5; do
+  venv="$base/v$sdk"
+  if [ -f "$venv/.complete" ]; then
+    echo "a2a-python peer $sdk: $venv (already installed)"
+    continue
+  fi
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check \
+    "a2a-sdk[http-server,sqlite,postgresql]==$sdk" uvicorn
+  "$venv/bin/python" -c "import a2a.server.request_handlers, aiosqlite, uvicorn"
+  touch "$venv/.complete"
+  echo "a2a-python peer $sdk: $venv"
+done
