@@ -175,6 +175,21 @@ pub struct Hazard {
     pub wall_s: f64,
 }
 
+/// The first run that showed one documented hazard (§6) on one model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Documented {
+    /// Its §6 number.
+    pub number: u8,
+    /// The first seed that showed it.
+    pub seed: u64,
+    /// The routing strategy of that run.
+    pub routing: String,
+    /// Runs made up to and including that one (seeds x routings).
+    pub runs: u64,
+    /// Wall time from the start of this model's search to the run that showed it.
+    pub wall_s: f64,
+}
+
 /// What hazard discovery did for one model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Search {
@@ -186,6 +201,8 @@ pub struct Search {
     pub wall_s: f64,
     /// Every invariant violated, in the order found.
     pub hazards: Vec<Hazard>,
+    /// Every documented hazard (§6) shown, in the order found.
+    pub documented: Vec<Documented>,
 }
 
 /// Wall and simulated totals of a batch of simulations.
@@ -362,13 +379,33 @@ pub fn load_average() -> Option<(f64, String)> {
 pub fn discover(exp: &Experiment, profile: &Profile, seeds_max: u64, wall_max: Duration) -> Search {
     let started = Instant::now();
     let mut hazards: BTreeMap<&'static str, Hazard> = BTreeMap::new();
+    let mut documented: BTreeMap<u8, Documented> = BTreeMap::new();
     let mut seeds = 0;
+    let mut runs = 0;
     'seeds: for seed in 0..seeds_max {
         for routing in &exp.file.routing {
             if seed > 0 && started.elapsed() >= wall_max {
                 break 'seeds;
             }
-            let run = runner::run_one(exp, profile, routing, seed);
+            runs += 1;
+            let spec = runner::spec_for(exp, profile, routing, seed, false);
+            let Ok((record, findings)) = runner::contain(|| {
+                let record = cluster::run(&spec);
+                let findings = crate::check::check_all(&record);
+                (record, findings)
+            }) else {
+                continue;
+            };
+            for number in crate::hazards::shown(&record, &findings) {
+                documented.entry(number).or_insert_with(|| Documented {
+                    number,
+                    seed,
+                    routing: routing.clone(),
+                    runs,
+                    wall_s: started.elapsed().as_secs_f64(),
+                });
+            }
+            let run = runner::summarise(&record, 0);
             for inv in run.violated() {
                 hazards.entry(inv).or_insert_with(|| Hazard {
                     model: profile.name.clone(),
@@ -383,12 +420,71 @@ pub fn discover(exp: &Experiment, profile: &Profile, seeds_max: u64, wall_max: D
     }
     let mut hazards: Vec<Hazard> = hazards.into_values().collect();
     hazards.sort_by(|a, b| a.wall_s.total_cmp(&b.wall_s));
+    let mut documented: Vec<Documented> = documented.into_values().collect();
+    documented.sort_by(|a, b| a.wall_s.total_cmp(&b.wall_s));
     Search {
         model: profile.name.clone(),
         seeds,
         wall_s: started.elapsed().as_secs_f64(),
         hazards,
+        documented,
     }
+}
+
+/// Hazard discovery for every built-in model under the default experiment, from seed 0.
+pub fn discover_all(seeds_max: u64, wall_max: Duration, mut say: impl FnMut(&str)) -> Vec<Search> {
+    let default = Experiment::default_experiment();
+    let mut searches = Vec::new();
+    for name in model::names() {
+        say(&format!(
+            "hazard discovery: {name} (up to {seeds_max} seeds or {:.1} s)",
+            wall_max.as_secs_f64()
+        ));
+        let profile = Profile::load(name).expect("a built-in profile loads");
+        searches.push(discover(&default, &profile, seeds_max.max(1), wall_max));
+    }
+    searches
+}
+
+/// Per model, each documented hazard (§6) found: first seed, runs and wall-seconds; then
+/// the hazards no model showed, and the ones the simulator cannot show, with the reason.
+pub fn documented_table(searches: &[Search]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<26} {:<4} {:>6} {:>6} {:>8}  {:<17} hazard",
+        "model", "§6", "seed", "runs", "wall s", "routing"
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    for s in searches {
+        for d in &s.documented {
+            seen.insert(d.number);
+            let title = crate::hazards::by_number(d.number).map_or("", |h| h.title);
+            let _ = writeln!(
+                out,
+                "{:<26} {:<4} {:>6} {:>6} {:>8.2}  {:<17} {title}",
+                s.model, d.number, d.seed, d.runs, d.wall_s, d.routing
+            );
+        }
+        let _ = writeln!(
+            out,
+            "{:<26} searched {} seeds x routings in {:.1} s",
+            s.model, s.seeds, s.wall_s
+        );
+    }
+    for h in crate::hazards::HAZARDS {
+        if !seen.contains(&h.number) {
+            let _ = writeln!(
+                out,
+                "§6.{}: not shown by any model within the caps: {}",
+                h.number, h.title
+            );
+        }
+    }
+    for (n, why) in crate::hazards::NOT_REACHABLE {
+        let _ = writeln!(out, "§6.{n}: not reachable: {why}");
+    }
+    out
 }
 
 /// Everything one benchmark measured.
@@ -462,22 +558,7 @@ pub fn run(size: BenchSize, mut say: impl FnMut(&str)) -> Report {
     let runs = runner::sweep(&standard, &two);
     let standard_2t = Throughput::of(&runs, t.elapsed().as_secs_f64());
 
-    let default = Experiment::default_experiment();
-    let mut searches = Vec::new();
-    for name in model::names() {
-        say(&format!(
-            "hazard discovery: {name} (up to {} seeds or {:.1} s)",
-            size.hazard_seeds_max,
-            size.hazard_wall_max.as_secs_f64()
-        ));
-        let profile = Profile::load(name).expect("a built-in profile loads");
-        searches.push(discover(
-            &default,
-            &profile,
-            size.hazard_seeds_max.max(1),
-            size.hazard_wall_max,
-        ));
-    }
+    let searches = discover_all(size.hazard_seeds_max, size.hazard_wall_max, &mut say);
     Report {
         size,
         load_average,
@@ -562,6 +643,20 @@ impl Report {
         ));
         let mut all_found = true;
         for s in &self.searches {
+            for d in &s.documented {
+                let title = crate::hazards::by_number(d.number).map_or("", |h| h.title);
+                m.push(
+                    Metric::plain(
+                        format!("hazard6_wall_s/{}/h{:02}", s.model, d.number),
+                        d.wall_s,
+                        "s",
+                    )
+                    .note(format!(
+                        "first seed {} ({}), after {} runs: {title}",
+                        d.seed, d.routing, d.runs
+                    )),
+                );
+            }
             m.push(
                 Metric::plain(format!("hazard_search_wall_s/{}", s.model), s.wall_s, "s")
                     .note(format!("{} seeds x 2 routings", s.seeds)),

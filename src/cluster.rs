@@ -25,6 +25,7 @@ use a2a::Task;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::buggify::{Chaos, SharedChaos};
 use crate::client::Client;
 use crate::faults::{Action, FaultSpec, PlanInput, Scheduled};
 use crate::history::{History, Op};
@@ -105,6 +106,12 @@ pub struct RunRecord {
     pub push_pending: Vec<(String, a2a::TaskState)>,
     /// The fault rates this seed ran with.
     pub fault_rates: BTreeMap<String, f64>,
+    /// The workload shape this seed drew (`swarm`), printed with the seed; `None` for a
+    /// scripted run or a workload as written.
+    pub workload_shape: Option<String>,
+    /// How often each fault point fired (`buggify:conflict-on-save`, `kill-at:effect`): the
+    /// counters that show a code fault was reached.
+    pub points_fired: BTreeMap<String, u64>,
     /// Fault actions applied, with their time.
     pub faults: Vec<(u64, String)>,
     /// Conversation → task id, as the client learned it.
@@ -159,13 +166,16 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     let ledger_state = Rc::new(RefCell::new(LedgerState::default()));
     let webhook_state = Rc::new(RefCell::new(WebhookState::default()));
     let push_world: SharedPush = Rc::default();
+    let chaos = Chaos::shared(seed);
     let control = RouterControl::new(spec.replicas);
     let history = History::default();
     let link = DriverLink::default();
 
     {
-        let (state, trace) = (store_state.clone(), trace.clone());
-        sim.host("store", move || store::serve(state.clone(), trace.clone()));
+        let (state, trace, chaos) = (store_state.clone(), trace.clone(), chaos.clone());
+        sim.host("store", move || {
+            store::serve(state.clone(), trace.clone(), chaos.clone())
+        });
     }
     {
         let (state, trace) = (ledger_state.clone(), trace.clone());
@@ -188,6 +198,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         let timing = spec.timing.clone();
         let trace = trace.clone();
         let push_world = push_world.clone();
+        let chaos = chaos.clone();
         sim.host(format!("replica-{i}"), move || {
             let b = boot.get();
             boot.set(b + 1);
@@ -211,6 +222,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
                     store,
                     push_world: push_world.clone(),
                     trace: trace.clone(),
+                    chaos: chaos.clone(),
                 },
             ));
             let trace = trace.clone();
@@ -255,7 +267,24 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     );
     let healed_at_ms = spec.faults.window_ms;
 
-    let client_future = client_future(spec, &history, &trace, &link, healed_at_ms, &cards);
+    // The workload shape this seed runs: as written, or drawn from it (swarm).
+    let workload = match &spec.workload {
+        Workload::Generated(w) => Workload::Generated(w.resolve(seed)),
+        scripted => scripted.clone(),
+    };
+    let workload_shape = match (&spec.workload, &workload) {
+        (Workload::Generated(w), Workload::Generated(drawn)) if w.swarm => Some(drawn.describe()),
+        _ => None,
+    };
+    let client_future = client_future(
+        spec,
+        &workload,
+        &history,
+        &trace,
+        &link,
+        healed_at_ms,
+        &cards,
+    );
     sim.client("client", client_future);
 
     let mut driver = Driver {
@@ -265,8 +294,12 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         crashed: BTreeSet::new(),
         partitions: BTreeSet::new(),
         slowed: BTreeSet::new(),
+        held: BTreeSet::new(),
         applied: Vec::new(),
         trace: trace.clone(),
+        chaos: chaos.clone(),
+        next_point_kill_ms: 0,
+        heal_at_ms: healed_at_ms,
         cards: cards.clone(),
     };
     let mut pending: VecDeque<Scheduled> = plan.into();
@@ -274,6 +307,12 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     let mut error = None;
     loop {
         let now = sim.elapsed().as_millis() as u64;
+        // Kill points reached during the last tick: each becomes a kill a few ms from now
+        // and a restart after the down time.
+        for s in driver.point_kills(now) {
+            let at = pending.partition_point(|p| p.at_ms <= s.at_ms);
+            pending.insert(at, s);
+        }
         while pending.front().is_some_and(|s| s.at_ms <= now) {
             let s = pending.pop_front().expect("checked");
             driver.apply(&mut sim, now, &s.action);
@@ -331,6 +370,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     let effects = ledger_state.borrow().effects().to_vec();
     let deliveries = webhook_state.borrow().deliveries.clone();
     let push_pending = store_state.borrow().outbox_pending();
+    let points_fired = chaos.borrow().fired.clone();
     let (push_reports, push_egress) = {
         let w = push_world.borrow();
         (w.reports.clone(), w.egress.clone())
@@ -350,6 +390,8 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         push_egress,
         push_pending,
         fault_rates,
+        workload_shape,
+        points_fired,
         faults: driver.applied,
         conversations,
         healed_at_ms,
@@ -364,6 +406,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
 
 fn client_future(
     spec: &RunSpec,
+    workload: &Workload,
     history: &History,
     trace: &Trace,
     link: &DriverLink,
@@ -371,7 +414,7 @@ fn client_future(
     cards: &Option<crate::card::CardAuthority>,
 ) -> Pin<Box<dyn Future<Output = turmoil::Result>>> {
     let seed = spec.seed;
-    let timeout = match &spec.workload {
+    let timeout = match workload {
         Workload::Generated(w) => Duration::from_millis(w.request_timeout_ms),
         Workload::Scripted(s) => s.request_timeout,
     };
@@ -387,7 +430,7 @@ fn client_future(
     let client = Client::with_cards(history.clone(), trace.clone(), timeout, cards);
     let link = link.clone();
     let liveness_ms = spec.faults.liveness_ms;
-    match spec.workload.clone() {
+    match workload.clone() {
         Workload::Generated(w) => Box::pin(async move {
             let tasks = workload::run(w, seed, client.clone()).await;
             *link.tasks.borrow_mut() = tasks.clone();
@@ -425,8 +468,14 @@ struct Driver {
     crashed: BTreeSet<String>,
     partitions: BTreeSet<(String, String)>,
     slowed: BTreeSet<(String, String)>,
+    held: BTreeSet<(String, String)>,
     applied: Vec<(u64, String)>,
     trace: Trace,
+    chaos: SharedChaos,
+    /// No kill-point kill lands before this time (the fault's stability window).
+    next_point_kill_ms: u64,
+    /// When the liveness phase begins: no point kill lands from then on.
+    heal_at_ms: u64,
     cards: Option<crate::card::CardAuthority>,
 }
 
@@ -435,6 +484,43 @@ fn replica_index(host: &str) -> Option<usize> {
 }
 
 impl Driver {
+    /// The kills owed to armed kill points, as scheduled actions: the kill a few ms from
+    /// now, the restart after the down time. A host already down, or a point reached inside
+    /// the stability window of the last point kill, is spared.
+    fn point_kills(&mut self, now: u64) -> Vec<Scheduled> {
+        let owed = self.chaos.borrow_mut().take_kills();
+        let mut out = Vec::new();
+        for (host, point, delay) in owed {
+            let at_ms = now + delay;
+            if self.crashed.contains(&host)
+                || now < self.next_point_kill_ms
+                || at_ms >= self.heal_at_ms
+            {
+                continue;
+            }
+            let down = {
+                let (lo, hi) = crate::faults::KILL_POINT_DOWN_MS;
+                self.chaos.borrow_mut().draw_ms(lo, hi)
+            };
+            self.next_point_kill_ms = at_ms + crate::faults::KILL_POINT_STABILITY_MS;
+            self.chaos.borrow_mut().count_kill(point);
+            self.trace.record_at(
+                now,
+                "driver",
+                format!("{host} reached kill point {}", point.name()),
+            );
+            out.push(Scheduled {
+                at_ms,
+                action: Action::Kill(host.clone()),
+            });
+            out.push(Scheduled {
+                at_ms: at_ms + down,
+                action: Action::Restart(host),
+            });
+        }
+        out
+    }
+
     fn apply(&mut self, sim: &mut turmoil::Sim<'_>, now: u64, action: &Action) {
         self.trace.record_at(now, "driver", action.to_string());
         self.applied.push((now, action.to_string()));
@@ -481,6 +567,10 @@ impl Driver {
                 for (a, b) in std::mem::take(&mut self.partitions) {
                     sim.repair(a.as_str(), b.as_str());
                 }
+                for (a, b) in std::mem::take(&mut self.held) {
+                    sim.release(a.as_str(), b.as_str());
+                }
+                self.chaos.borrow_mut().clear();
                 for (a, b) in std::mem::take(&mut self.slowed) {
                     sim.set_link_max_message_latency(
                         a.as_str(),
@@ -499,6 +589,17 @@ impl Driver {
                 self.control.drop_reply_rate.set(0.0);
             }
             Action::LostReplyRate(p) => self.control.drop_reply_rate.set(*p),
+            Action::Hold(a, b) => {
+                sim.hold(a.as_str(), b.as_str());
+                self.held.insert((a.clone(), b.clone()));
+            }
+            Action::Release(a, b) => {
+                sim.release(a.as_str(), b.as_str());
+                self.held.remove(&(a.clone(), b.clone()));
+                self.held.remove(&(b.clone(), a.clone()));
+            }
+            Action::Buggify(point, p) => self.chaos.borrow_mut().set_buggify(*point, *p),
+            Action::KillAt(point, p) => self.chaos.borrow_mut().set_kill_at(*point, *p),
             Action::Card(change) => {
                 if let Some(authority) = &self.cards {
                     authority.apply(change, now);
@@ -515,6 +616,15 @@ impl Driver {
                 }
             }
         }
+    }
+}
+
+/// The fault mix and, with a swarm workload, the drawn workload shape: what a seed resolved,
+/// printed with it.
+pub fn describe_resolved(record: &RunRecord) -> String {
+    match &record.workload_shape {
+        Some(shape) => format!("{}; {shape}", describe_rates(&record.fault_rates)),
+        None => describe_rates(&record.fault_rates),
     }
 }
 

@@ -163,7 +163,12 @@ impl Experiment {
         let w = &file.workload;
         let per_turn = (u64::from(w.retries) + 1)
             .saturating_mul(w.request_timeout_ms.saturating_add(w.retry_backoff_ms))
-            .saturating_add(w.gap_ms[1]);
+            .saturating_add(w.gap_ms[1])
+            .saturating_add(if w.poll_rate > 0.0 {
+                w.poll_timeout_ms.saturating_add(w.poll_interval_ms)
+            } else {
+                0
+            });
         let workload_ms = w
             .start_spread_ms
             .saturating_add(u64::from(w.turns).saturating_mul(per_turn));

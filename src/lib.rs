@@ -28,6 +28,7 @@
 
 pub mod auth;
 pub mod bench;
+pub mod buggify;
 pub mod card;
 pub mod chart;
 pub mod check;
@@ -37,6 +38,7 @@ pub mod cluster;
 pub mod error;
 pub mod experiment;
 pub mod faults;
+pub mod hazards;
 pub mod history;
 pub mod journal;
 pub mod ledger;

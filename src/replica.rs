@@ -34,6 +34,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use crate::buggify::{KillPoint, Point, SharedChaos};
 use crate::ledger::{self, EffectRequest};
 use crate::model::{
     AfterEffect, BearerRule, DedupScope, MismatchRule, NonBlockingToWorking, OwnerScope, Placement,
@@ -186,6 +187,8 @@ pub struct Wiring {
     /// The run's resolver and push logs.
     pub push_world: SharedPush,
     pub trace: Trace,
+    /// The run's fault points (BUGGIFY and kill points).
+    pub chaos: SharedChaos,
 }
 
 /// One replica process.
@@ -208,6 +211,7 @@ pub struct Replica {
     id_prefix: String,
     next_id: Cell<u64>,
     trace: Trace,
+    chaos: SharedChaos,
 }
 
 impl Replica {
@@ -219,6 +223,7 @@ impl Replica {
             store,
             push_world,
             trace,
+            chaos,
         } = wiring;
         let stream =
             crate::trace::derive_seed(seed, "replica", ((index as u64) << 32) | u64::from(boot));
@@ -236,6 +241,7 @@ impl Replica {
             id_prefix: format!("{:04x}-r{index}b{boot}", seed & 0xffff),
             next_id: Cell::new(1),
             trace,
+            chaos,
         }
     }
 
@@ -296,6 +302,10 @@ impl Replica {
         loop {
             // With an outbox, the push this state calls for is queued in the same write.
             let enqueue = self.profile.push.outbox && self.push_wanted(task);
+            if let TaskStore::Local(state) = &self.store {
+                // The shared store fires this point itself, on its host.
+                crate::store::buggify_conflict(state, &self.chaos, &self.trace, &task.id, mode);
+            }
             let result = self
                 .store
                 .save_and_enqueue(task, mode, based_on, &self.name, enqueue)
@@ -674,6 +684,9 @@ impl Replica {
                 let _ = tx.send(StreamResponse::Task(*task)).await;
             }
             Begun::Turn(turn) => {
+                self.chaos
+                    .borrow_mut()
+                    .reached(&self.name, KillPoint::Stream);
                 let me = self.clone();
                 let tx2 = tx.clone();
                 tokio::task::spawn_local(async move {
@@ -819,6 +832,23 @@ impl Replica {
                     return Err(rpc(
                         self.profile.handler.message_to_terminal_code,
                         format!("task {task_id} is terminal"),
+                    ));
+                }
+                if self.profile.recovery.sweep_ms > 0
+                    && task.status.state == TaskState::Working
+                    && runner_until(&task).is_some_and(|until| now_ms() < until)
+                {
+                    // Another turn of this task is still in flight (its runner's lease
+                    // holds): running this one over it would let it complete the task while
+                    // the earlier, accepted turn is never processed. Busy: retry later.
+                    release().await;
+                    self.record(format!(
+                        "{}#{}: {task_id} has a turn in flight; busy, 409",
+                        info.conversation, info.turn
+                    ));
+                    return Err(Refusal::Http(
+                        409,
+                        format!("task {task_id} has a turn in flight; retry"),
                     ));
                 }
                 if !blocking
@@ -1092,6 +1122,9 @@ impl Replica {
                 .then(|| format!("{}/{}", task.context_id, message.message_id)),
             sent_ms: now_ms(),
         };
+        self.chaos
+            .borrow_mut()
+            .reached(&self.name, KillPoint::Effect);
         if let Err(e) = ledger::perform(&effect, self.timing.ledger_timeout).await {
             self.record(format!(
                 "{}#{}: effect outcome unknown: {e}",
@@ -1107,8 +1140,20 @@ impl Replica {
             return Err(self.after_effect(rpc(-32603, format!("business effect failed: {e}"))));
         }
 
+        self.chaos
+            .borrow_mut()
+            .reached(&self.name, KillPoint::AfterEffect);
+
         // Compose the reply: a step between the effect and the save.
         tokio::time::sleep(self.draw(self.timing.compose_ms)).await;
+        if self.chaos.borrow_mut().buggify(Point::DelayBeforeSave) {
+            let ms = self.chaos.borrow_mut().draw_ms(200, 1500);
+            self.record(format!(
+                "buggify: {}#{} waits {ms} ms more before its save",
+                info.conversation, info.turn
+            ));
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
         if active.canceled.get() && !fenced {
             // Stopped at its next await: the effect ran, its result is never saved.
             return self.canceled_result(task).await;
@@ -1487,8 +1532,15 @@ impl Replica {
                     ));
                     message.task_id = Some(task.id.clone());
                     let me = self.clone();
+                    let abandoned = task.id.clone();
                     tokio::task::spawn_local(async move {
-                        let _ = me.send(message, true, Caller::Internal).await;
+                        if let Ok(done) = me.clone().send(message, true, Caller::Internal).await {
+                            if done.id != abandoned {
+                                // The message already completed as another task (a retry
+                                // of a first turn created it): this one is an orphan.
+                                me.retire(&abandoned, &done.id).await;
+                            }
+                        }
                     });
                     continue;
                 }
@@ -1526,6 +1578,44 @@ impl Replica {
                     ));
                 }
             }
+        }
+    }
+
+    /// Settles an orphan: a task whose only message completed as task `instead` (the
+    /// first attempt's answer was lost and its retry created that one). It is marked failed,
+    /// naming the task that holds the conversation, so nothing waits on it forever.
+    async fn retire(&self, orphan: &str, instead: &str) {
+        let Ok(Some((mut task, version))) = self.load(orphan).await else {
+            return;
+        };
+        if task.status.state.is_terminal() {
+            return;
+        }
+        set_marker(&mut task, "runnerUntilMs", None);
+        set_marker(&mut task, "effectPending", None);
+        task.status = TaskStatus {
+            state: TaskState::Failed,
+            message: Some(Message {
+                message_id: format!("{orphan}-superseded-v{version}"),
+                context_id: Some(task.context_id.clone()),
+                task_id: Some(task.id.clone()),
+                role: Role::Agent,
+                parts: vec![Part::text(format!(
+                    "superseded: this message completed as task {instead}"
+                ))],
+                metadata: None,
+                extensions: None,
+                reference_task_ids: None,
+            }),
+            timestamp: None,
+        };
+        if let Ok(v) = self
+            .persist(&task, SaveMode::Cas(Some(version)), Some(version))
+            .await
+        {
+            self.record(format!(
+                "retired orphan {orphan} v{v}: superseded by {instead}"
+            ));
         }
     }
 
@@ -1650,11 +1740,19 @@ impl Replica {
                 // An interrupted task has nothing more to say until the client answers.
                 return;
             }
+            me.chaos.borrow_mut().reached(&me.name, KillPoint::Stream);
             let mut seen = version;
             let mut last = task;
             let poll = Duration::from_millis(me.profile.subscribe.poll_ms.max(1));
             loop {
                 tokio::time::sleep(poll).await;
+                if me.chaos.borrow_mut().buggify(Point::SlowEventPoll) {
+                    let ms = me.chaos.borrow_mut().draw_ms(1000, 3000);
+                    me.record(format!(
+                        "buggify: event poll of {task_id} takes {ms} ms more"
+                    ));
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                }
                 let events = match me.profile.subscribe.source {
                     SubscribeSource::StoreEvents => {
                         match me.store.events_after(&task_id, seen).await {
@@ -1776,6 +1874,15 @@ fn owner_of(task: &Task) -> &str {
         .and_then(|m| m.get("owner"))
         .and_then(Value::as_str)
         .unwrap_or("")
+}
+
+/// Until when a task's runner lease holds (a turn is in flight), if it has one.
+fn runner_until(task: &Task) -> Option<u64> {
+    task.metadata
+        .as_ref()?
+        .get(MARKER_KEY)?
+        .get("runnerUntilMs")?
+        .as_u64()
 }
 
 /// Until when a task's pending effect holds off a cancel, if one is pending.

@@ -132,7 +132,7 @@ pub fn summarise(record: &RunRecord, wall_ms: u64) -> RunSummary {
         latencies_ms,
         invariants,
         trace_hash: record.trace_hash.clone(),
-        fault_rates: cluster::describe_rates(&record.fault_rates),
+        fault_rates: cluster::describe_resolved(record),
         sim_ms: record.sim_ms,
         wall_ms,
         error: record.error.clone(),

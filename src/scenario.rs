@@ -117,6 +117,16 @@ pub struct LatencyStep {
     pub max_ms: Option<u64>,
 }
 
+/// A `buggify` or `kill-at` step: a fault point and how often it fires (0 turns it off).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PointStep {
+    /// The point's name (see [`crate::buggify`]).
+    pub point: String,
+    /// The probability that it fires each time it is reached.
+    pub probability: f64,
+}
+
 /// One `[[step]]` table as written: exactly one key may be set.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -156,6 +166,14 @@ pub struct StepTable {
     pub until_ms: Option<u64>,
     /// `drop-reply = true`: the router loses the next reply.
     pub drop_reply: Option<bool>,
+    /// `hold = ["replica-0", "store"]`: hold the messages between two hosts.
+    pub hold: Option<[String; 2]>,
+    /// `release = ["replica-0", "store"]`: deliver what was held, stop holding.
+    pub release: Option<[String; 2]>,
+    /// `buggify = { point = "conflict-on-save", probability = 1.0 }`
+    pub buggify: Option<PointStep>,
+    /// `kill-at = { point = "after-effect", probability = 1.0 }`
+    pub kill_at: Option<PointStep>,
     /// `card = { move-to | streaming | revoke-key | tamper }`: the agent card changes.
     pub card: Option<crate::card::CardStep>,
 }
@@ -215,6 +233,20 @@ impl Step {
                     })
                 }
                 Action::LostReplyRate(_) => t.wait_ms = Some(0),
+                Action::Hold(a, b) => t.hold = Some([a.clone(), b.clone()]),
+                Action::Release(a, b) => t.release = Some([a.clone(), b.clone()]),
+                Action::Buggify(p, rate) => {
+                    t.buggify = Some(PointStep {
+                        point: p.name().into(),
+                        probability: *rate,
+                    })
+                }
+                Action::KillAt(p, rate) => {
+                    t.kill_at = Some(PointStep {
+                        point: p.name().into(),
+                        probability: *rate,
+                    })
+                }
                 Action::Card(c) => t.card = Some(crate::card::CardStep::of(c)),
             },
         }
@@ -473,6 +505,17 @@ fn check_principal(principal: &Option<String>, origin: &str) -> Result<(), Input
     }
 }
 
+fn check_probability(what: &str, p: f64, origin: &str) -> Result<(), InputError> {
+    if (0.0..=1.0).contains(&p) {
+        Ok(())
+    } else {
+        Err(InputError::new(
+            origin,
+            format!("{what} probability = {p} must be in [0, 1]"),
+        ))
+    }
+}
+
 fn check_ms(what: &str, ms: u64, origin: &str) -> Result<(), InputError> {
     if ms > STEP_MS_MAX {
         return Err(InputError::new(
@@ -584,6 +627,52 @@ fn resolve(
             l.max_ms,
         )));
     }
+    if let Some([a, b]) = &table.hold {
+        check_host(a, replicas, origin)?;
+        check_host(b, replicas, origin)?;
+        found.push(Step::Fault(Action::Hold(a.clone(), b.clone())));
+    }
+    if let Some([a, b]) = &table.release {
+        check_host(a, replicas, origin)?;
+        check_host(b, replicas, origin)?;
+        found.push(Step::Fault(Action::Release(a.clone(), b.clone())));
+    }
+    if let Some(p) = &table.buggify {
+        let point = crate::buggify::Point::parse(&p.point).ok_or_else(|| {
+            InputError::new(
+                origin,
+                format!(
+                    "buggify point `{}` is unknown; points: {}",
+                    p.point,
+                    crate::buggify::POINTS
+                        .iter()
+                        .map(|p| p.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        })?;
+        check_probability("buggify", p.probability, origin)?;
+        found.push(Step::Fault(Action::Buggify(point, p.probability)));
+    }
+    if let Some(p) = &table.kill_at {
+        let point = crate::buggify::KillPoint::parse(&p.point).ok_or_else(|| {
+            InputError::new(
+                origin,
+                format!(
+                    "kill-at point `{}` is unknown; points: {}",
+                    p.point,
+                    crate::buggify::KILL_POINTS
+                        .iter()
+                        .map(|p| p.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        })?;
+        check_probability("kill-at", p.probability, origin)?;
+        found.push(Step::Fault(Action::KillAt(point, p.probability)));
+    }
     if let Some(h) = &table.heal {
         if h != "all" {
             return Err(InputError::new(
@@ -612,7 +701,7 @@ fn resolve(
     }
     match found.len() {
         1 => Ok(found.pop().expect("one")),
-        0 => Err(InputError::new(origin, "a step needs one key: send, cancel, get, subscribe, set-push, concurrent, sequence, kill, restart, partition, partition-oneway, repair, latency, heal, wait-ms, until-ms, drop-reply or card")),
+        0 => Err(InputError::new(origin, "a step needs one key: send, cancel, get, subscribe, set-push, concurrent, sequence, kill, restart, partition, partition-oneway, repair, latency, hold, release, buggify, kill-at, heal, wait-ms, until-ms, drop-reply or card")),
         _ => Err(InputError::new(origin, "a step has more than one key; split it into several [[step]] tables")),
     }
 }
@@ -727,6 +816,23 @@ fn step_pairs(t: &StepTable) -> Vec<(&'static str, String)> {
                 ("max-ms", l.max_ms.map(|m| m.to_string())),
             ]),
         ));
+    }
+    if let Some(p) = &t.hold {
+        out.push(("hold", pair(p)));
+    }
+    if let Some(p) = &t.release {
+        out.push(("release", pair(p)));
+    }
+    for (key, step) in [("buggify", &t.buggify), ("kill-at", &t.kill_at)] {
+        if let Some(p) = step {
+            out.push((
+                key,
+                inline_table(&[
+                    ("point", Some(quote(&p.point))),
+                    ("probability", Some(format!("{:?}", p.probability))),
+                ]),
+            ));
+        }
     }
     if let Some(h) = &t.heal {
         out.push(("heal", quote(h)));

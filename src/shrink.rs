@@ -187,6 +187,22 @@ pub fn parse_action(text: &str) -> Option<Action> {
     if let Some(rest) = text.strip_prefix("repair ") {
         return two(rest, " <-> ").map(|(a, b)| Action::Repair(a, b));
     }
+    if let Some(rest) = text.strip_prefix("hold ") {
+        return two(rest, " <-> ").map(|(a, b)| Action::Hold(a, b));
+    }
+    if let Some(rest) = text.strip_prefix("release ") {
+        return two(rest, " <-> ").map(|(a, b)| Action::Release(a, b));
+    }
+    if let Some(rest) = text.strip_prefix("buggify ") {
+        let (point, p) = two(rest, " ")?;
+        let point = crate::buggify::Point::parse(&point)?;
+        return p.parse().ok().map(|p| Action::Buggify(point, p));
+    }
+    if let Some(rest) = text.strip_prefix("kill-at ") {
+        let (point, p) = two(rest, " ")?;
+        let point = crate::buggify::KillPoint::parse(&point)?;
+        return p.parse().ok().map(|p| Action::KillAt(point, p));
+    }
     if let Some(c) = text.strip_prefix("card ") {
         return crate::card::CardChange::parse(c).map(Action::Card);
     }
@@ -811,6 +827,8 @@ fn replicas_named(step: &Step, out: &mut BTreeSet<usize>) {
             Action::Partition(a, b)
             | Action::PartitionOneway(a, b)
             | Action::Repair(a, b)
+            | Action::Hold(a, b)
+            | Action::Release(a, b)
             | Action::LinkLatency(a, b, _) => {
                 add(a);
                 add(b);
@@ -853,6 +871,8 @@ fn rename_replicas(step: &Step, map: &BTreeMap<usize, usize>) -> Step {
             Action::PartitionOneway(a, b) => Action::PartitionOneway(host(a), host(b)),
             Action::Repair(a, b) => Action::Repair(host(a), host(b)),
             Action::LinkLatency(a, b, ms) => Action::LinkLatency(host(a), host(b), *ms),
+            Action::Hold(a, b) => Action::Hold(host(a), host(b)),
+            Action::Release(a, b) => Action::Release(host(a), host(b)),
             other => other.clone(),
         }),
         Step::Concurrent(v) => {
@@ -1505,6 +1525,10 @@ mod tests {
             Action::DropNextReply,
             Action::LinkLatency(h("replica-2"), h("store"), Some(120)),
             Action::LinkLatency(h("replica-2"), h("store"), None),
+            Action::Hold(h("client"), h("router")),
+            Action::Release(h("client"), h("router")),
+            Action::Buggify(crate::buggify::Point::ConflictOnSave, 0.25),
+            Action::KillAt(crate::buggify::KillPoint::AfterEffect, 0.5),
             Action::Card(crate::card::CardChange::MoveTo(h("agent-v2.example"))),
             Action::Card(crate::card::CardChange::RevokeKey),
         ] {

@@ -21,11 +21,15 @@ use a2a::Task;
 use http::{Response, StatusCode};
 use serde::{Deserialize, Serialize};
 
+use crate::buggify::{Point, SharedChaos};
 use crate::net::{self, BoxBody, Call};
 use crate::trace::{now_ms, Trace};
 
 /// Port the store host serves on.
 pub const PORT: u16 = 7000;
+
+/// The writer named in the save log for a BUGGIFY phantom write.
+pub const PHANTOM_WRITER: &str = "buggify";
 
 /// How a save treats the version it was based on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -187,6 +191,20 @@ impl StoreState {
             .push((version, task.clone()));
         self.tasks.insert(task.id.clone(), (task, version));
         Ok(version)
+    }
+
+    /// A phantom writer (the `conflict-on-save` BUGGIFY point) rewrites a task as it is,
+    /// which bumps its version: a CAS save based on the old version then conflicts. Returns
+    /// the new version, or `None` when the task does not exist.
+    pub fn phantom_write(&mut self, task_id: &str) -> Option<u64> {
+        let (task, version) = self.tasks.get(task_id).cloned()?;
+        self.save(
+            task,
+            SaveMode::Cas(Some(version)),
+            Some(version),
+            PHANTOM_WRITER,
+        )
+        .ok()
     }
 
     /// Registers a push URL for a task (a config without an id adds one more URL).
@@ -608,19 +626,39 @@ impl TaskStore {
 pub const OP_TIME: Duration = Duration::from_millis(2);
 
 /// The `store` host: serves [`StoreState`] over HTTP until the host is crashed.
-pub async fn serve(state: SharedState, trace: Trace) -> turmoil::Result {
+pub async fn serve(state: SharedState, trace: Trace, chaos: SharedChaos) -> turmoil::Result {
     net::serve(PORT, move |req| {
         let state = state.clone();
         let trace = trace.clone();
-        async move { Ok(handle(req, state, trace).await) }
+        let chaos = chaos.clone();
+        async move { Ok(handle(req, state, trace, chaos).await) }
     })
     .await
+}
+
+/// Fires the `conflict-on-save` BUGGIFY point for a CAS save of an existing task: a phantom
+/// writer bumps the task's version first, so the save conflicts.
+pub fn buggify_conflict(
+    state: &SharedState,
+    chaos: &SharedChaos,
+    trace: &Trace,
+    task_id: &str,
+    mode: SaveMode,
+) {
+    if !matches!(mode, SaveMode::Cas(Some(_))) || !chaos.borrow_mut().buggify(Point::ConflictOnSave)
+    {
+        return;
+    }
+    if let Some(v) = state.borrow_mut().phantom_write(task_id) {
+        trace.record("store", format!("buggify: phantom write of {task_id} v{v}"));
+    }
 }
 
 async fn handle(
     req: http::Request<hyper::body::Incoming>,
     state: SharedState,
     trace: Trace,
+    chaos: SharedChaos,
 ) -> Response<BoxBody> {
     let bad = |why: String| {
         net::json_response(
@@ -656,6 +694,7 @@ async fn handle(
             enqueue_push,
         } => {
             let id = task.id.clone();
+            buggify_conflict(&state, &chaos, &trace, &id, mode);
             let pushed = enqueue_push.then(|| task.clone());
             let result = state.borrow_mut().save(task, mode, based_on, &replica);
             if let (Ok(_), Some(task)) = (&result, pushed) {

@@ -649,7 +649,7 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
         "<p>Experiment <b>{}</b>, {} replicas, faults {}. {} simulated ms; {} client operations ({ok} ok, {fail} fail, {info} info); {} effects at the ledger. Trace hash <code>{}</code>{}.</p>",
         escape(page.experiment),
         r.replicas,
-        escape(&cluster::describe_rates(&r.fault_rates)),
+        escape(&cluster::describe_resolved(r)),
         r.sim_ms,
         r.history.len(),
         r.effects.iter().filter(|e| e.applied).count(),

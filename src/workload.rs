@@ -10,8 +10,18 @@
 //! that retries its cancel does). With `subscribe-rate`, a conversation follows one
 //! non-blocking turn with SubscribeToTask; with `push-rate`, it registers a push config after
 //! its first turn (a healthy, redirecting, slow or rebinding receiver, see [`PUSH_URLS`]).
+//! With `resubscribe-rate`, a subscriber whose stream was cut subscribes again. With
+//! `poll-rate`, a conversation is a polling client (Cognigy's style, A2A-BEHAVIOURS.md §5):
+//! every turn is sent with `returnImmediately`, then GetTask is polled until the task waits
+//! for input or ends. With `follow-up-rate`, a conversation sends two follow-ups at once
+//! (turns n and n+1), which the router may send to different replicas.
+//!
+//! With `swarm` (the default), each seed draws its own workload shape from the written one
+//! ([`WorkloadSpec::resolve`]): fewer conversations or turns, and each rate kept or dropped
+//! and scaled, as the fault mix is. The drawn shape is printed with the seed.
 //!
 //! Every id is derived from the seed and the conversation: nothing random is unseeded.
+//! Principals are not modelled here yet: every conversation is one caller's.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -60,6 +70,21 @@ pub struct WorkloadSpec {
     /// Probability that a conversation registers a push config after its first turn, on
     /// whichever replica the router picks. The URL is drawn from [`PUSH_URLS`].
     pub push_rate: f64,
+    /// Probability that a subscriber whose stream was cut (an `info` outcome) subscribes
+    /// again, up to `retries` times.
+    pub resubscribe_rate: f64,
+    /// Probability that a conversation is a polling client: each turn is sent with
+    /// `returnImmediately`, then GetTask is polled until the task waits for input or ends.
+    pub poll_rate: f64,
+    /// Wait between two polls, simulated ms.
+    pub poll_interval_ms: u64,
+    /// A polling client gives up on a turn after this many simulated ms (Cognigy's task
+    /// timeout, scaled down like every time here).
+    pub poll_timeout_ms: u64,
+    /// Probability that a conversation sends two follow-ups at once (turns n and n+1).
+    pub follow_up_rate: f64,
+    /// Each seed draws its own shape from this one (see [`WorkloadSpec::resolve`]).
+    pub swarm: bool,
     /// Probability that a conversation's task id reaches a second principal, who tries it
     /// once after the first turn: a GetTask, SubscribeToTask, push config or CancelTask,
     /// drawn at random, as [`FOREIGN_PRINCIPAL`] (or with no token at all, one time in
@@ -96,6 +121,12 @@ impl Default for WorkloadSpec {
             double_cancel_rate: 0.5,
             subscribe_rate: 0.0,
             push_rate: 0.0,
+            resubscribe_rate: 0.0,
+            poll_rate: 0.0,
+            poll_interval_ms: 200,
+            poll_timeout_ms: 6000,
+            follow_up_rate: 0.0,
+            swarm: true,
             foreign_reader_rate: 0.0,
         }
     }
@@ -132,6 +163,9 @@ impl WorkloadSpec {
             ("double-cancel-rate", self.double_cancel_rate),
             ("subscribe-rate", self.subscribe_rate),
             ("push-rate", self.push_rate),
+            ("resubscribe-rate", self.resubscribe_rate),
+            ("poll-rate", self.poll_rate),
+            ("follow-up-rate", self.follow_up_rate),
             ("foreign-reader-rate", self.foreign_reader_rate),
         ] {
             if !(0.0..=1.0).contains(&rate) {
@@ -150,6 +184,8 @@ impl WorkloadSpec {
             ("gap-ms", self.gap_ms[1]),
             ("start-spread-ms", self.start_spread_ms),
             ("cancel-delay-ms", self.cancel_delay_ms[1]),
+            ("poll-interval-ms", self.poll_interval_ms),
+            ("poll-timeout-ms", self.poll_timeout_ms),
         ] {
             if ms > TIME_MS_MAX {
                 return bad(format!(
@@ -166,7 +202,56 @@ impl WorkloadSpec {
         if self.request_timeout_ms == 0 {
             return bad("request-timeout-ms must be > 0".into());
         }
+        if self.poll_interval_ms == 0 {
+            return bad("poll-interval-ms must be > 0".into());
+        }
         Ok(())
+    }
+
+    /// The shape the run with `seed` uses: as written, or with `swarm` a draw from it. A
+    /// drawn shape has between half and all of the conversations and turns, and keeps each
+    /// rate with probability 3/4, scaled by a factor in [0.25, 1.75] (at most 1).
+    pub fn resolve(&self, seed: u64) -> WorkloadSpec {
+        if !self.swarm {
+            return self.clone();
+        }
+        let mut rng =
+            ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(seed, "workload-shape", 0));
+        let mut out = self.clone();
+        out.conversations = rng.random_range(self.conversations.div_ceil(2)..=self.conversations);
+        out.turns = rng.random_range(self.turns.div_ceil(2)..=self.turns);
+        for rate in [
+            &mut out.duplicate_rate,
+            &mut out.cancel_rate,
+            &mut out.subscribe_rate,
+            &mut out.push_rate,
+            &mut out.resubscribe_rate,
+            &mut out.poll_rate,
+            &mut out.follow_up_rate,
+            &mut out.foreign_reader_rate,
+        ] {
+            let keep = rng.random_bool(0.75);
+            let scale: f64 = rng.random_range(0.25..=1.75);
+            *rate = if keep { (*rate * scale).min(1.0) } else { 0.0 };
+        }
+        out
+    }
+
+    /// The drawn shape as `name=value` pairs, for printing with the seed.
+    pub fn describe(&self) -> String {
+        format!(
+            "workload: conversations={} turns={} duplicate={:.3} cancel={:.3} subscribe={:.3} push={:.3} resubscribe={:.3} poll={:.3} follow-up={:.3} foreign-reader={:.3}",
+            self.conversations,
+            self.turns,
+            self.duplicate_rate,
+            self.cancel_rate,
+            self.subscribe_rate,
+            self.push_rate,
+            self.resubscribe_rate,
+            self.poll_rate,
+            self.follow_up_rate,
+            self.foreign_reader_rate
+        )
     }
 }
 
@@ -223,64 +308,53 @@ async fn conversation(
         .then(|| rng.random_range(1..=spec.turns));
     let push_url = (spec.push_rate > 0.0 && rng.random_bool(spec.push_rate))
         .then(|| format!("{}{name}", pick_push_url(&mut rng)));
+    // Drawn only when asked for, so workloads without them draw what they always drew.
+    let polling = spec.poll_rate > 0.0 && rng.random_bool(spec.poll_rate);
+    let follow_up_at =
+        (spec.follow_up_rate > 0.0 && spec.turns >= 3 && rng.random_bool(spec.follow_up_rate))
+            .then(|| rng.random_range(2..=spec.turns - 1));
     let foreign = (spec.foreign_reader_rate > 0.0 && rng.random_bool(spec.foreign_reader_rate))
         .then(|| (rng.random_range(0..4u32), rng.random_bool(0.25)));
-    for turn in 1..=spec.turns {
-        let info = TurnInfo {
-            conversation: name.clone(),
-            turn,
-            turns: spec.turns,
-        };
-        let mid = message_id(seed, &name, turn);
-        let message = Client::turn_message(&info, &mid, &ctx, task_id.as_deref());
+    let mut turn = 1;
+    while turn <= spec.turns {
         let cancel_now = cancel_at == Some(turn);
         let subscribe_now = subscribe_at == Some(turn) && !cancel_now && turn > 1;
-        let mut params = json!({ "message": message });
-        if cancel_now || subscribe_now {
-            params["configuration"] = json!({ "returnImmediately": true });
-        }
-        let kind = OpKind::Send {
-            conversation: name.clone(),
-            turn,
-            message_id: mid.clone(),
-            blocking: !(cancel_now || subscribe_now),
-            foreign_context: false,
-        };
-        let mut done = false;
-        for attempt in 0..=spec.retries {
-            if spec.duplicate_rate > 0.0 && rng.random_bool(spec.duplicate_rate) {
-                let (c, k, p, x) = (client.clone(), kind.clone(), params.clone(), ctx.clone());
+        let blocking = !(cancel_now || subscribe_now || polling);
+        let together = follow_up_at == Some(turn) && blocking && task_id.is_some();
+        if together {
+            // Turns n and n+1 at once, as two concurrent callers (or a user who typed twice).
+            let second = {
+                let (client, spec, name, ctx) =
+                    (client.clone(), spec.clone(), name.clone(), ctx.clone());
+                let task_id = task_id.clone();
+                let mut rng = ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(
+                    seed,
+                    "follow-up",
+                    u64::from(index),
+                ));
                 tokio::task::spawn_local(async move {
-                    c.unary(k, "SendMessage", p, Some(&x), None).await;
-                });
+                    let req =
+                        Turn::new(&spec, seed, &name, &ctx, turn + 1, task_id.as_deref(), true);
+                    req.send(&spec, &client, &mut rng).await
+                })
+            };
+            let req = Turn::new(spec, seed, &name, &ctx, turn, task_id.as_deref(), true);
+            let first = req.send(spec, client, &mut rng).await;
+            let second = second.await.ok().flatten();
+            if let (Some(a), Some(b)) = (first, second) {
+                task_id = b.or(a).or(task_id);
+                turn += 2;
+                let gap = rng.random_range(spec.gap_ms[0]..=spec.gap_ms[1]);
+                tokio::time::sleep(Duration::from_millis(gap)).await;
+                continue;
             }
-            let answer = client
-                .unary(
-                    kind.clone(),
-                    "SendMessage",
-                    params.clone(),
-                    Some(&ctx),
-                    None,
-                )
-                .await;
-            match answer.outcome {
-                Outcome::Ok => {
-                    if let Some(t) = answer.task {
-                        task_id = Some(t.id);
-                    }
-                    done = true;
-                    break;
-                }
-                Outcome::Fail { code, .. } if code != 409 => break,
-                _ if attempt < spec.retries => {
-                    tokio::time::sleep(Duration::from_millis(spec.retry_backoff_ms)).await;
-                }
-                _ => {}
-            }
-        }
-        if !done {
-            // The user gives up on this conversation.
             break;
+        }
+        let req = Turn::new(spec, seed, &name, &ctx, turn, task_id.as_deref(), blocking);
+        match req.send(spec, client, &mut rng).await {
+            Some(answered) => task_id = answered.or(task_id),
+            // The user gives up on this conversation.
+            None => break,
         }
         if turn == 1 {
             if let (Some(url), Some(id)) = (&push_url, &task_id) {
@@ -307,18 +381,7 @@ async fn conversation(
         }
         if subscribe_now {
             if let Some(id) = &task_id {
-                client
-                    .stream(
-                        OpKind::Subscribe {
-                            conversation: name.clone(),
-                        },
-                        "SubscribeToTask",
-                        json!({ "id": id }),
-                        Some(&ctx),
-                        None,
-                        Duration::from_millis(spec.request_timeout_ms * 2),
-                    )
-                    .await;
+                subscribe(spec, client, &name, &ctx, id, &mut rng).await;
             }
         }
         if cancel_now {
@@ -336,10 +399,168 @@ async fn conversation(
             }
             break;
         }
+        if polling && !subscribe_now {
+            let settled = match &task_id {
+                Some(id) => poll(spec, client, &name, &ctx, id).await,
+                None => false,
+            };
+            if !settled {
+                break;
+            }
+        }
         let gap = rng.random_range(spec.gap_ms[0]..=spec.gap_ms[1]);
         tokio::time::sleep(Duration::from_millis(gap)).await;
+        turn += 1;
     }
     task_id.map(|id| (name, id))
+}
+
+/// One turn's request, ready to send (and resend).
+struct Turn {
+    kind: OpKind,
+    params: serde_json::Value,
+    ctx: String,
+}
+
+impl Turn {
+    fn new(
+        spec: &WorkloadSpec,
+        seed: u64,
+        name: &str,
+        ctx: &str,
+        turn: u32,
+        task_id: Option<&str>,
+        blocking: bool,
+    ) -> Turn {
+        let info = TurnInfo {
+            conversation: name.to_string(),
+            turn,
+            turns: spec.turns,
+        };
+        let mid = message_id(seed, name, turn);
+        let message = Client::turn_message(&info, &mid, ctx, task_id);
+        let mut params = json!({ "message": message });
+        if !blocking {
+            params["configuration"] = json!({ "returnImmediately": true });
+        }
+        Turn {
+            kind: OpKind::Send {
+                conversation: name.to_string(),
+                turn,
+                message_id: mid,
+                blocking,
+                foreign_context: false,
+            },
+            params,
+            ctx: ctx.to_string(),
+        }
+    }
+
+    /// Sends the turn, retrying an unknown outcome (and a 409) with the same messageId, and
+    /// sometimes firing a duplicate alongside. `Some(task id)` when it was acknowledged.
+    async fn send(
+        &self,
+        spec: &WorkloadSpec,
+        client: &Rc<Client>,
+        rng: &mut ChaCha8Rng,
+    ) -> Option<Option<String>> {
+        for attempt in 0..=spec.retries {
+            if spec.duplicate_rate > 0.0 && rng.random_bool(spec.duplicate_rate) {
+                let (c, k, p, x) = (
+                    client.clone(),
+                    self.kind.clone(),
+                    self.params.clone(),
+                    self.ctx.clone(),
+                );
+                tokio::task::spawn_local(async move {
+                    c.unary(k, "SendMessage", p, Some(&x), None).await;
+                });
+            }
+            let answer = client
+                .unary(
+                    self.kind.clone(),
+                    "SendMessage",
+                    self.params.clone(),
+                    Some(&self.ctx),
+                    None,
+                )
+                .await;
+            match answer.outcome {
+                Outcome::Ok => return Some(answer.task.map(|t| t.id)),
+                Outcome::Fail { code, .. } if code != 409 => return None,
+                _ if attempt < spec.retries => {
+                    tokio::time::sleep(Duration::from_millis(spec.retry_backoff_ms)).await;
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+}
+
+/// SubscribeToTask through the router; a cut stream is resubscribed (`resubscribe-rate`).
+async fn subscribe(
+    spec: &WorkloadSpec,
+    client: &Rc<Client>,
+    name: &str,
+    ctx: &str,
+    task_id: &str,
+    rng: &mut ChaCha8Rng,
+) {
+    for attempt in 0..=spec.retries {
+        let answer = client
+            .stream(
+                OpKind::Subscribe {
+                    conversation: name.to_string(),
+                },
+                "SubscribeToTask",
+                json!({ "id": task_id }),
+                Some(ctx),
+                None,
+                Duration::from_millis(spec.request_timeout_ms * 2),
+            )
+            .await;
+        let cut = matches!(answer.outcome, Outcome::Info { .. });
+        if !cut
+            || attempt >= spec.retries
+            || spec.resubscribe_rate <= 0.0
+            || !rng.random_bool(spec.resubscribe_rate)
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(spec.retry_backoff_ms)).await;
+    }
+}
+
+/// Polls GetTask until the task waits for input or ends; false when the client gave up
+/// (the poll timeout passed) or the task ended in a state that stops the conversation.
+async fn poll(spec: &WorkloadSpec, client: &Rc<Client>, name: &str, ctx: &str, id: &str) -> bool {
+    let deadline = crate::trace::now_ms() + spec.poll_timeout_ms;
+    loop {
+        tokio::time::sleep(Duration::from_millis(spec.poll_interval_ms)).await;
+        let answer = client
+            .unary(
+                OpKind::Get {
+                    conversation: name.to_string(),
+                },
+                "GetTask",
+                json!({ "id": id }),
+                Some(ctx),
+                None,
+            )
+            .await;
+        if let (Outcome::Ok, Some(task)) = (&answer.outcome, &answer.task) {
+            match task.status.state {
+                a2a::TaskState::InputRequired | a2a::TaskState::Completed => return true,
+                ref s if s.is_terminal() => return false,
+                _ => {}
+            }
+        }
+        if crate::trace::now_ms() >= deadline {
+            // A client timeout is not a remote cancel (A2A-BEHAVIOURS.md §5): it just stops.
+            return false;
+        }
+    }
 }
 
 /// A push receiver drawn from [`PUSH_URLS`] by weight.

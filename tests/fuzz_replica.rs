@@ -204,7 +204,13 @@ fn run_world(profile: &str, seed: u64, batch: &[Req]) -> Vec<Seen> {
         .build();
     {
         let (state, trace) = (Rc::new(RefCell::new(StoreState::default())), trace.clone());
-        sim.host("store", move || store::serve(state.clone(), trace.clone()));
+        sim.host("store", move || {
+            store::serve(
+                state.clone(),
+                trace.clone(),
+                a2a_chaos::buggify::Chaos::shared(seed),
+            )
+        });
     }
     {
         let (state, trace) = (Rc::default(), trace.clone());
@@ -242,6 +248,7 @@ fn run_world(profile: &str, seed: u64, batch: &[Req]) -> Vec<Seen> {
                     store,
                     push_world: Rc::default(),
                     trace: trace.clone(),
+                    chaos: a2a_chaos::buggify::Chaos::shared(seed),
                 },
             ));
             r.serve()

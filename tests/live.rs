@@ -28,8 +28,15 @@ fn bin() -> &'static str {
 }
 
 fn post(addr: &str, body: serde_json::Value) -> serde_json::Value {
+    let reply = post_as(addr, body, Some(a2a_chaos::auth::DEFAULT_PRINCIPAL));
+    assert_eq!(reply.status, 200);
+    serde_json::from_slice(&reply.body).expect("JSON")
+}
+
+/// A JSON-RPC call over real TCP, with `principal`'s Bearer token (none when `None`).
+fn post_as(addr: &str, body: serde_json::Value, principal: Option<&str>) -> net::Reply {
     let (host, port) = addr.rsplit_once(':').expect("host:port");
-    let call = Call::post_json(
+    let mut call = Call::post_json(
         host.to_string(),
         port.parse().expect("a port"),
         "/",
@@ -37,8 +44,10 @@ fn post(addr: &str, body: serde_json::Value) -> serde_json::Value {
         Duration::from_secs(10),
     )
     .header("a2a-version", "1.0");
+    if let Some(auth) = principal.and_then(a2a_chaos::auth::authorization_for) {
+        call = call.header("authorization", auth);
+    }
     let reply = on_real_net(async move { net::send(&call).await }).expect("an answer");
-    assert_eq!(reply.status, 200);
     assert_eq!(
         reply
             .headers
@@ -46,7 +55,7 @@ fn post(addr: &str, body: serde_json::Value) -> serde_json::Value {
             .and_then(|v| v.to_str().ok()),
         Some("1.0")
     );
-    serde_json::from_slice(&reply.body).expect("JSON")
+    reply
 }
 
 fn on_real_net<T>(f: impl std::future::Future<Output = T>) -> T {
@@ -141,6 +150,15 @@ fn serve_answers_a_real_a2a_client_over_tcp() {
         "{got}"
     );
     assert_eq!(got["result"]["artifacts"].as_array().map(Vec::len), Some(2));
+
+    // The model checks Bearer tokens and scopes tasks to their owner: no token is a 401,
+    // and another principal's token does not find alice's task.
+    let get =
+        serde_json::json!({"jsonrpc": "2.0", "id": 4, "method": "GetTask", "params": {"id": id}});
+    assert_eq!(post_as(&addr, get.clone(), None).status, 401);
+    let other = post_as(&addr, get, Some("bob"));
+    let other: serde_json::Value = serde_json::from_slice(&other.body).unwrap();
+    assert_eq!(other["error"]["code"], -32001, "{other}");
 }
 
 #[test]

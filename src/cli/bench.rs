@@ -20,10 +20,39 @@ pub struct BenchArgs {
     /// Where to write the CSV (default results/bench.csv).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Only hazard discovery: per model, seeds and wall-seconds from seed 0 until each
+    /// documented hazard (A2A-BEHAVIOURS.md §6) first appears under the default experiment.
+    #[arg(long)]
+    pub hazards: bool,
+    /// With --hazards: most seeds per model.
+    #[arg(long, default_value_t = 500)]
+    pub hazard_seeds: u64,
+    /// With --hazards: most wall-seconds per model.
+    #[arg(long, default_value_t = 120.0)]
+    pub hazard_wall_s: f64,
 }
 
 /// Runs `a2a-chaos bench`; returns the exit code (0 whether or not the targets are met).
 pub fn cmd_bench(args: BenchArgs) -> Result<i32, InputError> {
+    if args.hazards {
+        if !(args.hazard_wall_s.is_finite() && args.hazard_wall_s > 0.0) {
+            return Err(InputError::new(
+                "--hazard-wall-s",
+                format!(
+                    "{} must be a positive number of seconds",
+                    args.hazard_wall_s
+                ),
+            ));
+        }
+        let searches = bench::discover_all(
+            args.hazard_seeds,
+            std::time::Duration::from_secs_f64(args.hazard_wall_s),
+            |line| println!("- {line}"),
+        );
+        println!();
+        print!("{}", bench::documented_table(&searches));
+        return Ok(0);
+    }
     let size = if args.quick {
         BenchSize::quick()
     } else {

@@ -60,7 +60,7 @@ pub fn cmd_replay(
         spec.profile.name,
         spec.routing,
         spec.replicas,
-        cluster::describe_rates(&record.fault_rates)
+        cluster::describe_resolved(&record)
     );
     for event in &record.trace {
         println!("{event}");

@@ -61,6 +61,8 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
             timeout: timing.store_timeout,
         },
     };
+    // Fault points exist only in simulations: every one stays off here.
+    let chaos = crate::buggify::Chaos::shared(args.seed);
     let replica = Rc::new(Replica::new(
         0,
         0,
@@ -71,18 +73,26 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
             store: task_store,
             push_world: Rc::default(),
             trace: trace.clone(),
+            chaos: chaos.clone(),
         },
     ));
     println!(
         "serving replica-0 (model {}) on http://{listen}/ (A2A 1.0 JSON-RPC; card at http://{listen}/.well-known/agent-card.json); ledger on http://{ledger_addr}/",
         profile.name
     );
+    if profile.auth.bearer == crate::model::BearerRule::Required {
+        println!(
+            "the model checks Bearer tokens: send `Authorization: Bearer {}` (principal {})",
+            crate::auth::bearer_for(crate::auth::DEFAULT_PRINCIPAL),
+            crate::auth::DEFAULT_PRINCIPAL
+        );
+    }
     let _ = std::io::stdout().flush();
 
     let local = tokio::task::LocalSet::new();
     let outcome: Result<(), String> = local.block_on(&runtime, async move {
         let (s, t) = (store_state.clone(), trace.clone());
-        tokio::task::spawn_local(async move { store::serve(s, t).await });
+        tokio::task::spawn_local(async move { store::serve(s, t, chaos).await });
         let (l, t) = (ledger_state.clone(), trace.clone());
         tokio::task::spawn_local(async move { ledger::serve(l, t).await });
         let t = trace.clone();

@@ -6,13 +6,22 @@
 //! so some seeds run with no kills and many partitions, others the reverse (TigerBeetle's
 //! VOPR does the same). The resolved mix is printed with the seed.
 //!
-//! After the window the driver heals everything (the liveness phase, [`heal_all`]).
+//! Each fault has a probability or rate and a stability window (how long what it breaks
+//! stays broken); its file says both. After the window the driver heals everything, turns
+//! every rate and fault point off, and restarts what is down (the liveness phase,
+//! [`heal_all`]).
 //!
 //! Adding a fault is one file in this folder plus one line in [`FAULTS`].
 
+mod buggify;
 mod card;
+mod hold;
 mod kill;
+mod kill_point;
+mod kill_router;
+mod kill_store;
 mod latency;
+mod link_partition;
 mod lost_reply;
 mod partition;
 
@@ -22,7 +31,10 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::buggify::{KillPoint, Point};
 use crate::error::InputError;
+
+pub use kill_point::{DOWN_MS as KILL_POINT_DOWN_MS, STABILITY_MS as KILL_POINT_STABILITY_MS};
 
 /// One thing the driver does to the cluster.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +57,14 @@ pub enum Action {
     DropNextReply,
     /// Set the maximum latency between two hosts (`None` restores the default).
     LinkLatency(String, String, Option<u64>),
+    /// Hold every message between two hosts until released.
+    Hold(String, String),
+    /// Deliver the messages held between two hosts, and stop holding.
+    Release(String, String),
+    /// Set how often a BUGGIFY point fires (0 turns it off).
+    Buggify(Point, f64),
+    /// Arm a kill point with a probability (0 disarms it).
+    KillAt(KillPoint, f64),
     /// Change the agent card the router serves (runs that simulate the card).
     Card(crate::card::CardChange),
 }
@@ -62,6 +82,10 @@ impl std::fmt::Display for Action {
             Action::DropNextReply => write!(f, "drop next reply"),
             Action::LinkLatency(a, b, Some(ms)) => write!(f, "latency {a} <-> {b} up to {ms} ms"),
             Action::LinkLatency(a, b, None) => write!(f, "latency {a} <-> {b} back to normal"),
+            Action::Hold(a, b) => write!(f, "hold {a} <-> {b}"),
+            Action::Release(a, b) => write!(f, "release {a} <-> {b}"),
+            Action::Buggify(p, rate) => write!(f, "buggify {} {rate:.3}", p.name()),
+            Action::KillAt(p, rate) => write!(f, "kill-at {} {rate:.3}", p.name()),
             Action::Card(c) => write!(f, "card {c}"),
         }
     }
@@ -95,6 +119,12 @@ pub const FAULTS: &[(&str, &dyn Fault)] = &[
     ("partition", &partition::Partition),
     ("lost-reply", &lost_reply::LostReply),
     ("latency", &latency::Latency),
+    ("kill-store", &kill_store::KillStore),
+    ("kill-router", &kill_router::KillRouter),
+    ("link-partition", &link_partition::LinkPartition),
+    ("hold", &hold::Hold),
+    ("kill-at-point", &kill_point::KillPoint),
+    ("buggify", &buggify::Buggify),
     ("card-move", &card::CardMove),
     ("card-no-streaming", &card::CardNoStreaming),
     ("card-key-revoked", &card::CardKeyRevoked),
@@ -238,6 +268,48 @@ pub fn heal_all(at_ms: u64) -> Scheduled {
         at_ms,
         action: Action::HealAll,
     }
+}
+
+/// Every host of a run with `replicas` replicas, in a fixed order.
+pub fn hosts(replicas: usize) -> Vec<String> {
+    let mut out = vec!["client".to_string(), "router".to_string()];
+    out.extend((0..replicas).map(|i| format!("replica-{i}")));
+    out.extend(["store", "ledger", "webhook"].map(String::from));
+    out
+}
+
+/// Two distinct hosts drawn uniformly from `hosts` (at least two of them).
+pub fn pick_pair(hosts: &[String], rng: &mut ChaCha8Rng) -> (String, String) {
+    let a = rng.random_range(0..hosts.len());
+    let mut b = rng.random_range(0..hosts.len() - 1);
+    if b >= a {
+        b += 1;
+    }
+    (hosts[a].clone(), hosts[b].clone())
+}
+
+/// Kills of one host at `rate` per second, each followed by a restart after a down time
+/// drawn from `down_ms` (inclusive).
+pub fn kill_and_restart(
+    host: &str,
+    rate: f64,
+    input: &PlanInput,
+    rng: &mut ChaCha8Rng,
+    down_ms: (u64, u64),
+) -> Vec<Scheduled> {
+    let mut out = Vec::new();
+    for at_ms in arrivals(rate, input.window_ms, rng) {
+        let down = rng.random_range(down_ms.0..=down_ms.1);
+        out.push(Scheduled {
+            at_ms,
+            action: Action::Kill(host.to_string()),
+        });
+        out.push(Scheduled {
+            at_ms: at_ms + down,
+            action: Action::Restart(host.to_string()),
+        });
+    }
+    out
 }
 
 /// Start times of a Poisson process with `rate_per_s` events per second inside the window.

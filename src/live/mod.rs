@@ -303,6 +303,8 @@ async fn run_world(
         sim_ms,
         steps: 0,
         error,
+        workload_shape: None,
+        points_fired: BTreeMap::new(),
         // The card simulation (issue 10) is refused in live mode by `validate`.
         cards: Default::default(),
     })

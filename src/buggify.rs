@@ -1,0 +1,261 @@
+//! Fault points inside the code, in the spirit of FoundationDB's BUGGIFY.
+//!
+//! Two kinds of point, both off unless a fault turns them on:
+//! - **BUGGIFY points** ([`Point`]) make the code itself misbehave where it is allowed to: an
+//!   extra delay between a turn's effect and its save, a phantom writer that makes a CAS save
+//!   conflict, a slow event poll. The `buggify` fault decides, per run and from the seed, which
+//!   points are enabled and how often each fires.
+//! - **Kill points** ([`KillPoint`]) mark that a replica has reached a moment worth dying
+//!   at: during its business effect, between the effect and the save, during a stream. When
+//!   the `kill-at-point` fault arms a point, reaching it queues a crash of that replica with
+//!   the fault's probability; the driver carries it out at once or a few ms later (see
+//!   [`crate::cluster`]).
+//!
+//! Every decision is drawn from one generator seeded by `derive_seed(seed, "buggify", 0)`, and
+//! nothing is drawn while no point is on, so runs without these faults are unchanged. Each
+//! firing is counted by name ([`Chaos::fired`]): the `sometimes` counters that show a point
+//! was reached.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, VecDeque};
+use std::rc::Rc;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// A BUGGIFY point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Point {
+    /// The replica waits 200-1500 ms more between its effect and its save.
+    DelayBeforeSave,
+    /// The store lets a phantom writer bump the task's version just before a CAS save, so the
+    /// save conflicts (the writer changes nothing else).
+    ConflictOnSave,
+    /// A subscriber's event poll takes 1-3 s longer.
+    SlowEventPoll,
+}
+
+/// Every BUGGIFY point, in a fixed order.
+pub const POINTS: &[Point] = &[
+    Point::DelayBeforeSave,
+    Point::ConflictOnSave,
+    Point::SlowEventPoll,
+];
+
+impl Point {
+    /// The name used in traces and counters.
+    pub fn name(self) -> &'static str {
+        match self {
+            Point::DelayBeforeSave => "delay-before-save",
+            Point::ConflictOnSave => "conflict-on-save",
+            Point::SlowEventPoll => "slow-event-poll",
+        }
+    }
+
+    /// The point named `name`.
+    pub fn parse(name: &str) -> Option<Point> {
+        POINTS.iter().copied().find(|p| p.name() == name)
+    }
+}
+
+/// A moment at which a replica may be killed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum KillPoint {
+    /// Its business effect is on the wire (the ledger call has begun).
+    Effect,
+    /// The effect is done and the result is not saved yet.
+    AfterEffect,
+    /// It is streaming events to a client (a streaming send or a resubscribe).
+    Stream,
+}
+
+/// Every kill point, in a fixed order.
+pub const KILL_POINTS: &[KillPoint] =
+    &[KillPoint::Effect, KillPoint::AfterEffect, KillPoint::Stream];
+
+impl KillPoint {
+    /// The name used in traces and counters.
+    pub fn name(self) -> &'static str {
+        match self {
+            KillPoint::Effect => "effect",
+            KillPoint::AfterEffect => "after-effect",
+            KillPoint::Stream => "stream",
+        }
+    }
+
+    /// The point named `name`.
+    pub fn parse(name: &str) -> Option<KillPoint> {
+        KILL_POINTS.iter().copied().find(|p| p.name() == name)
+    }
+
+    /// How long after reaching the point the crash lands, drawn from `[0, max]` ms: long
+    /// enough for an effect's request to be on the wire or at the ledger, short enough that
+    /// the save after it has not happened.
+    pub fn delay_ms_max(self) -> u64 {
+        match self {
+            KillPoint::Effect => 12,
+            KillPoint::AfterEffect => 2,
+            KillPoint::Stream => 50,
+        }
+    }
+}
+
+/// The run's fault points: which are on, the generator, the crashes owed and the counters.
+#[derive(Debug)]
+pub struct Chaos {
+    rng: ChaCha8Rng,
+    buggify: BTreeMap<Point, f64>,
+    kill_at: BTreeMap<KillPoint, f64>,
+    kills: VecDeque<(String, KillPoint)>,
+    /// How often each point fired (`buggify:conflict-on-save`, `kill-at:effect`, ...).
+    pub fired: BTreeMap<String, u64>,
+}
+
+/// Shared handle to a run's fault points.
+pub type SharedChaos = Rc<RefCell<Chaos>>;
+
+impl Chaos {
+    /// Every point off, with the run's generator.
+    pub fn new(seed: u64) -> Chaos {
+        Chaos {
+            rng: ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(seed, "buggify", 0)),
+            buggify: BTreeMap::new(),
+            kill_at: BTreeMap::new(),
+            kills: VecDeque::new(),
+            fired: BTreeMap::new(),
+        }
+    }
+
+    /// A shared handle to [`Chaos::new`].
+    pub fn shared(seed: u64) -> SharedChaos {
+        Rc::new(RefCell::new(Chaos::new(seed)))
+    }
+
+    /// Sets how often a BUGGIFY point fires (0 turns it off).
+    pub fn set_buggify(&mut self, point: Point, probability: f64) {
+        if probability > 0.0 {
+            self.buggify.insert(point, probability.min(1.0));
+        } else {
+            self.buggify.remove(&point);
+        }
+    }
+
+    /// Arms a kill point with a probability (0 disarms it).
+    pub fn set_kill_at(&mut self, point: KillPoint, probability: f64) {
+        if probability > 0.0 {
+            self.kill_at.insert(point, probability.min(1.0));
+        } else {
+            self.kill_at.remove(&point);
+        }
+    }
+
+    /// Turns every point off and forgets crashes not carried out (the liveness phase).
+    pub fn clear(&mut self) {
+        self.buggify.clear();
+        self.kill_at.clear();
+        self.kills.clear();
+    }
+
+    /// Whether `point` fires now. Draws nothing when the point is off.
+    pub fn buggify(&mut self, point: Point) -> bool {
+        let Some(p) = self.buggify.get(&point).copied() else {
+            return false;
+        };
+        let fires = self.rng.random_bool(p);
+        if fires {
+            *self
+                .fired
+                .entry(format!("buggify:{}", point.name()))
+                .or_default() += 1;
+        }
+        fires
+    }
+
+    /// A duration in `[lo, hi]` ms from the points' generator (for a point that fired).
+    pub fn draw_ms(&mut self, lo: u64, hi: u64) -> u64 {
+        self.rng.random_range(lo..=hi)
+    }
+
+    /// `host` reached `point`: queues its crash when the point is armed and fires.
+    pub fn reached(&mut self, host: &str, point: KillPoint) {
+        let Some(p) = self.kill_at.get(&point).copied() else {
+            return;
+        };
+        if self.rng.random_bool(p) {
+            self.kills.push_back((host.to_string(), point));
+        }
+    }
+
+    /// Crashes owed, oldest first, with the delay each should land after.
+    pub fn take_kills(&mut self) -> Vec<(String, KillPoint, u64)> {
+        let owed: Vec<(String, KillPoint)> = self.kills.drain(..).collect();
+        owed.into_iter()
+            .map(|(host, point)| {
+                let delay = self.rng.random_range(0..=point.delay_ms_max());
+                (host, point, delay)
+            })
+            .collect()
+    }
+
+    /// Counts a crash carried out at a kill point.
+    pub fn count_kill(&mut self, point: KillPoint) {
+        *self
+            .fired
+            .entry(format!("kill-at:{}", point.name()))
+            .or_default() += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn points_that_are_off_never_fire_and_draw_nothing() {
+        let mut a = Chaos::new(3);
+        let mut b = Chaos::new(3);
+        for _ in 0..100 {
+            assert!(!a.buggify(Point::ConflictOnSave));
+            a.reached("replica-0", KillPoint::Effect);
+        }
+        assert!(a.take_kills().is_empty());
+        assert!(a.fired.is_empty());
+        // Nothing was drawn: both generators are where they started.
+        assert_eq!(a.draw_ms(0, 1_000_000), b.draw_ms(0, 1_000_000));
+    }
+
+    #[test]
+    fn an_enabled_point_fires_about_as_often_as_asked_and_is_counted() {
+        let mut c = Chaos::new(1);
+        c.set_buggify(Point::DelayBeforeSave, 0.25);
+        let fired = (0..4000)
+            .filter(|_| c.buggify(Point::DelayBeforeSave))
+            .count() as u64;
+        assert!((800..1200).contains(&fired), "{fired}");
+        assert_eq!(c.fired["buggify:delay-before-save"], fired);
+        c.clear();
+        assert!(!c.buggify(Point::DelayBeforeSave));
+    }
+
+    #[test]
+    fn an_armed_kill_point_queues_crashes_with_a_bounded_delay() {
+        let mut c = Chaos::new(2);
+        c.set_kill_at(KillPoint::AfterEffect, 1.0);
+        c.reached("replica-1", KillPoint::AfterEffect);
+        c.reached("replica-2", KillPoint::Effect);
+        let kills = c.take_kills();
+        assert_eq!(kills.len(), 1);
+        assert_eq!(kills[0].0, "replica-1");
+        assert!(kills[0].2 <= KillPoint::AfterEffect.delay_ms_max());
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for p in POINTS {
+            assert_eq!(Point::parse(p.name()), Some(*p));
+        }
+        for k in KILL_POINTS {
+            assert_eq!(KillPoint::parse(k.name()), Some(*k));
+        }
+    }
+}

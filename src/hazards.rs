@@ -1,0 +1,154 @@
+//! The documented hazards (`../shared/A2A-BEHAVIOURS.md` §6), recognised in a finished run.
+//!
+//! Invariants say what broke; a hazard says which documented way of breaking it was. Each
+//! entry reads a run's findings, its model's knobs and the hosts' ground truth, and says
+//! whether the run showed that hazard: a lost write on a model that caches its snapshot is
+//! the A→B→A continuation (§6.1), one on a plain shared store the ignored CAS (§6.2), a
+//! push-accounted failure on a model with per-pod push configs the config registered on the
+//! wrong pod (§6.9), and so on. Hazard discovery ([`crate::bench`]) uses this to report how
+//! many seeds and wall-seconds random exploration needs before each hazard first appears.
+//!
+//! Hazards the simulator cannot show yet are listed in [`NOT_REACHABLE`], with the reason.
+
+use crate::check::{Finding, Verdict};
+use crate::cluster::RunRecord;
+use crate::model::{DedupScope, NonBlockingToWorking, Placement};
+
+/// A documented hazard and how to recognise it.
+pub struct Hazard {
+    /// Its number in §6.
+    pub number: u8,
+    /// A short title.
+    pub title: &'static str,
+    /// Whether a run showed it.
+    pub shows: fn(&RunRecord, &[Finding]) -> bool,
+}
+
+fn failed<'a>(findings: &'a [Finding], invariant: &str) -> Option<&'a Finding> {
+    findings
+        .iter()
+        .find(|f| f.invariant == invariant && f.verdict() == Verdict::Fail)
+}
+
+fn any_detail(findings: &[Finding], invariant: &str, needle: &str) -> bool {
+    failed(findings, invariant)
+        .is_some_and(|f| f.violations.iter().any(|v| v.detail.contains(needle)))
+}
+
+/// The hazards, by §6 number.
+pub const HAZARDS: &[Hazard] = &[
+    Hazard {
+        number: 1,
+        title: "continuation A->B->A loses B's writes (cached snapshot)",
+        shows: |run, f| run.profile.handler.cache_snapshot && failed(f, "no-lost-writes").is_some(),
+    },
+    Hazard {
+        number: 2,
+        title: "the legacy adapter ignores CAS: concurrent continuations lose a write",
+        shows: |run, f| {
+            run.profile.store.placement == Placement::Shared
+                && !run.profile.store.versioned
+                && !run.profile.handler.cache_snapshot
+                && failed(f, "no-lost-writes").is_some()
+        },
+    },
+    Hazard {
+        number: 3,
+        title: "a retry with the same messageId runs the effect again",
+        shows: |run, f| {
+            failed(f, "dedup-contract").is_some()
+                || (run.profile.dedup.scope != DedupScope::Shared
+                    && any_detail(f, "exactly-once-effects", "took effect"))
+        },
+    },
+    Hazard {
+        number: 4,
+        title: "cancel acknowledged while the effect continues",
+        shows: |_, f| failed(f, "no-effect-after-cancel").is_some(),
+    },
+    Hazard {
+        number: 5,
+        title:
+            "a push answered with a 3xx is never delivered (or is followed to a private address)",
+        shows: |run, f| {
+            let redirected = run
+                .deliveries
+                .iter()
+                .any(|d| (300..400).contains(&d.status));
+            (redirected && failed(f, "push-accounted").is_some())
+                || any_detail(f, "push-egress-safe", crate::webhook::REDIRECT_TARGET)
+        },
+    },
+    Hazard {
+        number: 6,
+        title: "DNS rebinding: public at the check, private at the send",
+        shows: |_, f| any_detail(f, "push-egress-safe", "rebind.example"),
+    },
+    Hazard {
+        number: 8,
+        title: "per-process stores: a kill loses tasks, a resubscribe elsewhere finds nothing",
+        shows: |run, f| {
+            failed(f, "stream-continuity").is_some()
+                || (run.profile.store.placement == Placement::Memory
+                    && failed(f, "no-lost-writes").is_some())
+        },
+    },
+    Hazard {
+        number: 9,
+        title: "a push config registered on one pod while another runs the task",
+        shows: |run, f| !run.profile.push.shared_configs && failed(f, "push-accounted").is_some(),
+    },
+    Hazard {
+        number: 11,
+        title: "a second cancel answers -32002",
+        shows: |_, f| failed(f, "cancel-idempotent").is_some(),
+    },
+    Hazard {
+        number: 12,
+        title: "Mastra: a non-blocking follow-up is dropped; concurrent follow-ups both run",
+        shows: |run, f| {
+            (run.profile.handler.nonblocking_to_working == NonBlockingToWorking::ReturnCurrent
+                && any_detail(f, "liveness", "never processed"))
+                || (!run.profile.handler.per_task_lock && failed(f, "no-lost-writes").is_some())
+        },
+    },
+    Hazard {
+        number: 13,
+        title: "a slow webhook awaited inline holds the turn back; the retry runs it again",
+        shows: |run, f| {
+            run.profile.push.inline
+                && run.push_egress.iter().any(|e| e.url.contains("/slow/"))
+                && failed(f, "exactly-once-effects").is_some()
+        },
+    },
+];
+
+/// Hazards of §6 the simulator cannot show yet, and why.
+pub const NOT_REACHABLE: &[(u8, &str)] = &[
+    (
+        7,
+        "stale agent-card cache: the workload client never fetches the card (client-side bootstrap is separate work)",
+    ),
+    (
+        10,
+        "contextId/taskId mismatch: generated follow-ups always carry their own task's contextId (scripted sends cannot override it yet either)",
+    ),
+    (
+        14,
+        "cross-tenant read: the workload has one principal (principals and owner isolation are separate work)",
+    ),
+];
+
+/// The §6 numbers a run showed, in order.
+pub fn shown(run: &RunRecord, findings: &[Finding]) -> Vec<u8> {
+    HAZARDS
+        .iter()
+        .filter(|h| (h.shows)(run, findings))
+        .map(|h| h.number)
+        .collect()
+}
+
+/// The hazard with §6 number `n`.
+pub fn by_number(n: u8) -> Option<&'static Hazard> {
+    HAZARDS.iter().find(|h| h.number == n)
+}

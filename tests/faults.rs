@@ -1,0 +1,168 @@
+//! Every fault fires, is counted, and replays: one small run per fault kind at a high rate,
+//! run twice with the same seed.
+
+use a2a_chaos::check::{self, Verdict};
+use a2a_chaos::cluster::{self, RunRecord};
+use a2a_chaos::experiment::Experiment;
+use a2a_chaos::runner::spec_for;
+
+/// A small reference experiment with one fault at `rate`, swarm off so the rate is as written.
+fn experiment(fault: &str, rate: f64) -> Experiment {
+    let text = format!(
+        r#"
+name = "faults-test"
+models = ["reference"]
+routing = ["round-robin"]
+replicas = 2
+seeds = {{ start = 0, count = 1 }}
+[workload]
+swarm = false
+conversations = 4
+turns = 3
+retries = 2
+subscribe-rate = 0.5
+poll-rate = 0.3
+[faults]
+swarm = false
+window-ms = 1500
+liveness-ms = 4000
+{fault} = {rate}
+"#
+    );
+    Experiment::parse(&text, "faults-test", None).unwrap()
+}
+
+/// Runs seed `seed` twice; asserts the same trace hash and returns the first record.
+fn run_twice(exp: &Experiment, seed: u64) -> RunRecord {
+    let spec = spec_for(exp, &exp.profiles[0], "round-robin", seed, false);
+    let a = cluster::run(&spec);
+    let b = cluster::run(&spec);
+    assert_eq!(
+        a.trace_hash, b.trace_hash,
+        "seed {seed} replayed differently"
+    );
+    assert!(a.error.is_none(), "{:?}", a.error);
+    a
+}
+
+fn applied(run: &RunRecord, prefix: &str) -> usize {
+    run.faults
+        .iter()
+        .filter(|(_, f)| f.starts_with(prefix))
+        .count()
+}
+
+fn violated(run: &RunRecord) -> Vec<&'static str> {
+    check::check_all(run)
+        .into_iter()
+        .filter(|f| f.verdict() == Verdict::Fail)
+        .map(|f| f.invariant)
+        .collect()
+}
+
+#[test]
+fn kill_store_fires_and_committed_state_survives_the_restart() {
+    let run = run_twice(&experiment("kill-store", 3.0), 1);
+    assert!(applied(&run, "kill store") > 0, "{:?}", run.faults);
+    assert!(applied(&run, "restart store") > 0, "{:?}", run.faults);
+    let first_kill = run
+        .faults
+        .iter()
+        .find(|(_, f)| f == "kill store")
+        .map(|(at, _)| *at)
+        .unwrap();
+    // Every task saved before the first kill is still in the store at the end.
+    for s in run.saves.iter().filter(|s| s.at_ms < first_kill) {
+        assert!(
+            run.final_tasks.contains_key(&s.task_id),
+            "{} lost",
+            s.task_id
+        );
+    }
+    assert!(violated(&run).is_empty(), "{:?}", violated(&run));
+}
+
+#[test]
+fn kill_router_fires() {
+    let run = run_twice(&experiment("kill-router", 3.0), 2);
+    assert!(applied(&run, "kill router") > 0, "{:?}", run.faults);
+    assert!(violated(&run).is_empty(), "{:?}", violated(&run));
+}
+
+#[test]
+fn link_partitions_cut_any_two_hosts_both_ways_and_one_way() {
+    let mut both = 0;
+    let mut oneway = 0;
+    let mut pairs = std::collections::BTreeSet::new();
+    for seed in 0..3 {
+        let run = run_twice(&experiment("link-partition", 4.0), seed);
+        for (_, f) in &run.faults {
+            if let Some(rest) = f.strip_prefix("partition ") {
+                if rest.contains(" <-> ") {
+                    both += 1;
+                } else {
+                    oneway += 1;
+                }
+                pairs.insert(rest.to_string());
+            }
+        }
+    }
+    assert!(both > 0 && oneway > 0, "both {both}, one-way {oneway}");
+    assert!(pairs.iter().any(|p| !p.contains("store")), "{pairs:?}");
+}
+
+#[test]
+fn holds_are_released() {
+    let run = run_twice(&experiment("hold", 4.0), 3);
+    let holds = applied(&run, "hold ");
+    assert!(holds > 0, "{:?}", run.faults);
+    assert!(applied(&run, "release ") + applied(&run, "heal all") > 0);
+}
+
+#[test]
+fn kill_points_fire_and_are_counted() {
+    let mut fired = std::collections::BTreeMap::new();
+    for seed in 0..4 {
+        let run = run_twice(&experiment("kill-at-point", 0.5), seed);
+        for (k, n) in &run.points_fired {
+            *fired.entry(k.clone()).or_insert(0) += n;
+        }
+        let kills = run.points_fired.values().sum::<u64>() as usize;
+        assert!(
+            applied(&run, "kill replica-") >= kills.min(1),
+            "{:?}",
+            run.faults
+        );
+    }
+    assert!(
+        fired.keys().any(|k| k.starts_with("kill-at:")),
+        "no kill point fired: {fired:?}"
+    );
+}
+
+#[test]
+fn buggify_points_fire_and_are_counted() {
+    let mut fired = std::collections::BTreeMap::new();
+    for seed in 0..4 {
+        let run = run_twice(&experiment("buggify", 0.5), seed);
+        for (k, n) in &run.points_fired {
+            *fired.entry(k.clone()).or_insert(0) += n;
+        }
+    }
+    assert!(
+        fired.keys().any(|k| k.starts_with("buggify:")),
+        "no BUGGIFY point fired: {fired:?}"
+    );
+}
+
+#[test]
+fn a_swarm_workload_draws_its_shape_per_seed_and_prints_it() {
+    let text = a2a_chaos::experiment::DEFAULT;
+    let exp = Experiment::parse(text, "default", None).unwrap();
+    let w = &exp.file.workload;
+    assert!(w.swarm);
+    let shapes: std::collections::BTreeSet<String> =
+        (0..8).map(|s| w.resolve(s).describe()).collect();
+    assert!(shapes.len() > 4, "{shapes:?}");
+    assert_eq!(w.resolve(5), w.resolve(5));
+}
