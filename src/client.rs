@@ -3,6 +3,12 @@
 //! Every call is recorded in the [`History`] with its outcome. Outcomes are classified
 //! conservatively: anything that leaves the client unsure whether the server acted is
 //! `info` (a timeout, a broken connection, a gateway error from the router, a cut stream).
+//!
+//! In runs that simulate the agent card, every call first asks the client's
+//! [`CardClient`] where to go: the execution URL of the card it holds, where the call then
+//! carries the principal's bearer token as every call does. A call the card client refuses (no card passes its checks, or the card
+//! says the agent does not stream) is a `fail` that sent nothing; a streaming send to an
+//! agent whose card says it does not stream becomes a plain `SendMessage`.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -12,6 +18,7 @@ use a2a::{Message, Part, Role, Task, TaskState};
 use serde_json::{json, Value};
 
 use crate::auth::DEFAULT_PRINCIPAL;
+use crate::card::cache::{CardClient, Route};
 use crate::history::{History, Op, OpKind, Outcome, TaskView};
 use crate::net::{self, Call};
 use crate::replica::{TurnInfo, REPLICA_HEADER};
@@ -24,6 +31,8 @@ pub struct Client {
     pub trace: Trace,
     pub timeout: Duration,
     next_rpc_id: Cell<u64>,
+    /// The card bootstrap, in runs that simulate the agent card.
+    cards: Option<CardClient>,
 }
 
 /// What a call returned.
@@ -35,12 +44,75 @@ pub struct Answer {
 impl Client {
     /// A client recording into `history`, with a timeout per call.
     pub fn new(history: History, trace: Trace, timeout: Duration) -> Rc<Self> {
+        Client::with_cards(history, trace, timeout, None)
+    }
+
+    /// A client that bootstraps from the agent card when `cards` is set.
+    pub fn with_cards(
+        history: History,
+        trace: Trace,
+        timeout: Duration,
+        cards: Option<CardClient>,
+    ) -> Rc<Self> {
         Rc::new(Client {
             history,
             trace,
             timeout,
             next_rpc_id: Cell::new(1),
+            cards,
         })
+    }
+
+    /// Where a call goes: the router (`None`), or the route the card names. `Err` is the
+    /// `fail` of a call the card client refused to send.
+    async fn route(
+        &self,
+        op_id: u64,
+        principal: &str,
+        kind: &OpKind,
+        method: &str,
+        streaming: bool,
+    ) -> Result<Option<Route>, Outcome> {
+        let Some(cards) = &self.cards else {
+            return Ok(None);
+        };
+        cards
+            .route(op_id, now_ms(), principal, &kind.label(), method, streaming)
+            .await
+            .map(Some)
+            .map_err(|why| Outcome::Fail {
+                code: 0,
+                message: format!("not sent: {why}"),
+            })
+    }
+
+    /// Records a call the card client refused to send.
+    fn refused(
+        &self,
+        op_id: u64,
+        principal: &str,
+        kind: OpKind,
+        invoke_ms: u64,
+        outcome: Outcome,
+    ) -> Answer {
+        self.trace
+            .record("client", format!("{} -> {}", kind.label(), outcome.word()));
+        self.history.complete(Op {
+            id: op_id,
+            kind,
+            principal: principal.to_string(),
+            invoke_ms,
+            complete_ms: now_ms(),
+            outcome: outcome.clone(),
+            replica: None,
+            task: None,
+            stream_states: Vec::new(),
+            stream_snapshot_first: false,
+        });
+        Answer {
+            outcome,
+            task: None,
+        }
     }
 
     /// The user message for a turn.
@@ -72,14 +144,19 @@ impl Client {
         params: Value,
         context: Option<&str>,
         target: Option<&str>,
+        route: Option<&Route>,
     ) -> Call {
         let id = self.next_rpc_id.get();
         self.next_rpc_id.set(id + 1);
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let (host, port, path) = match route {
+            Some(r) => (r.host.as_str(), r.port, r.path.as_str()),
+            None => ("router", router::PORT, "/"),
+        };
         let mut call = Call::post_json(
-            "router",
-            router::PORT,
-            "/",
+            host,
+            port,
+            path,
             serde_json::to_vec(&body).expect("requests serialise"),
             self.timeout,
         )
@@ -122,7 +199,11 @@ impl Client {
     ) -> Answer {
         let op_id = self.history.invoke();
         let invoke_ms = now_ms();
-        let call = self.call(principal, method, params, context, target);
+        let route = match self.route(op_id, principal, &kind, method, false).await {
+            Ok(r) => r,
+            Err(outcome) => return self.refused(op_id, principal, kind, invoke_ms, outcome),
+        };
+        let call = self.call(principal, method, params, context, target, route.as_ref());
         let (outcome, replica, task) = match net::send(&call).await {
             Err(e) => (Outcome::Info { why: e.to_string() }, None, None),
             Ok(reply) => {
@@ -138,14 +219,15 @@ impl Client {
         self.trace.record(
             "client",
             format!(
-                "{} -> {}{}",
+                "{} -> {}{}{}",
                 kind.label(),
                 outcome.word(),
                 match &outcome {
                     Outcome::Fail { code, .. } => format!(" {code}"),
                     Outcome::Info { why } => format!(" ({why})"),
                     Outcome::Ok => String::new(),
-                }
+                },
+                via(route.as_ref())
             ),
         );
         self.history.complete(Op {
@@ -199,9 +281,21 @@ impl Client {
         target: Option<&str>,
         stream_timeout: Duration,
     ) -> Answer {
+        if let (Some(cards), "SendStreamingMessage") = (&self.cards, method) {
+            // A client that knows the agent does not stream sends the message instead.
+            if cards.streams(principal).await == Some(false) {
+                return self
+                    .unary_as(principal, kind, "SendMessage", params, context, target)
+                    .await;
+            }
+        }
         let op_id = self.history.invoke();
         let invoke_ms = now_ms();
-        let call = self.call(principal, method, params, context, target);
+        let route = match self.route(op_id, principal, &kind, method, true).await {
+            Ok(r) => r,
+            Err(outcome) => return self.refused(op_id, principal, kind, invoke_ms, outcome),
+        };
+        let call = self.call(principal, method, params, context, target, route.as_ref());
         let mut states = Vec::new();
         let mut snapshot_first = None;
         let mut task: Option<Task> = None;
@@ -268,10 +362,11 @@ impl Client {
         self.trace.record(
             "client",
             format!(
-                "{} -> {} ({} events)",
+                "{} -> {} ({} events){}",
                 kind.label(),
                 outcome.word(),
-                states.len()
+                states.len(),
+                via(route.as_ref())
             ),
         );
         self.history.complete(Op {
@@ -288,6 +383,12 @@ impl Client {
         });
         Answer { outcome, task }
     }
+}
+
+/// ` via ORIGIN` for a call routed by the card; nothing otherwise (traces of runs without
+/// the card stay as they were).
+fn via(route: Option<&Route>) -> String {
+    route.map_or_else(String::new, |r| format!(" via {}", r.origin))
 }
 
 /// Folds one stream event into the running view of the task.

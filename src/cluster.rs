@@ -2,7 +2,8 @@
 //!
 //! Hosts: `client` (workload drivers), `router`, `replica-0..N-1`, `store` (the shared task
 //! store as a service, so latency and partitions apply between replicas and store), `ledger`
-//! (the business-effect sink) and `webhook` (push receiver). One u64 seed drives turmoil's
+//! (the business-effect sink) and `webhook` (push receiver); in runs that simulate the agent
+//! card, also the extra hosts its changes may name ([`crate::card`]). One u64 seed drives turmoil's
 //! `rng_seed`, every host's tokio runtime (built with `tokio_unstable`), the fault plan, the
 //! workload and every id; the epoch is fixed. The same seed gives the same trace hash in any
 //! process.
@@ -125,6 +126,8 @@ pub struct RunRecord {
     pub steps: u64,
     /// Why the run did not finish normally (a host error, the budget), if it did not.
     pub error: Option<String>,
+    /// The agent card's versions and the client's card decisions (runs that simulate it).
+    pub cards: crate::card::CardRecord,
 }
 
 /// Applies a fault at once and resolves when it took effect (a live run's driver, where a
@@ -236,6 +239,22 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         });
     }
 
+    // The agent card, in runs that simulate it: the router serves it, and the extra hosts
+    // its changes may name exist. Other runs keep their hosts and their trace.
+    let cards = crate::card::setup_for(&spec.workload, &spec.faults).map(|(setup, hosts)| {
+        let auth = &spec.profile.auth;
+        let card_bearer = auth.card_bearer && auth.bearer == crate::model::BearerRule::Required;
+        let authority = crate::card::CardAuthority::new(setup, card_bearer, trace.clone());
+        *control.cards.borrow_mut() = Some(authority.clone());
+        for host in hosts {
+            let (authority, trace, name) = (authority.clone(), trace.clone(), host.clone());
+            sim.host(host, move || {
+                crate::card::front_door::serve(name.clone(), authority.clone(), trace.clone())
+            });
+        }
+        authority
+    });
+
     let mut rng = ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(seed, "faults", 0));
     let fault_rates = spec.faults.resolve(&mut rng);
     let plan = spec.faults.plan(
@@ -257,7 +276,15 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         (Workload::Generated(w), Workload::Generated(drawn)) if w.swarm => Some(drawn.describe()),
         _ => None,
     };
-    let client_future = client_future(spec, &workload, &history, &trace, &link, healed_at_ms);
+    let client_future = client_future(
+        spec,
+        &workload,
+        &history,
+        &trace,
+        &link,
+        healed_at_ms,
+        &cards,
+    );
     sim.client("client", client_future);
 
     let mut driver = Driver {
@@ -273,6 +300,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         chaos: chaos.clone(),
         next_point_kill_ms: 0,
         heal_at_ms: healed_at_ms,
+        cards: cards.clone(),
     };
     let mut pending: VecDeque<Scheduled> = plan.into();
     let mut steps = 0u64;
@@ -372,6 +400,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         sim_ms,
         steps,
         error,
+        cards: cards.map(|a| a.record()).unwrap_or_default(),
     }
 }
 
@@ -385,6 +414,7 @@ fn client_future(
     trace: &Trace,
     link: &DriverLink,
     healed_at_ms: u64,
+    cards: &Option<crate::card::CardAuthority>,
 ) -> Pin<Box<dyn Future<Output = turmoil::Result>>> {
     let seed = spec.seed;
     // A script ends once background work (non-blocking turns, pushes) has had a second, and
@@ -399,7 +429,16 @@ fn client_future(
         Workload::Generated(w) => Duration::from_millis(w.request_timeout_ms),
         Workload::Scripted(s) => s.request_timeout,
     };
-    let client = Client::new(history.clone(), trace.clone(), timeout);
+    let cards = cards.as_ref().map(|authority| {
+        let knobs = spec.profile.card.clone().unwrap_or_else(|| {
+            panic!(
+                "model `{}` has no [card] knobs (checked when the file was read)",
+                spec.profile.name
+            )
+        });
+        crate::card::cache::CardClient::new(knobs, authority.clone(), timeout, trace.clone())
+    });
+    let client = Client::with_cards(history.clone(), trace.clone(), timeout, cards);
     let link = link.clone();
     let liveness_ms = spec.faults.liveness_ms;
     match workload.clone() {
@@ -448,6 +487,7 @@ struct Driver {
     next_point_kill_ms: u64,
     /// When the liveness phase begins: no point kill lands from then on.
     heal_at_ms: u64,
+    cards: Option<crate::card::CardAuthority>,
 }
 
 fn replica_index(host: &str) -> Option<usize> {
@@ -571,6 +611,11 @@ impl Driver {
             }
             Action::Buggify(point, p) => self.chaos.borrow_mut().set_buggify(*point, *p),
             Action::KillAt(point, p) => self.chaos.borrow_mut().set_kill_at(*point, *p),
+            Action::Card(change) => {
+                if let Some(authority) = &self.cards {
+                    authority.apply(change, now);
+                }
+            }
             Action::DropNextReply => self.control.drop_next.set(true),
             Action::LinkLatency(a, b, ms) => {
                 let max = Duration::from_millis(ms.unwrap_or(LATENCY_MS.1));

@@ -105,8 +105,13 @@ impl Experiment {
             ));
         }
         let mut profiles = Vec::new();
+        let cards = crate::faults::any_card_fault(file.faults.rates.keys());
         for m in &file.models {
-            profiles.push(Profile::load(m).map_err(|e| InputError::new(origin, e.to_string()))?);
+            let p = Profile::load(m).map_err(|e| InputError::new(origin, e.to_string()))?;
+            if cards {
+                crate::card::check_profile(&p, origin)?;
+            }
+            profiles.push(p);
         }
         for r in &file.routing {
             if crate::router::strategy(r).is_none() {

@@ -12,6 +12,8 @@
 //! - [`workload`] and [`scenario`]: what the `client` host does (generated or scripted);
 //! - [`client`] and [`history`]: A2A calls and their `ok` / `fail` / `info` record;
 //! - [`auth`]: bearer credentials and principals;
+//! - [`card`]: the agent card's publisher, the client's card cache, and the extra hosts a
+//!   card may name;
 //! - [`router`]: the reverse proxy and its routing strategies;
 //! - [`replica`]: the A2A server and scripted agent, shaped by a [`model::Profile`];
 //! - [`store`], [`ledger`], [`webhook`]: the hosts that hold ground truth;
@@ -27,6 +29,7 @@
 pub mod auth;
 pub mod bench;
 pub mod buggify;
+pub mod card;
 pub mod chart;
 pub mod check;
 pub mod cli;

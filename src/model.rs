@@ -325,6 +325,48 @@ pub struct AuthKnobs {
     pub owner: OwnerScope,
 }
 
+/// How long a client keeps an agent card before it fetches it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CardCache {
+    /// For the client object's lifetime: fetched once, never again (Mastra's `A2AAgent`).
+    Lifetime,
+    /// For a fixed time, whatever the server says (Cognigy: 10 minutes).
+    Ttl,
+    /// As HTTP says: `Cache-Control: max-age`, then a conditional GET with the `ETag`.
+    Http,
+}
+
+/// What a client checks of a card's signatures when it fetches one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CardVerify {
+    /// Nothing: any card is accepted.
+    None,
+    /// Signatures, when there are any: an unsigned card is accepted (Mastra's JS client
+    /// `verifyAgentCardSignatureIfPresent`).
+    IfPresent,
+    /// A signature from a trusted, unrevoked key is required.
+    Required,
+}
+
+/// The client's agent-card bootstrap (issue 10; A2A-BEHAVIOURS.md §3 client, §5, §6.7).
+/// Used only in runs that simulate the card (a scenario with a `[card]` table or `card`
+/// steps, an experiment with `card-*` faults).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CardKnobs {
+    /// How long a fetched card is used.
+    pub cache: CardCache,
+    /// The fixed lifetime of a cached card (`cache = "ttl"`), simulated ms.
+    pub ttl_ms: u64,
+    /// Signature checks on a real fetch (a cache hit checks nothing).
+    pub verify: CardVerify,
+    /// The execution URL a card names must be on an origin the caller allows (the card's
+    /// own origin, which is its credential's audience); otherwise the card is refused.
+    pub pin_origins: bool,
+}
+
 /// One replica behaviour model.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -340,6 +382,10 @@ pub struct Profile {
     pub push: PushKnobs,
     pub ledger: LedgerKnobs,
     pub auth: AuthKnobs,
+    /// The client's card bootstrap. Optional, so that profiles written before it keep
+    /// loading; a run that simulates the card refuses a model without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card: Option<CardKnobs>,
     /// Knob path (`store.placement`) → where the behaviour comes from.
     pub sources: BTreeMap<String, String>,
     /// How `a2a-chaos live` and `fidelity` run this model against the real implementation,
@@ -409,12 +455,24 @@ pub const KNOBS: &[&str] = &[
     "auth.owner",
 ];
 
+/// Knob paths of the optional `[card]` group, cited when the group is present.
+pub const CARD_KNOBS: &[&str] = &[
+    "card.cache",
+    "card.ttl_ms",
+    "card.verify",
+    "card.pin_origins",
+];
+
 impl Profile {
     /// Parses and validates a profile; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Profile, InputError> {
         let profile: Profile =
             toml::from_str(text).map_err(|e| InputError::toml(origin, text, &e))?;
-        for knob in KNOBS {
+        let card_knobs = match profile.card {
+            Some(_) => CARD_KNOBS,
+            None => &[],
+        };
+        for knob in KNOBS.iter().chain(card_knobs) {
             match profile.sources.get(*knob) {
                 Some(s) if !s.trim().is_empty() => {}
                 _ => {
@@ -430,7 +488,7 @@ impl Profile {
         if let Some(extra) = profile
             .sources
             .keys()
-            .find(|k| !KNOBS.contains(&k.as_str()))
+            .find(|k| !KNOBS.contains(&k.as_str()) && !card_knobs.contains(&k.as_str()))
         {
             return Err(InputError::new(
                 origin,
@@ -475,6 +533,36 @@ mod tests {
             let p = Profile::load(name).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(&p.name, name, "a profile's name matches its registry line");
         }
+    }
+
+    #[test]
+    fn every_builtin_profile_describes_its_card_client() {
+        for (name, _) in BUILTIN {
+            let p = Profile::load(name).unwrap();
+            assert!(p.card.is_some(), "{name} has no [card] group");
+        }
+    }
+
+    #[test]
+    fn card_knobs_must_be_cited_when_present_and_may_be_absent() {
+        let (_, text) = BUILTIN[0];
+        let uncited = text.replace("\"card.verify\"", "\"card.verify_typo\"");
+        let err = Profile::parse(&uncited, "x.toml").unwrap_err().to_string();
+        assert!(err.contains("card.verify"), "{err}");
+        // A profile written before the card group (no [card], no card sources) loads.
+        let mut old = String::new();
+        let mut skip = false;
+        for line in text.lines() {
+            if line.starts_with('[') {
+                skip = line == "[card]";
+            }
+            if !skip && !line.starts_with("\"card.") {
+                old.push_str(line);
+                old.push('\n');
+            }
+        }
+        let p = Profile::parse(&old, "old.toml").unwrap_or_else(|e| panic!("{e}"));
+        assert!(p.card.is_none());
     }
 
     #[test]

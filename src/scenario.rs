@@ -21,6 +21,12 @@
 //! - `latency = { between = ["replica-0", "store"], max-ms = 200 }`: raise a link's maximum
 //!   latency; without `max-ms` the link returns to the normal latency.
 //!
+//! Issue 10's card steps (see [`crate::card`]): `card = { move-to = "agent-v2.example" }`,
+//! `card = { streaming = false }`, `card = { revoke-key = true }`, `card = { tamper = true }`
+//! change the agent card, and a top-level `[card]` table (`max-age-s = 2`) sets the
+//! publisher's `Cache-Control`. Either turns the card simulation on: the client bootstraps
+//! from the card and sends its bearer token to the execution URL the card names.
+//!
 //! [`Script::to_toml`] writes a scenario back as a readable file.
 
 use std::collections::BTreeMap;
@@ -168,6 +174,8 @@ pub struct StepTable {
     pub buggify: Option<PointStep>,
     /// `kill-at = { point = "after-effect", probability = 1.0 }`
     pub kill_at: Option<PointStep>,
+    /// `card = { move-to | streaming | revoke-key | tamper }`: the agent card changes.
+    pub card: Option<crate::card::CardStep>,
 }
 
 /// One step, resolved.
@@ -239,6 +247,7 @@ impl Step {
                         probability: *rate,
                     })
                 }
+                Action::Card(c) => t.card = Some(crate::card::CardStep::of(c)),
             },
         }
         t
@@ -292,6 +301,9 @@ pub struct ScenarioFile {
     /// Client timeout per request, simulated ms.
     #[serde(default = "default_timeout")]
     pub request_timeout_ms: u64,
+    /// `[card]`: simulate the agent card (also on when a step changes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card: Option<crate::card::CardSetup>,
     /// The `[[step]]` tables, in order.
     #[serde(default)]
     pub step: Vec<StepTable>,
@@ -366,10 +378,17 @@ impl Script {
         write_toml(&self.file)
     }
 
+    /// The card simulation's setup, when the scenario has a `[card]` table or a `card` step.
+    pub fn card_setup(&self) -> Option<crate::card::CardSetup> {
+        self.file
+            .card
+            .or_else(|| crate::card::has_card_steps(&self.steps).then(Default::default))
+    }
+
     /// Validates a parsed file.
     pub fn from_file(file: ScenarioFile, origin: &str) -> Result<Script, InputError> {
         // The model is checked when the file is read, not when it runs.
-        crate::model::Profile::load(&file.model)
+        let profile = crate::model::Profile::load(&file.model)
             .map_err(|e| InputError::new(origin, e.to_string()))?;
         if file.replicas == 0 || file.replicas > REPLICAS_MAX {
             return Err(InputError::new(
@@ -401,12 +420,26 @@ impl Script {
         let mut turns = BTreeMap::new();
         collect_turns(&steps, &mut turns);
         let request_timeout = Duration::from_millis(file.request_timeout_ms.max(1));
-        Ok(Script {
+        let script = Script {
             file,
             steps,
             turns,
             request_timeout,
-        })
+        };
+        if let Some(setup) = script.card_setup() {
+            crate::card::check_profile(&profile, origin)?;
+            if setup.max_age_s > crate::card::MAX_AGE_S_MAX {
+                return Err(InputError::new(
+                    origin,
+                    format!(
+                        "[card] max-age-s = {} must be at most {}",
+                        setup.max_age_s,
+                        crate::card::MAX_AGE_S_MAX
+                    ),
+                ));
+            }
+        }
+        Ok(script)
     }
 }
 
@@ -655,6 +688,10 @@ fn resolve(
     if let Some(ms) = table.until_ms {
         found.push(Step::UntilMs(ms));
     }
+    if let Some(c) = &table.card {
+        let change = c.change().map_err(|why| InputError::new(origin, why))?;
+        found.push(Step::Fault(Action::Card(change)));
+    }
     if let Some(drop) = table.drop_reply {
         if drop {
             found.push(Step::Fault(Action::DropNextReply));
@@ -664,7 +701,7 @@ fn resolve(
     }
     match found.len() {
         1 => Ok(found.pop().expect("one")),
-        0 => Err(InputError::new(origin, "a step needs one key: send, cancel, get, subscribe, set-push, concurrent, sequence, kill, restart, partition, partition-oneway, repair, latency, hold, release, buggify, kill-at, heal, wait-ms, until-ms or drop-reply")),
+        0 => Err(InputError::new(origin, "a step needs one key: send, cancel, get, subscribe, set-push, concurrent, sequence, kill, restart, partition, partition-oneway, repair, latency, hold, release, buggify, kill-at, heal, wait-ms, until-ms, drop-reply or card")),
         _ => Err(InputError::new(origin, "a step has more than one key; split it into several [[step]] tables")),
     }
 }
@@ -809,6 +846,9 @@ fn step_pairs(t: &StepTable) -> Vec<(&'static str, String)> {
     if let Some(d) = t.drop_reply {
         out.push(("drop-reply", d.to_string()));
     }
+    if let Some(c) = &t.card {
+        out.push(("card", c.to_inline()));
+    }
     out
 }
 
@@ -837,6 +877,9 @@ fn write_toml(file: &ScenarioFile) -> String {
     line("seed", file.seed.to_string());
     if file.request_timeout_ms != default_timeout() {
         line("request-timeout-ms", file.request_timeout_ms.to_string());
+    }
+    if let Some(c) = &file.card {
+        out.push_str(&format!("\n[card]\nmax-age-s = {}\n", c.max_age_s));
     }
     for t in &file.step {
         out.push_str("\n[[step]]\n");

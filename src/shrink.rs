@@ -203,6 +203,9 @@ pub fn parse_action(text: &str) -> Option<Action> {
         let point = crate::buggify::KillPoint::parse(&point)?;
         return p.parse().ok().map(|p| Action::KillAt(point, p));
     }
+    if let Some(c) = text.strip_prefix("card ") {
+        return crate::card::CardChange::parse(c).map(Action::Card);
+    }
     if text == "heal all" {
         return Some(Action::HealAll);
     }
@@ -1180,6 +1183,7 @@ fn base_file(name: &str, model: &str, routing: &str, seed: u64, timeout_ms: u64)
         description: None,
         postmortem: None,
         request_timeout_ms: timeout_ms,
+        card: None,
         step: Vec::new(),
         expect: Expect::default(),
     }
@@ -1326,7 +1330,12 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
     }
     let (invariant, details) = target(&record, request.invariant.as_deref())?;
     let original_detail = details.first().cloned().unwrap_or_default();
-    let base = base_file(&request.name, &model, &routing, seed, timeout_ms);
+    let mut base = base_file(&request.name, &model, &routing, seed, timeout_ms);
+    if record.cards.enabled {
+        base.card = Some(crate::card::CardSetup {
+            max_age_s: record.cards.max_age_ms / 1000,
+        });
+    }
     let oracle = Oracle::new(base, profile.clone(), invariant);
 
     // Convert and verify.
@@ -1520,6 +1529,8 @@ mod tests {
             Action::Release(h("client"), h("router")),
             Action::Buggify(crate::buggify::Point::ConflictOnSave, 0.25),
             Action::KillAt(crate::buggify::KillPoint::AfterEffect, 0.5),
+            Action::Card(crate::card::CardChange::MoveTo(h("agent-v2.example"))),
+            Action::Card(crate::card::CardChange::RevokeKey),
         ] {
             assert_eq!(parse_action(&a.to_string()), Some(a.clone()), "{a}");
         }

@@ -2,7 +2,8 @@
 //! `tests/scenarios/` with a `postmortem` line, checked on every `cargo test`.
 //!
 //! A scenario expecting violations pins a model that has the hazard; its `-reference` twin
-//! pins that the recommended design holds.
+//! pins that the recommended design holds. `h*` files are the hazards of A2A-BEHAVIOURS.md §6,
+//! `c*` files the card trust faults of issue 10, `s*` files shrunk swarm failures.
 
 use std::path::{Path, PathBuf};
 
@@ -75,7 +76,11 @@ fn every_hazard_has_a_reference_twin_that_holds() {
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    for name in names.iter().filter(|n| n.starts_with('h')) {
+    // Hazards (`h`) and the card trust faults of issue 10 (`c`).
+    for name in names
+        .iter()
+        .filter(|n| n.starts_with('h') || n.starts_with('c'))
+    {
         let hazard = name.split('-').next().unwrap();
         let twin = names
             .iter()

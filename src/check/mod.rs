@@ -10,7 +10,9 @@
 //! Adding a checker is one file in this folder plus one line in [`CHECKERS`].
 
 mod cancel_idempotent;
+mod card_freshness;
 mod context_match;
+mod credential_audience;
 mod dedup_contract;
 mod exactly_once;
 mod liveness;
@@ -105,6 +107,8 @@ pub const CHECKERS: &[(&str, &dyn Checker)] = &[
     ("push-egress-safe", &push_egress::PushEgressSafe),
     ("owner-isolation", &owner_isolation::OwnerIsolation),
     ("context-match", &context_match::ContextMatch),
+    ("credential-audience", &credential_audience::CredentialAudience),
+    ("card-freshness", &card_freshness::CardFreshness),
 ];
 
 /// Names of the implemented invariants.

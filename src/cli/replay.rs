@@ -51,6 +51,7 @@ pub fn cmd_replay(
             runner::spec_for(exp, &profile, &routing, seed, true)
         }
     };
+    crate::card::check_spec(&spec)?;
     let started = Instant::now();
     let record = cluster::run(&spec);
     // The header uses the fault mix the run resolved, not a second derivation of it.

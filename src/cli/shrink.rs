@@ -86,6 +86,9 @@ pub fn cmd_shrink(args: ShrinkArgs) -> Result<i32, InputError> {
                 Some(m) => Profile::load(m)?,
                 None => exp.profiles[0].clone(),
             };
+            if crate::faults::any_card_fault(exp.file.faults.rates.keys()) {
+                crate::card::check_profile(&profile, "--model")?;
+            }
             let routing = routing.unwrap_or_else(|| exp.file.routing[0].clone());
             check_routing(&routing)?;
             let name = profile.name.clone();

@@ -14,6 +14,7 @@
 //! Adding a fault is one file in this folder plus one line in [`FAULTS`].
 
 mod buggify;
+mod card;
 mod hold;
 mod kill;
 mod kill_point;
@@ -64,6 +65,8 @@ pub enum Action {
     Buggify(Point, f64),
     /// Arm a kill point with a probability (0 disarms it).
     KillAt(KillPoint, f64),
+    /// Change the agent card the router serves (runs that simulate the card).
+    Card(crate::card::CardChange),
 }
 
 impl std::fmt::Display for Action {
@@ -83,6 +86,7 @@ impl std::fmt::Display for Action {
             Action::Release(a, b) => write!(f, "release {a} <-> {b}"),
             Action::Buggify(p, rate) => write!(f, "buggify {} {rate:.3}", p.name()),
             Action::KillAt(p, rate) => write!(f, "kill-at {} {rate:.3}", p.name()),
+            Action::Card(c) => write!(f, "card {c}"),
         }
     }
 }
@@ -121,7 +125,17 @@ pub const FAULTS: &[(&str, &dyn Fault)] = &[
     ("hold", &hold::Hold),
     ("kill-at-point", &kill_point::KillPoint),
     ("buggify", &buggify::Buggify),
+    ("card-move", &card::CardMove),
+    ("card-no-streaming", &card::CardNoStreaming),
+    ("card-key-revoked", &card::CardKeyRevoked),
+    ("card-tampered", &card::CardTampered),
+    ("card-foreign-origin", &card::CardForeignOrigin),
 ];
+
+/// Whether any of these fault names changes the agent card (the run then simulates it).
+pub fn any_card_fault<'a>(names: impl IntoIterator<Item = &'a String>) -> bool {
+    names.into_iter().any(|n| n.starts_with("card-"))
+}
 
 /// Names of the faults.
 pub fn names() -> Vec<&'static str> {

@@ -85,6 +85,12 @@ pub fn validate(script: &Script, origin: &str) -> Result<(), InputError> {
         }
         Ok(())
     }
+    if script.card_setup().is_some() {
+        return Err(InputError::new(
+            origin,
+            "the agent-card simulation ([card], card steps) is unsupported in live mode: the real peer serves its own card",
+        ));
+    }
     walk(&script.steps, origin)
 }
 
@@ -299,6 +305,8 @@ async fn run_world(
         error,
         workload_shape: None,
         points_fired: BTreeMap::new(),
+        // The card simulation (issue 10) is refused in live mode by `validate`.
+        cards: Default::default(),
     })
 }
 

@@ -95,6 +95,8 @@ pub struct RouterControl {
     pub drop_reply_rate: Rc<Cell<f64>>,
     /// Drop the next reply, whatever the rate (scripted `drop-reply`).
     pub drop_next: Rc<Cell<bool>>,
+    /// The card publisher, in runs that simulate the card: the router serves its card.
+    pub cards: Rc<RefCell<Option<crate::card::CardAuthority>>>,
 }
 
 impl RouterControl {
@@ -104,6 +106,7 @@ impl RouterControl {
             ready: Rc::new(RefCell::new(vec![true; n])),
             drop_reply_rate: Rc::new(Cell::new(0.0)),
             drop_next: Rc::new(Cell::new(false)),
+            cards: Rc::default(),
         }
     }
 }
@@ -145,6 +148,11 @@ impl Router {
         &self,
         req: http::Request<hyper::body::Incoming>,
     ) -> Result<Response<BoxBody>, BoxError> {
+        if req.method() == http::Method::GET && req.uri().path() == crate::card::CARD_PATH {
+            if let Some(cards) = self.control.cards.borrow().as_ref() {
+                return Ok(cards.serve(req.headers()));
+            }
+        }
         let (parts, body) = req.into_parts();
         let body = match net::read_request(body).await {
             Ok(b) => b,
