@@ -1651,7 +1651,12 @@ mod tests {
 
     #[test]
     fn the_fallback_shrinks_the_generated_workload_while_the_seed_still_fails() {
-        let exp = Experiment::default_experiment();
+        let exp = Experiment::parse(
+            include_str!("../tests/experiments/classic-swarm.toml"),
+            "classic-swarm.toml",
+            None,
+        )
+        .unwrap();
         let profile = Profile::load("a2a-python-1.3-memory").unwrap();
         let (mut runs, mut notes) = (0, Vec::new());
         let reduced = reduce_experiment(

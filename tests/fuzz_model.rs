@@ -9,7 +9,7 @@
 
 mod fuzz_support;
 
-use a2a_chaos::model::{Profile, KNOBS};
+use a2a_chaos::model::{Profile, CARD_KNOBS, KNOBS};
 use fuzz_support::{check_input_error, corpus, fuzz, mutate, mutation, pick, toml_noise};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -27,7 +27,14 @@ fn check_parse(text: &str) -> Result<u64, TestCaseError> {
                     "knob {knob} uncited"
                 );
             }
-            prop_assert_eq!(p.sources.len(), KNOBS.len());
+            // Every cited knob exists: the always-required ones, and the optional card
+            // group's when the profile has one.
+            let card = if p.card.is_some() {
+                CARD_KNOBS.len()
+            } else {
+                0
+            };
+            prop_assert_eq!(p.sources.len(), KNOBS.len() + card);
             let again = toml::to_string(&p)
                 .map_err(|e| TestCaseError::fail(format!("cannot write back: {e}")))?;
             let reparsed = Profile::parse(&again, ORIGIN)
@@ -145,7 +152,15 @@ fn a_negative_or_huge_knob_names_its_line() {
     ] {
         let t = text
             .lines()
-            .map(|l| if l.starts_with("ttl_ms") { bad } else { l })
+            .scan(false, |done, l| {
+                // The first `ttl_ms` (the dedup TTL): the card group has one too.
+                Some(if !*done && l.starts_with("ttl_ms") {
+                    *done = true;
+                    bad
+                } else {
+                    l
+                })
+            })
             .collect::<Vec<_>>()
             .join("\n");
         let err = Profile::parse(&t, "m.toml").unwrap_err();

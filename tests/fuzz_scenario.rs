@@ -60,8 +60,13 @@ fn check_steps(steps: &[Step], replicas: usize) -> Result<(), TestCaseError> {
                     Action::Partition(a, b)
                     | Action::PartitionOneway(a, b)
                     | Action::Repair(a, b)
-                    | Action::LinkLatency(a, b, _) => {
+                    | Action::LinkLatency(a, b, _)
+                    | Action::Hold(a, b)
+                    | Action::Release(a, b) => {
                         prop_assert!(host_ok(a, replicas) && host_ok(b, replicas), "{action:?}")
+                    }
+                    Action::Buggify(_, p) | Action::KillAt(_, p) => {
+                        prop_assert!((0.0..=1.0).contains(p), "{action:?}")
                     }
                     Action::HealAll | Action::DropNextReply | Action::Card(_) => {}
                     other => prop_assert!(false, "a scenario step became {other:?}"),

@@ -31,7 +31,18 @@ fn text(out: &Output) -> String {
     )
 }
 
-/// The headline: seed 7 of the default experiment (a2a-python-1.3-memory, round-robin)
+/// The experiment the seeds below are pinned on: the default before the full swarm, kept
+/// fixed so these tests do not move when the default grows.
+const CLASSIC: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/experiments/classic-swarm.toml"
+);
+
+fn classic() -> Experiment {
+    Experiment::load(std::path::Path::new(CLASSIC)).unwrap()
+}
+
+/// The headline: seed 7 of the classic swarm (a2a-python-1.3-memory, round-robin)
 /// loses an acknowledged turn; the shrunk file fails the same invariant under `check`.
 #[test]
 fn a_swarm_seed_shrinks_to_a_few_steps_that_check_confirms() {
@@ -39,6 +50,7 @@ fn a_swarm_seed_shrinks_to_a_few_steps_that_check_confirms() {
     let out_file = out_path.display().to_string();
     let out = run(&[
         "shrink",
+        CLASSIC,
         "--seed",
         "7",
         "--model",
@@ -87,7 +99,7 @@ fn a_swarm_seed_shrinks_to_a_few_steps_that_check_confirms() {
 /// store shrinks too, through the library API.
 #[test]
 fn a_double_effect_shrinks_through_the_library() {
-    let exp = Experiment::default_experiment();
+    let exp = classic();
     let profile = Profile::load("a2a-python-1.3-versioned").unwrap();
     let shrunk = shrink(&Request {
         source: Source::Experiment {
@@ -169,12 +181,12 @@ violations = ["no-lost-writes"]
 
 #[test]
 fn a_seed_without_a_violation_has_nothing_to_shrink() {
-    let out = run(&["shrink", "--seed", "0", "--model", "reference"]);
+    let out = run(&["shrink", CLASSIC, "--seed", "0", "--model", "reference"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("nothing to shrink"), "{}", text(&out));
     let err = shrink(&Request {
         source: Source::Experiment {
-            exp: Box::new(Experiment::default_experiment()),
+            exp: Box::new(classic()),
             profile: Profile::load("reference").unwrap(),
             routing: "round-robin".into(),
         },
@@ -213,6 +225,7 @@ routing = ["round-robin"]
 replicas = 2
 seeds = { start = 0, count = 1 }
 [workload]
+swarm = false
 conversations = 3
 turns = 3
 duplicate-rate = 0.5
