@@ -109,6 +109,8 @@ pub struct Chaos {
     kills: VecDeque<(String, KillPoint)>,
     /// How often each point fired (`buggify:conflict-on-save`, `kill-at:effect`, ...).
     pub fired: BTreeMap<String, u64>,
+    /// When the last slowed event poll ends, simulated ms (0: none fired).
+    pub poll_slowed_until_ms: u64,
 }
 
 /// Shared handle to a run's fault points.
@@ -123,6 +125,7 @@ impl Chaos {
             kill_at: BTreeMap::new(),
             kills: VecDeque::new(),
             fired: BTreeMap::new(),
+            poll_slowed_until_ms: 0,
         }
     }
 

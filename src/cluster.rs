@@ -112,6 +112,8 @@ pub struct RunRecord {
     /// How often each fault point fired (`buggify:conflict-on-save`, `kill-at:effect`): the
     /// counters that show a code fault was reached.
     pub points_fired: BTreeMap<String, u64>,
+    /// When the last event poll slowed by a BUGGIFY point ended (0: none was).
+    pub poll_slowed_until_ms: u64,
     /// Fault actions applied, with their time.
     pub faults: Vec<(u64, String)>,
     /// Conversation → task id, as the client learned it.
@@ -371,6 +373,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     let deliveries = webhook_state.borrow().deliveries.clone();
     let push_pending = store_state.borrow().outbox_pending();
     let points_fired = chaos.borrow().fired.clone();
+    let poll_slowed_until_ms = chaos.borrow().poll_slowed_until_ms;
     let (push_reports, push_egress) = {
         let w = push_world.borrow();
         (w.reports.clone(), w.egress.clone())
@@ -392,6 +395,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         fault_rates,
         workload_shape,
         points_fired,
+        poll_slowed_until_ms,
         faults: driver.applied,
         conversations,
         healed_at_ms,

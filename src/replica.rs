@@ -836,11 +836,13 @@ impl Replica {
                 }
                 if self.profile.recovery.sweep_ms > 0
                     && task.status.state == TaskState::Working
-                    && runner_until(&task).is_some_and(|until| now_ms() < until)
+                    && *caller != Caller::Internal
                 {
-                    // Another turn of this task is still in flight (its runner's lease
-                    // holds): running this one over it would let it complete the task while
-                    // the earlier, accepted turn is never processed. Busy: retry later.
+                    // Another turn of this task is in flight, or waits for the takeover
+                    // because its runner died or lost its effect's answer: running this one
+                    // over it would let it complete the task while the earlier, accepted
+                    // turn is never processed. Busy: retry later. (The takeover itself is
+                    // the replica's own caller and goes through.)
                     release().await;
                     self.record(format!(
                         "{}#{}: {task_id} has a turn in flight; busy, 409",
@@ -1748,6 +1750,10 @@ impl Replica {
                 tokio::time::sleep(poll).await;
                 if me.chaos.borrow_mut().buggify(Point::SlowEventPoll) {
                     let ms = me.chaos.borrow_mut().draw_ms(1000, 3000);
+                    {
+                        let mut chaos = me.chaos.borrow_mut();
+                        chaos.poll_slowed_until_ms = chaos.poll_slowed_until_ms.max(now_ms() + ms);
+                    }
                     me.record(format!(
                         "buggify: event poll of {task_id} takes {ms} ms more"
                     ));
@@ -1874,15 +1880,6 @@ fn owner_of(task: &Task) -> &str {
         .and_then(|m| m.get("owner"))
         .and_then(Value::as_str)
         .unwrap_or("")
-}
-
-/// Until when a task's runner lease holds (a turn is in flight), if it has one.
-fn runner_until(task: &Task) -> Option<u64> {
-    task.metadata
-        .as_ref()?
-        .get(MARKER_KEY)?
-        .get("runnerUntilMs")?
-        .as_u64()
 }
 
 /// Until when a task's pending effect holds off a cancel, if one is pending.

@@ -95,13 +95,8 @@ impl Checker for StreamContinuity {
                 .filter(|at| (op.invoke_ms..=op.complete_ms).contains(at))
                 .max()
                 .unwrap_or(0);
-            if run
-                .points_fired
-                .get("buggify:slow-event-poll")
-                .is_some_and(|n| *n > 0)
-            {
-                quiet_from = quiet_from.max(run.healed_at_ms);
-            }
+            // A slowed event poll (a BUGGIFY point) delays every stream until it ends.
+            quiet_from = quiet_from.max(run.poll_slowed_until_ms);
             let changed = saves.iter().find(|s| {
                 s.at_ms > op.invoke_ms
                     && s.at_ms.max(quiet_from) + SLACK_MS < op.complete_ms

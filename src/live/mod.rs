@@ -305,6 +305,7 @@ async fn run_world(
         error,
         workload_shape: None,
         points_fired: BTreeMap::new(),
+        poll_slowed_until_ms: 0,
         // The card simulation (issue 10) is refused in live mode by `validate`.
         cards: Default::default(),
     })

@@ -1,0 +1,40 @@
+//! Failures the reference swarm found (`experiments/reference-swarm.toml`), pinned by seed:
+//! each seed once violated an invariant on `reference`, and must not again. A scripted
+//! scenario pins a failure that shrinks to a readable script (`tests/scenarios/s*`); these
+//! are pinned as swarm seeds because they need the swarm's timing to line up.
+
+use std::path::Path;
+
+use a2a_chaos::experiment::Experiment;
+use a2a_chaos::runner::run_one;
+
+/// `(seed, routing, invariant it violated, postmortem)`.
+const FINDINGS: &[(u64, &str, &str, &str)] = &[
+    (224, "round-robin", "liveness",
+     "postmortem: a non-blocking turn 3 lost its effect's answer (replica-1 cut from the ledger) and stayed working; its runner lease ran out, and turn 4 arrived before the next sweep: the busy rule only held while the lease did, so turn 4 ran over turn 3 and completed the task with turn 3 never processed. The reference now answers 409 to any follow-up while the task is working; only the takeover (the replica itself) goes through."),
+    (371, "context-affinity", "liveness",
+     "postmortem: the same as seed 224, under affinity."),
+    (891, "round-robin", "stream-continuity",
+     "postmortem: a BUGGIFY slow event poll (2.7 s) held the subscriber's stream past the heal and past the client's stream timeout: a delay, not a loss. The checker counted progress from the heal; it now counts from the end of the last slowed poll."),
+    (289, "context-affinity", "stream-continuity",
+     "postmortem: the same as seed 891, under affinity."),
+];
+
+#[test]
+fn the_reference_swarm_findings_stay_fixed() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/reference-swarm.toml");
+    let exp = Experiment::load(&path).unwrap();
+    let profile = exp.profiles[0].clone();
+    let mut failures = Vec::new();
+    for (seed, routing, invariant, postmortem) in FINDINGS {
+        let summary = run_one(&exp, &profile, routing, *seed);
+        let violated = summary.violated();
+        if !violated.is_empty() || summary.error.is_some() {
+            failures.push(format!(
+                "seed {seed} ({routing}) violates {violated:?} {:?} (it once violated {invariant})\n  {postmortem}\n  reproduce: a2a-chaos replay experiments/reference-swarm.toml --seed {seed} --model reference --routing {routing}",
+                summary.error
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
