@@ -99,6 +99,11 @@ pub const HAZARDS: &[Hazard] = &[
         shows: |run, f| !run.profile.push.shared_configs && failed(f, "push-accounted").is_some(),
     },
     Hazard {
+        number: 10,
+        title: "a contextId/taskId mismatch runs the executor or is accepted",
+        shows: |_, f| failed(f, "context-match").is_some(),
+    },
+    Hazard {
         number: 11,
         title: "a second cancel answers -32002",
         shows: |_, f| failed(f, "cancel-idempotent").is_some(),
@@ -121,21 +126,18 @@ pub const HAZARDS: &[Hazard] = &[
                 && failed(f, "exactly-once-effects").is_some()
         },
     },
+    Hazard {
+        number: 14,
+        title: "cross-tenant read: a store without owners serves any caller's task id",
+        shows: |_, f| failed(f, "owner-isolation").is_some(),
+    },
 ];
 
 /// Hazards of §6 the simulator cannot show yet, and why.
 pub const NOT_REACHABLE: &[(u8, &str)] = &[
     (
         7,
-        "stale agent-card cache: the workload client never fetches the card (client-side bootstrap is separate work)",
-    ),
-    (
-        10,
-        "contextId/taskId mismatch: generated follow-ups always carry their own task's contextId (scripted sends cannot override it yet either)",
-    ),
-    (
-        14,
-        "cross-tenant read: the workload has one principal (principals and owner isolation are separate work)",
+        "stale agent-card cache: the default experiment does not simulate the card; experiments/card-trust.toml (card-* faults) and the h07 scenarios do",
     ),
 ];
 

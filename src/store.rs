@@ -298,6 +298,14 @@ impl StoreState {
             Some(DedupEntry::InFlight { until_ms }) if *until_ms > now_ms => {
                 return Claim::InFlight
             }
+            Some(DedupEntry::InFlight { .. }) => {
+                // The claim's holder died between its final save and marking the claim done.
+                // The tasks are the durable record: a task past this message's turn (its
+                // state settled, the message in its history) means the message completed.
+                if let Some(task_id) = self.settled_with(key) {
+                    return Claim::Done { task_id };
+                }
+            }
             _ => {}
         }
         self.dedup.insert(
@@ -307,6 +315,23 @@ impl StoreState {
             },
         );
         Claim::New
+    }
+
+    /// A settled task (not working or submitted) whose context and history hold the message
+    /// of dedup key `contextId/messageId`.
+    fn settled_with(&self, key: &str) -> Option<String> {
+        let (context, message) = key.rsplit_once('/')?;
+        self.tasks
+            .values()
+            .find(|(t, _)| {
+                t.context_id == context
+                    && !matches!(
+                        t.status.state,
+                        a2a::TaskState::Working | a2a::TaskState::Submitted
+                    )
+                    && t.history.iter().flatten().any(|m| m.message_id == message)
+            })
+            .map(|(t, _)| t.id.clone())
     }
 
     /// Marks a claimed message done, remembered for `ttl_ms`; `None` releases the claim.

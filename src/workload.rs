@@ -90,6 +90,10 @@ pub struct WorkloadSpec {
     /// drawn at random, as [`FOREIGN_PRINCIPAL`] (or with no token at all, one time in
     /// four).
     pub foreign_reader_rate: f64,
+    /// Probability that a conversation, at one turn after the first, first sends that turn
+    /// with another conversation's contextId on its own taskId (a confused or malicious
+    /// client), once, then the turn itself (A2A-BEHAVIOURS.md §6.10).
+    pub context_mismatch_rate: f64,
 }
 
 /// The second principal of a workload: every conversation belongs to
@@ -128,6 +132,7 @@ impl Default for WorkloadSpec {
             follow_up_rate: 0.0,
             swarm: true,
             foreign_reader_rate: 0.0,
+            context_mismatch_rate: 0.0,
         }
     }
 }
@@ -167,6 +172,7 @@ impl WorkloadSpec {
             ("poll-rate", self.poll_rate),
             ("follow-up-rate", self.follow_up_rate),
             ("foreign-reader-rate", self.foreign_reader_rate),
+            ("context-mismatch-rate", self.context_mismatch_rate),
         ] {
             if !(0.0..=1.0).contains(&rate) {
                 return bad(format!("{name} = {rate} must be in [0, 1]"));
@@ -229,6 +235,7 @@ impl WorkloadSpec {
             &mut out.poll_rate,
             &mut out.follow_up_rate,
             &mut out.foreign_reader_rate,
+            &mut out.context_mismatch_rate,
         ] {
             let keep = rng.random_bool(0.75);
             let scale: f64 = rng.random_range(0.25..=1.75);
@@ -240,7 +247,7 @@ impl WorkloadSpec {
     /// The drawn shape as `name=value` pairs, for printing with the seed.
     pub fn describe(&self) -> String {
         format!(
-            "workload: conversations={} turns={} duplicate={:.3} cancel={:.3} subscribe={:.3} push={:.3} resubscribe={:.3} poll={:.3} follow-up={:.3} foreign-reader={:.3}",
+            "workload: conversations={} turns={} duplicate={:.3} cancel={:.3} subscribe={:.3} push={:.3} resubscribe={:.3} poll={:.3} follow-up={:.3} foreign-reader={:.3} context-mismatch={:.3}",
             self.conversations,
             self.turns,
             self.duplicate_rate,
@@ -250,7 +257,8 @@ impl WorkloadSpec {
             self.resubscribe_rate,
             self.poll_rate,
             self.follow_up_rate,
-            self.foreign_reader_rate
+            self.foreign_reader_rate,
+            self.context_mismatch_rate
         )
     }
 }
@@ -315,6 +323,10 @@ async fn conversation(
             .then(|| rng.random_range(2..=spec.turns - 1));
     let foreign = (spec.foreign_reader_rate > 0.0 && rng.random_bool(spec.foreign_reader_rate))
         .then(|| (rng.random_range(0..4u32), rng.random_bool(0.25)));
+    let mismatch_at = (spec.context_mismatch_rate > 0.0
+        && spec.turns >= 2
+        && rng.random_bool(spec.context_mismatch_rate))
+    .then(|| rng.random_range(2..=spec.turns));
     let mut turn = 1;
     while turn <= spec.turns {
         let cancel_now = cancel_at == Some(turn);
@@ -349,6 +361,9 @@ async fn conversation(
                 continue;
             }
             break;
+        }
+        if let (true, Some(id)) = (mismatch_at == Some(turn), &task_id) {
+            mismatched_send(spec, seed, client, &name, turn, id).await;
         }
         let req = Turn::new(spec, seed, &name, &ctx, turn, task_id.as_deref(), blocking);
         match req.send(spec, client, &mut rng).await {
@@ -574,6 +589,42 @@ pub fn pick_push_url(rng: &mut ChaCha8Rng) -> &'static str {
         pick -= weight;
     }
     unreachable!("the weights cover 0..total")
+}
+
+/// Turn `turn` of `name`, sent once on its own task but with another conversation's
+/// contextId (and a messageId of its own). A server must refuse it before anything runs.
+async fn mismatched_send(
+    spec: &WorkloadSpec,
+    seed: u64,
+    client: &Rc<Client>,
+    name: &str,
+    turn: u32,
+    task_id: &str,
+) {
+    let info = TurnInfo {
+        conversation: name.to_string(),
+        turn,
+        turns: spec.turns,
+    };
+    let ctx = context_id(seed, &format!("{name}-elsewhere"));
+    let mid = format!("{}-mismatch", message_id(seed, name, turn));
+    let message = Client::turn_message(&info, &mid, &ctx, Some(task_id));
+    let kind = OpKind::Send {
+        conversation: name.to_string(),
+        turn,
+        message_id: mid,
+        blocking: true,
+        foreign_context: true,
+    };
+    client
+        .unary(
+            kind,
+            "SendMessage",
+            json!({ "message": message }),
+            Some(&ctx),
+            None,
+        )
+        .await;
 }
 
 /// A second principal tries a task id it learned: call `what` (0 get, 1 subscribe, 2 push

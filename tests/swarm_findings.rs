@@ -18,6 +18,8 @@ const FINDINGS: &[(u64, &str, &str, &str)] = &[
      "postmortem: a BUGGIFY slow event poll (2.7 s) held the subscriber's stream past the heal and past the client's stream timeout: a delay, not a loss. The checker counted progress from the heal; it now counts from the end of the last slowed poll."),
     (289, "context-affinity", "stream-continuity",
      "postmortem: the same as seed 891, under affinity."),
+    (950, "context-affinity", "dedup-contract",
+     "postmortem: a first turn's runner died after its final save but before it marked the dedup claim done; the claim's lease ran out, so the takeover of an older orphan task of the same message claimed it anew and ran the turn again (the ledger key absorbed the effect). An expired claim is now settled from the tasks: a settled task holding the message means the message completed, and the orphan is retired."),
 ];
 
 #[test]
