@@ -85,6 +85,11 @@ pub const HAZARDS: &[Hazard] = &[
         shows: |_, f| any_detail(f, "push-egress-safe", "rebind.example"),
     },
     Hazard {
+        number: 7,
+        title: "stale card cache: a call uses the card after it changed or its key was revoked",
+        shows: |_, f| failed(f, "card-freshness").is_some(),
+    },
+    Hazard {
         number: 8,
         title: "per-process stores: a kill loses tasks, a resubscribe elsewhere finds nothing",
         shows: |run, f| {
@@ -134,12 +139,7 @@ pub const HAZARDS: &[Hazard] = &[
 ];
 
 /// Hazards of §6 the simulator cannot show yet, and why.
-pub const NOT_REACHABLE: &[(u8, &str)] = &[
-    (
-        7,
-        "stale agent-card cache: the default experiment does not simulate the card; experiments/card-trust.toml (card-* faults) and the h07 scenarios do",
-    ),
-];
+pub const NOT_REACHABLE: &[(u8, &str)] = &[];
 
 /// The §6 numbers a run showed, in order.
 pub fn shown(run: &RunRecord, findings: &[Finding]) -> Vec<u8> {
