@@ -7,12 +7,19 @@ use a2a_chaos::strategies::{
     fault_schedules, scenarios, with_faults, GeneratedScenario, ScenarioConfig, StepKind,
 };
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngSeed, TestError, TestRng, TestRunner};
+use proptest::test_runner::{
+    Config, FileFailurePersistence, RngSeed, TestError, TestRng, TestRunner,
+};
+
+/// Where proptest records the seeds of failing cases; committed, so a failure found once is
+/// replayed first on every later run (and on every machine).
+const REGRESSIONS: &str = "proptest-regressions/proptest_strategies.txt";
 
 fn config(cases: u32) -> ProptestConfig {
     ProptestConfig {
         cases,
         rng_seed: RngSeed::Fixed(0),
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(REGRESSIONS))),
         ..ProptestConfig::default()
     }
 }
