@@ -164,6 +164,9 @@ pub struct HandlerKnobs {
     pub nonblocking_to_working: NonBlockingToWorking,
     /// JSON-RPC code when conflicts exhaust `conflict_reapply`.
     pub conflict_code: i32,
+    /// A task left input-required this long (simulated ms) with no follow-up fails; 0: it
+    /// waits forever. The timer lives in the replica that saved the turn.
+    pub input_timeout_ms: u64,
 }
 
 /// Which runs a cancel on the replica that runs them stops.
@@ -427,6 +430,7 @@ pub const KNOBS: &[&str] = &[
     "handler.per_task_lock",
     "handler.nonblocking_to_working",
     "handler.conflict_code",
+    "handler.input_timeout_ms",
     "cancel.stops_executor",
     "cancel.second_cancel",
     "cancel.fence_effects",

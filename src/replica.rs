@@ -1252,7 +1252,47 @@ impl Replica {
                 .await;
         }
         self.push(task).await;
+        if next_state == TaskState::InputRequired && self.profile.handler.input_timeout_ms > 0 {
+            let (me, id) = (self.clone(), task.id.clone());
+            let messages = task.history.as_ref().map_or(0, Vec::len);
+            tokio::task::spawn_local(async move { me.expire_input(&id, messages).await });
+        }
         Ok(task.clone())
+    }
+
+    /// Fails a task still waiting for input `handler.input_timeout_ms` after its turn saved
+    /// it, if no message came since (Cognigy: an input wait fails after 5 minutes).
+    async fn expire_input(self: &Rc<Self>, task_id: &str, messages: usize) {
+        tokio::time::sleep(Duration::from_millis(self.profile.handler.input_timeout_ms)).await;
+        let Ok(Some((mut task, version))) = self.load(task_id).await else {
+            return;
+        };
+        if task.status.state != TaskState::InputRequired
+            || task.history.as_ref().map_or(0, Vec::len) != messages
+        {
+            return;
+        }
+        task.status = TaskStatus {
+            state: TaskState::Failed,
+            message: Some(Message {
+                message_id: format!("{task_id}-input-timeout-v{version}"),
+                context_id: Some(task.context_id.clone()),
+                task_id: Some(task_id.to_string()),
+                role: Role::Agent,
+                parts: vec![Part::text("no input came in time")],
+                metadata: None,
+                extensions: None,
+                reference_task_ids: None,
+            }),
+            timestamp: None,
+        };
+        if let Ok(v) = self
+            .persist(&task, self.save_mode(Some(version)), Some(version))
+            .await
+        {
+            self.record(format!("{task_id} waited too long for input: failed v{v}"));
+            self.push(&task).await;
+        }
     }
 
     /// A duration drawn uniformly from `[lo, hi]` ms with this replica's generator.
