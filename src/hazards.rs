@@ -8,7 +8,8 @@
 //! wrong pod (§6.9), and so on. Hazard discovery ([`crate::bench`]) uses this to report how
 //! many seeds and wall-seconds random exploration needs before each hazard first appears.
 //!
-//! Hazards the simulator cannot show yet are listed in [`NOT_REACHABLE`], with the reason.
+//! Hazards the simulator cannot show are listed in [`NOT_REACHABLE`], with the reason (none
+//! now: the stale card, §6.7, needs the card faults, which hazard discovery adds).
 
 use crate::check::{Finding, Verdict};
 use crate::cluster::RunRecord;

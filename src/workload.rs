@@ -20,8 +20,12 @@
 //! ([`WorkloadSpec::resolve`]): fewer conversations or turns, and each rate kept or dropped
 //! and scaled, as the fault mix is. The drawn shape is printed with the seed.
 //!
+//! Every conversation belongs to [`crate::auth::DEFAULT_PRINCIPAL`]. With
+//! `foreign-reader-rate`, a second principal ([`FOREIGN_PRINCIPAL`], or an anonymous caller)
+//! tries a conversation's task id once after its first turn; with `context-mismatch-rate`,
+//! one turn is first sent on its own task with another conversation's contextId.
+//!
 //! Every id is derived from the seed and the conversation: nothing random is unseeded.
-//! Principals are not modelled here yet: every conversation is one caller's.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
