@@ -264,6 +264,23 @@ pub struct Streaming {
     pub body: Incoming,
 }
 
+impl Streaming {
+    /// The response as a proxy passes it on: the same status and headers, the body
+    /// streamed through as it arrives.
+    pub fn relay(self) -> Response<BoxBody> {
+        let mut resp = Response::builder().status(self.status);
+        for (name, value) in &self.headers {
+            resp = resp.header(name, value);
+        }
+        resp.body(
+            self.body
+                .map_err(|e| Box::new(e) as BoxError)
+                .boxed_unsync(),
+        )
+        .expect("upstream response parts are valid")
+    }
+}
+
 /// Sends `call` and returns the response head; the body is read by the caller.
 /// The timeout covers connecting and the response head.
 pub async fn send_streaming(call: &Call) -> Result<Streaming, CallError> {

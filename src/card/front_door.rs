@@ -8,7 +8,6 @@
 //! bearer token. What each host received is ground truth for `credential-audience`.
 
 use http::{Response, StatusCode};
-use http_body_util::BodyExt;
 
 use super::{CardAuthority, FRONT_DOOR_PORT};
 use crate::net::{self, BoxBody, BoxError, Call};
@@ -100,16 +99,5 @@ async fn forward(
             ))
         }
     };
-    let mut resp = Response::builder().status(upstream.status);
-    for (name, value) in &upstream.headers {
-        resp = resp.header(name, value);
-    }
-    Ok(resp
-        .body(
-            upstream
-                .body
-                .map_err(|e| Box::new(e) as BoxError)
-                .boxed_unsync(),
-        )
-        .expect("upstream response parts are valid"))
+    Ok(upstream.relay())
 }

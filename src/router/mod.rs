@@ -24,7 +24,6 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use http::{Response, StatusCode};
-use http_body_util::BodyExt;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
@@ -247,17 +246,6 @@ impl Router {
                 .record("router", format!("drop reply of {method} from {target}"));
             return Err("reply dropped by fault injection".into());
         }
-        let mut resp = Response::builder().status(upstream.status);
-        for (name, value) in &upstream.headers {
-            resp = resp.header(name, value);
-        }
-        Ok(resp
-            .body(
-                upstream
-                    .body
-                    .map_err(|e| Box::new(e) as BoxError)
-                    .boxed_unsync(),
-            )
-            .expect("upstream response parts are valid"))
+        Ok(upstream.relay())
     }
 }
