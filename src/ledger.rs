@@ -93,6 +93,28 @@ pub async fn perform(request: &EffectRequest, timeout: Duration) -> Result<bool,
     Ok(value["applied"].as_bool().unwrap_or(false))
 }
 
+/// One effect arriving: applied (or deduplicated by its key) in `state`, recorded in the
+/// trace; the ledger's answer.
+pub fn arrive(
+    state: &RefCell<LedgerState>,
+    trace: &Trace,
+    request: EffectRequest,
+) -> http::Response<net::BoxBody> {
+    let what = format!(
+        "effect {}#{} task {} from {} key {:?}",
+        request.conversation, request.turn, request.task_id, request.replica, request.key
+    );
+    let applied = state.borrow_mut().apply(request, now_ms());
+    trace.record(
+        "ledger",
+        format!(
+            "{what}: {}",
+            if applied { "applied" } else { "deduplicated" }
+        ),
+    );
+    net::json_response(StatusCode::OK, &serde_json::json!({ "applied": applied }))
+}
+
 /// The `ledger` host.
 pub async fn serve(state: SharedLedger, trace: Trace) -> turmoil::Result {
     net::serve(PORT, move |req: http::Request<hyper::body::Incoming>| {
@@ -118,22 +140,7 @@ pub async fn serve(state: SharedLedger, trace: Trace) -> turmoil::Result {
                 }
             };
             tokio::time::sleep(OP_TIME).await;
-            let what = format!(
-                "effect {}#{} task {} from {} key {:?}",
-                request.conversation, request.turn, request.task_id, request.replica, request.key
-            );
-            let applied = state.borrow_mut().apply(request, now_ms());
-            trace.record(
-                "ledger",
-                format!(
-                    "{what}: {}",
-                    if applied { "applied" } else { "deduplicated" }
-                ),
-            );
-            Ok(net::json_response(
-                StatusCode::OK,
-                &serde_json::json!({ "applied": applied }),
-            ))
+            Ok(arrive(&state, &trace, request))
         }
     })
     .await

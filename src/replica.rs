@@ -476,25 +476,16 @@ impl Replica {
             || "http://router:8080/".to_string(),
             |a| format!("http://{a}/"),
         );
-        json!({
-            "name": "a2a-chaos scripted agent",
-            "description": format!("Scripted agent on {} (model {})", self.name, self.profile.name),
-            "version": env!("CARGO_PKG_VERSION"),
-            "supportedInterfaces": [{
-                "url": url,
-                "protocolBinding": "JSONRPC",
-                "protocolVersion": "1.0"
-            }],
-            "capabilities": { "streaming": true, "pushNotifications": self.profile.push.supported },
-            "defaultInputModes": ["text/plain", "application/json"],
-            "defaultOutputModes": ["text/plain"],
-            "skills": [{
-                "id": "scripted-turn",
-                "name": "Scripted turn",
-                "description": "Performs one business effect per turn and writes artifact turn-N.",
-                "tags": ["simulation"]
-            }]
-        })
+        agent_card(
+            &format!(
+                "Scripted agent on {} (model {})",
+                self.name, self.profile.name
+            ),
+            env!("CARGO_PKG_VERSION"),
+            &url,
+            true,
+            self.profile.push.supported,
+        )
     }
 
     fn rpc_error(&self, id: Value, refusal: Refusal) -> Response<BoxBody> {
@@ -1910,6 +1901,35 @@ fn set_marker(task: &mut Task, field: &str, value: Option<Value>) {
     if task.metadata.as_ref().is_some_and(|m| m.is_empty()) {
         task.metadata = None;
     }
+}
+
+/// The scripted agent's card: one JSON-RPC 1.0 interface at `url` and one skill.
+pub fn agent_card(
+    description: &str,
+    version: &str,
+    url: &str,
+    streaming: bool,
+    push: bool,
+) -> Value {
+    json!({
+        "name": "a2a-chaos scripted agent",
+        "description": description,
+        "version": version,
+        "supportedInterfaces": [{
+            "url": url,
+            "protocolBinding": "JSONRPC",
+            "protocolVersion": "1.0"
+        }],
+        "capabilities": { "streaming": streaming, "pushNotifications": push },
+        "defaultInputModes": ["text/plain", "application/json"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [{
+            "id": "scripted-turn",
+            "name": "Scripted turn",
+            "description": "Performs one business effect per turn and writes artifact turn-N.",
+            "tags": ["simulation"]
+        }]
+    })
 }
 
 /// The owner recorded on a task (`""`: anonymous, or a model without owners).

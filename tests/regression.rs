@@ -29,11 +29,9 @@ fn every_pinned_scenario_meets_its_expectations() {
     for path in scenario_files() {
         let script = Script::load(&path).unwrap_or_else(|e| panic!("{e}"));
         let summary = run_scenario(&script).unwrap_or_else(|e| panic!("{e}"));
-        let mut expected = script.file.expect.violations.clone();
-        expected.sort();
-        let mut got: Vec<String> = summary.violated().iter().map(|s| s.to_string()).collect();
-        got.sort();
-        if got != expected || summary.error.is_some() {
+        let judged = script.file.expect.judge(&summary);
+        let (expected, got) = (&judged.expected, &judged.got);
+        if !judged.met {
             failures.push(format!(
                 "{}: expected [{}], got [{}]{}\n  postmortem: {}\n  reproduce: a2a-chaos replay {} --seed {}",
                 path.display(),

@@ -100,26 +100,15 @@ fn etag_of(body: &Value) -> String {
 
 /// The unsigned payload of revision `revision`.
 fn payload(revision: u64, url: &str, streaming: bool) -> Value {
-    json!({
-        "name": "a2a-chaos scripted agent",
-        "description": "Scripted agent behind the router; its card is published by the simulation's card authority.",
-        "version": format!("{}+card{revision}", env!("CARGO_PKG_VERSION")),
-        "url": url,
-        "supportedInterfaces": [{
-            "url": url,
-            "protocolBinding": "JSONRPC",
-            "protocolVersion": "1.0"
-        }],
-        "capabilities": { "streaming": streaming, "pushNotifications": true },
-        "defaultInputModes": ["text/plain", "application/json"],
-        "defaultOutputModes": ["text/plain"],
-        "skills": [{
-            "id": "scripted-turn",
-            "name": "Scripted turn",
-            "description": "Performs one business effect per turn and writes artifact turn-N.",
-            "tags": ["simulation"]
-        }]
-    })
+    let mut card = crate::replica::agent_card(
+        "Scripted agent behind the router; its card is published by the simulation's card authority.",
+        &format!("{}+card{revision}", env!("CARGO_PKG_VERSION")),
+        url,
+        streaming,
+        true,
+    );
+    card["url"] = json!(url);
+    card
 }
 
 fn signed(mut card: Value, kid: &str) -> Value {

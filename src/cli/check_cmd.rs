@@ -5,6 +5,7 @@ use std::path::Path;
 use crate::error::InputError;
 use crate::report;
 use crate::runner::{self, RunSummary, SweepOptions};
+use crate::scenario::ExpectOutcome;
 
 use super::{load, print_findings, run_scenario, Loaded};
 
@@ -16,11 +17,7 @@ pub fn cmd_check(path: &Path, json: bool, jobs: usize) -> Result<i32, InputError
     let (runs, met, reproduce): (Vec<RunSummary>, bool, Reproduce) = match load(path)? {
         Loaded::Scenario(script) => {
             let summary = run_scenario(&script)?;
-            let mut expected = script.file.expect.violations.clone();
-            expected.sort();
-            let mut got: Vec<String> = summary.violated().iter().map(|s| s.to_string()).collect();
-            got.sort();
-            let met = got == expected && summary.error.is_none();
+            let ExpectOutcome { expected, got, met } = script.file.expect.judge(&summary);
             if !json {
                 println!(
                     "{} ({} on {} replicas, {})",

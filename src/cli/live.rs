@@ -11,7 +11,7 @@ use crate::error::InputError;
 use crate::live::{self, LiveOptions, PeerCommand};
 use crate::model::Profile;
 use crate::report;
-use crate::scenario::Script;
+use crate::scenario::{ExpectOutcome, Script};
 
 use super::print_findings;
 
@@ -98,11 +98,7 @@ pub fn cmd_live(path: &Path, peer: &PeerArgs, json: bool, trace: bool) -> Result
             println!("{event}");
         }
     }
-    let mut expected = script.file.expect.violations.clone();
-    expected.sort();
-    let mut got: Vec<String> = summary.violated().iter().map(|s| s.to_string()).collect();
-    got.sort();
-    let met = got == expected && summary.error.is_none();
+    let ExpectOutcome { expected, got, met } = script.file.expect.judge(&summary);
     if !json {
         println!(
             "{} live ({} on {} real replicas, peer {}, {})",

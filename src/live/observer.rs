@@ -23,7 +23,7 @@ use a2a::TaskState;
 use http::StatusCode;
 use serde::Deserialize;
 
-use crate::ledger::{EffectRequest, LedgerState};
+use crate::ledger::{self, EffectRequest, LedgerState};
 use crate::net;
 use crate::store::{SaveMode, SaveRecord};
 use crate::trace::{now_ms, Trace};
@@ -196,22 +196,7 @@ pub async fn serve(ground: Ground, trace: Trace) -> turmoil::Result {
                             Err(e) => return Ok(bad(e.to_string())),
                         };
                         request.sent_ms = now_ms();
-                        let what = format!(
-                            "effect {}#{} task {} from {}",
-                            request.conversation, request.turn, request.task_id, request.replica
-                        );
-                        let applied = ground.ledger.borrow_mut().apply(request, now_ms());
-                        trace.record(
-                            "ledger",
-                            format!(
-                                "{what}: {}",
-                                if applied { "applied" } else { "deduplicated" }
-                            ),
-                        );
-                        Ok(net::json_response(
-                            StatusCode::OK,
-                            &serde_json::json!({ "applied": applied }),
-                        ))
+                        Ok(ledger::arrive(&ground.ledger, &trace, request))
                     }
                     "/save" => {
                         let report: SaveReport = match serde_json::from_slice(&body) {
