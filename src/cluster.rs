@@ -241,22 +241,8 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         });
     }
 
-    // The agent card, in runs that simulate it: the router serves it, and the extra hosts
-    // its changes may name exist. Other runs keep their hosts and their trace.
-    let cards = crate::card::setup_for(&spec.workload, &spec.faults).map(|(setup, hosts)| {
-        let auth = &spec.profile.auth;
-        let card_bearer = auth.card_bearer && auth.bearer == crate::model::BearerRule::Required;
-        let authority = crate::card::CardAuthority::new(setup, card_bearer, trace.clone());
-        *control.cards.borrow_mut() = Some(authority.clone());
-        for host in hosts {
-            let (authority, trace, name) = (authority.clone(), trace.clone(), host.clone());
-            sim.host(host, move || {
-                crate::card::front_door::serve(name.clone(), authority.clone(), trace.clone())
-            });
-        }
-        authority
-    });
-
+    // The fault plan, drawn from its own stream of the seed (so drawing it first changes
+    // nothing else): the card setup below needs to know which hosts it names.
     let mut rng = ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(seed, "faults", 0));
     let fault_rates = spec.faults.resolve(&mut rng);
     let plan = spec.faults.plan(
@@ -267,6 +253,24 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         },
         &mut rng,
     );
+
+    // The agent card, in runs that simulate it: the router serves it, and the extra hosts
+    // its planned changes name exist. Other runs keep their hosts and their trace.
+    let cards =
+        crate::card::setup_for(&spec.workload, &spec.faults, &plan).map(|(setup, hosts)| {
+            let auth = &spec.profile.auth;
+            let card_bearer = auth.card_bearer && auth.bearer == crate::model::BearerRule::Required;
+            let authority = crate::card::CardAuthority::new(setup, card_bearer, trace.clone());
+            *control.cards.borrow_mut() = Some(authority.clone());
+            for host in hosts {
+                let (authority, trace, name) = (authority.clone(), trace.clone(), host.clone());
+                sim.host(host, move || {
+                    crate::card::front_door::serve(name.clone(), authority.clone(), trace.clone())
+                });
+            }
+            authority
+        });
+
     let healed_at_ms = spec.faults.window_ms;
 
     // The workload shape this seed runs: as written, or drawn from it (swarm).

@@ -27,9 +27,13 @@ fn bench_quick_exits_0_and_writes_every_metric() {
     let metrics: Vec<&str> = lines.filter_map(|l| l.split(',').next()).collect();
     for expected in [
         "baseline_wall_us_per_request",
-        "baseline_sim_per_wall",
+        "baseline_unpaced_wall_us_per_request",
         "standard_wall_us_per_request",
         "cost_per_request_vs_baseline",
+        "idle_wall_us_per_tick",
+        "sim_per_wall_ceiling",
+        "standard_idle_share",
+        "active_cost_per_request_vs_baseline",
         "standard_seeds_per_sec_1t",
         "standard_requests_per_sec_1t",
         "standard_sim_per_wall_1t",

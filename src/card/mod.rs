@@ -173,16 +173,22 @@ pub fn check_profile(
 /// Refuses a run that simulates the card with a model that has no `[card]` knobs (a
 /// `--model` given on the command line).
 pub fn check_spec(spec: &crate::cluster::RunSpec) -> Result<(), crate::error::InputError> {
-    match setup_for(&spec.workload, &spec.faults) {
+    match setup_for(&spec.workload, &spec.faults, &[]) {
         Some(_) => check_profile(&spec.profile, "--model"),
         None => Ok(()),
     }
 }
 
-/// Whether a run simulates the card, its setup, and the extra hosts its changes can name.
+/// Whether a run simulates the card, its setup, and the extra hosts its changes name.
+///
+/// A scripted run's hosts are the ones its card steps name. A generated run simulates the
+/// card when any card fault is configured, but only the hosts named by the card changes
+/// this seed's `plan` actually schedules get a host: each host is one more runtime the
+/// simulation steps every tick, and most seeds never name them.
 pub fn setup_for(
     workload: &crate::cluster::Workload,
     faults: &crate::faults::FaultSpec,
+    plan: &[crate::faults::Scheduled],
 ) -> Option<(CardSetup, BTreeSet<String>)> {
     match workload {
         crate::cluster::Workload::Scripted(script) => {
@@ -195,15 +201,14 @@ pub fn setup_for(
             if !crate::faults::any_card_fault(faults.rates.keys()) {
                 return None;
             }
-            let hosts = [
-                ("card-move", MOVE_HOST),
-                ("card-foreign-origin", FOREIGN_HOST),
-                ("card-tampered", TAMPER_HOST),
-            ]
-            .iter()
-            .filter(|(f, _)| faults.rates.contains_key(*f))
-            .map(|(_, h)| h.to_string())
-            .collect();
+            let hosts = plan
+                .iter()
+                .filter_map(|s| match &s.action {
+                    crate::faults::Action::Card(c) => c.names_host(),
+                    _ => None,
+                })
+                .map(str::to_string)
+                .collect();
             Some((CardSetup::default(), hosts))
         }
     }
