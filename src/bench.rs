@@ -212,6 +212,9 @@ pub struct Documented {
     pub runs: u64,
     /// Wall time from the start of this model's search to the run that showed it.
     pub wall_s: f64,
+    /// CPU time of this process over the same span, when `/proc` tells (the search runs on
+    /// one thread, so on a busy machine this is what the search itself cost).
+    pub cpu_s: Option<f64>,
 }
 
 /// What hazard discovery did for one model.
@@ -490,7 +493,8 @@ impl Stopwatch {
 /// Hazard discovery for one model: seeds from 0 upward, every routing of `exp`, until
 /// `seeds_max` seeds or `wall_max` have gone by.
 pub fn discover(exp: &Experiment, profile: &Profile, seeds_max: u64, wall_max: Duration) -> Search {
-    let started = Instant::now();
+    let clock = Stopwatch::start();
+    let started = clock.wall;
     let mut hazards: BTreeMap<&'static str, Hazard> = BTreeMap::new();
     let mut documented: BTreeMap<u8, Documented> = BTreeMap::new();
     let mut seeds = 0;
@@ -510,12 +514,16 @@ pub fn discover(exp: &Experiment, profile: &Profile, seeds_max: u64, wall_max: D
                 continue;
             };
             for number in crate::hazards::shown(&record, &findings) {
-                documented.entry(number).or_insert_with(|| Documented {
-                    number,
-                    seed,
-                    routing: routing.clone(),
-                    runs,
-                    wall_s: started.elapsed().as_secs_f64(),
+                documented.entry(number).or_insert_with(|| {
+                    let (wall_s, cpu_s) = clock.read();
+                    Documented {
+                        number,
+                        seed,
+                        routing: routing.clone(),
+                        runs,
+                        wall_s,
+                        cpu_s,
+                    }
                 });
             }
             let run = runner::summarise(&record, 0);
@@ -556,13 +564,23 @@ card-foreign-origin = 0.05
 
 /// Hazard discovery for every built-in model under the default experiment plus
 /// [`DISCOVERY_CARD_FAULTS`], from seed 0.
-pub fn discover_all(seeds_max: u64, wall_max: Duration, mut say: impl FnMut(&str)) -> Vec<Search> {
+///
+/// `only` restricts the search to those models (every built-in model when empty).
+pub fn discover_all(
+    only: &[String],
+    seeds_max: u64,
+    wall_max: Duration,
+    mut say: impl FnMut(&str),
+) -> Vec<Search> {
     // The default's `[faults]` table is its last: the card faults join it.
     let text = format!("{}{DISCOVERY_CARD_FAULTS}", crate::experiment::DEFAULT);
     let default = Experiment::parse(&text, "(default + card faults)", None)
         .expect("the embedded default with card faults is valid");
     let mut searches = Vec::new();
     for name in model::names() {
+        if !only.is_empty() && !only.iter().any(|m| m == name) {
+            continue;
+        }
         say(&format!(
             "hazard discovery: {name} (up to {seeds_max} seeds or {:.1} s)",
             wall_max.as_secs_f64()
@@ -579,17 +597,18 @@ pub fn documented_table(searches: &[Search]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<26} {:<4} {:>6} {:>6} {:>8}  {:<17} hazard",
-        "model", "§6", "seed", "runs", "wall s", "routing"
+        "{:<26} {:<4} {:>6} {:>6} {:>8} {:>7}  {:<17} hazard",
+        "model", "§6", "seed", "runs", "wall s", "CPU s", "routing"
     );
     let mut seen = std::collections::BTreeSet::new();
     for s in searches {
         for d in &s.documented {
             seen.insert(d.number);
             let title = crate::hazards::by_number(d.number).map_or("", |h| h.title);
+            let cpu = d.cpu_s.map_or("-".to_string(), |c| format!("{c:.2}"));
             let _ = writeln!(
                 out,
-                "{:<26} {:<4} {:>6} {:>6} {:>8.2}  {:<17} {title}",
+                "{:<26} {:<4} {:>6} {:>6} {:>8.2} {cpu:>7}  {:<17} {title}",
                 s.model, d.number, d.seed, d.runs, d.wall_s, d.routing
             );
         }
@@ -710,7 +729,7 @@ pub fn run(size: BenchSize, mut say: impl FnMut(&str)) -> Report {
     let runs = runner::sweep(&standard, &two);
     let standard_2t = Throughput::of(&runs, clock);
 
-    let searches = discover_all(size.hazard_seeds_max, size.hazard_wall_max, &mut say);
+    let searches = discover_all(&[], size.hazard_seeds_max, size.hazard_wall_max, &mut say);
     Report {
         size,
         load_average,

@@ -30,6 +30,9 @@ pub struct BenchArgs {
     /// With --hazards: most wall-seconds per model.
     #[arg(long, default_value_t = 120.0)]
     pub hazard_wall_s: f64,
+    /// With --hazards: search only this model (repeatable; default every built-in model).
+    #[arg(long = "model", value_name = "MODEL", requires = "hazards")]
+    pub models: Vec<String>,
 }
 
 /// Runs `a2a-chaos bench`; returns the exit code (0 whether or not the targets are met).
@@ -44,7 +47,19 @@ pub fn cmd_bench(args: BenchArgs) -> Result<i32, InputError> {
                 ),
             ));
         }
+        for m in &args.models {
+            if !crate::model::names().contains(&m.as_str()) {
+                return Err(InputError::new(
+                    "--model",
+                    format!(
+                        "`{m}` is not a built-in model (one of: {})",
+                        crate::model::names().join(", ")
+                    ),
+                ));
+            }
+        }
         let searches = bench::discover_all(
+            &args.models,
             args.hazard_seeds,
             std::time::Duration::from_secs_f64(args.hazard_wall_s),
             |line| println!("- {line}"),
