@@ -146,6 +146,9 @@ pub struct DriverLink {
     /// Outside a simulation (`a2a-chaos live`): fault steps are applied through this and
     /// awaited, instead of being queued for the next tick. `None` in every simulation.
     pub apply_now: Option<ApplyNow>,
+    /// The ledger, for the script's effect steps (`hold-effect`, `await-effect`,
+    /// `release-effect`): the simulated ledger host's state, or the live ledger's.
+    pub ledger: Option<crate::ledger::SharedLedger>,
 }
 
 /// Runs one seed to its end.
@@ -171,7 +174,10 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     let chaos = Chaos::shared(seed);
     let control = RouterControl::new(spec.replicas);
     let history = History::default();
-    let link = DriverLink::default();
+    let link = DriverLink {
+        ledger: Some(ledger_state.clone()),
+        ..DriverLink::default()
+    };
 
     {
         let (state, trace, chaos) = (store_state.clone(), trace.clone(), chaos.clone());

@@ -5,6 +5,13 @@
 //! simulated time, and applies it unless a request with the same key was applied before.
 //! It never looks at task state: it is ground truth that does not depend on the system under
 //! test telling the truth about itself. Its state outlives a restart of the ledger host.
+//!
+//! A script can hold a turn inside its effect step (`hold-effect`): that turn's effects are
+//! applied when they arrive, but the ledger's answer waits until `release-effect`, so the
+//! executor stays in its tool call. With `await-effect` a script waits until the turn's
+//! effect has arrived. Both worlds share this ledger code (the simulated `ledger` host, and
+//! the live ledger of [`crate::live::observer`]), so a script that orders two turns with
+//! these steps sees the same interleaving in the simulation and against a real peer.
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -48,11 +55,16 @@ pub struct Effect {
     pub applied: bool,
 }
 
+/// How often a held answer checks whether it was released (ms).
+const HOLD_POLL: Duration = Duration::from_millis(1);
+
 /// Everything the ledger has seen.
 #[derive(Debug, Default)]
 pub struct LedgerState {
     effects: Vec<Effect>,
     keys: BTreeSet<String>,
+    /// Turns `(conversation, turn)` whose effects are answered only once released.
+    held: BTreeSet<(String, u32)>,
 }
 
 impl LedgerState {
@@ -75,6 +87,28 @@ impl LedgerState {
     /// Every arrival, in order.
     pub fn effects(&self) -> &[Effect] {
         &self.effects
+    }
+
+    /// Holds the answer to every effect of this turn until [`LedgerState::release`].
+    pub fn hold(&mut self, conversation: &str, turn: u32) {
+        self.held.insert((conversation.to_string(), turn));
+    }
+
+    /// Answers the held effects of this turn, and stops holding it.
+    pub fn release(&mut self, conversation: &str, turn: u32) {
+        self.held.remove(&(conversation.to_string(), turn));
+    }
+
+    /// Whether the answers to this turn's effects are held.
+    pub fn is_held(&self, conversation: &str, turn: u32) -> bool {
+        self.held.contains(&(conversation.to_string(), turn))
+    }
+
+    /// Whether an effect of this turn has arrived.
+    pub fn arrived(&self, conversation: &str, turn: u32) -> bool {
+        self.effects
+            .iter()
+            .any(|e| e.request.conversation == conversation && e.request.turn == turn)
     }
 }
 
@@ -115,6 +149,27 @@ pub fn arrive(
     net::json_response(StatusCode::OK, &serde_json::json!({ "applied": applied }))
 }
 
+/// [`arrive`], then, while a script holds this turn, the answer waits for its release.
+pub async fn arrive_and_answer(
+    state: &RefCell<LedgerState>,
+    trace: &Trace,
+    request: EffectRequest,
+) -> http::Response<net::BoxBody> {
+    let (conversation, turn) = (request.conversation.clone(), request.turn);
+    let answer = arrive(state, trace, request);
+    if state.borrow().is_held(&conversation, turn) {
+        trace.record("ledger", format!("answer to {conversation}#{turn} held"));
+        while state.borrow().is_held(&conversation, turn) {
+            tokio::time::sleep(HOLD_POLL).await;
+        }
+        trace.record(
+            "ledger",
+            format!("answer to {conversation}#{turn} released"),
+        );
+    }
+    answer
+}
+
 /// The `ledger` host.
 pub async fn serve(state: SharedLedger, trace: Trace) -> turmoil::Result {
     net::serve(PORT, move |req: http::Request<hyper::body::Incoming>| {
@@ -140,8 +195,38 @@ pub async fn serve(state: SharedLedger, trace: Trace) -> turmoil::Result {
                 }
             };
             tokio::time::sleep(OP_TIME).await;
-            Ok(arrive(&state, &trace, request))
+            Ok(arrive_and_answer(&state, &trace, request).await)
         }
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn effect(turn: u32) -> EffectRequest {
+        EffectRequest {
+            task_id: "t".into(),
+            context_id: "c".into(),
+            conversation: "c1".into(),
+            turn,
+            message_id: format!("m{turn}"),
+            replica: "replica-0".into(),
+            key: None,
+            sent_ms: 0,
+        }
+    }
+
+    #[test]
+    fn a_held_turn_is_applied_on_arrival_and_held_until_released() {
+        let mut ledger = LedgerState::default();
+        ledger.hold("c1", 2);
+        assert!(ledger.is_held("c1", 2) && !ledger.is_held("c1", 3));
+        assert!(!ledger.arrived("c1", 2));
+        assert!(ledger.apply(effect(2), 10));
+        assert!(ledger.arrived("c1", 2) && !ledger.arrived("c1", 3));
+        ledger.release("c1", 2);
+        assert!(!ledger.is_held("c1", 2));
+    }
 }

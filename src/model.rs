@@ -156,6 +156,8 @@ pub struct HandlerKnobs {
     pub after_effect_failure: AfterEffect,
     /// How a turn saves its result.
     pub result_save: ResultSave,
+    /// How many saves a turn makes: one per step, or one per event the executor emits.
+    pub saves: Saves,
     /// What a message with an unknown taskId gets.
     pub unknown_task: UnknownTask,
     /// Requests for one task on one replica run one at a time.
@@ -197,6 +199,21 @@ pub enum ResultSave {
     AsStore,
     /// Overwrite the whole task, unless it was canceled meanwhile (Mastra's skipIfCanceled).
     OverwriteUnlessCanceled,
+}
+
+/// How many saves a turn makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Saves {
+    /// Two: the user message with the working status when the turn begins, then the
+    /// artifact with the reply and the final status.
+    PerStep,
+    /// Four, one per event, each with its own conflict re-application: the user message
+    /// (on turn 1 the submitted task holding it), working, the artifact, the final status
+    /// (a2a-python's `EventConsumer`). When the artifact's conflict finds the task terminal,
+    /// the artifact is dropped but the final status, already queued, is saved on the
+    /// terminal copy with its version: the task is reopened (seen run on a2a-sdk 1.3.0).
+    PerEvent,
 }
 
 /// Cancel knobs.
@@ -426,6 +443,7 @@ pub const KNOBS: &[&str] = &[
     "handler.conflict_reapply",
     "handler.after_effect_failure",
     "handler.result_save",
+    "handler.saves",
     "handler.unknown_task",
     "handler.per_task_lock",
     "handler.nonblocking_to_working",

@@ -15,7 +15,11 @@
 //!
 //! Every step takes simulated time, so a fault can land between the effect and the save.
 //! How each step treats the store (snapshot cache, CAS, conflict re-application, dedup,
-//! idempotency keys) is chosen by the replica's [`Profile`].
+//! idempotency keys) is chosen by the replica's [`Profile`]. With `handler.saves =
+//! "per-event"` (a2a-python) the two saves become four, one per event: the user message,
+//! working, the artifact and the final status, each re-applied on its own after a conflict;
+//! when the artifact's conflict finds the task terminal, the already queued final status is
+//! still saved on the terminal copy, as a2a-python's event consumer does.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -38,7 +42,7 @@ use crate::buggify::{KillPoint, Point, SharedChaos};
 use crate::ledger::{self, EffectRequest};
 use crate::model::{
     AfterEffect, BearerRule, DedupScope, MismatchRule, NonBlockingToWorking, OwnerScope, Placement,
-    Profile, PushOn, PushValidate, ResultSave, SecondCancel, StopRule, SubscribeSource,
+    Profile, PushOn, PushValidate, ResultSave, Saves, SecondCancel, StopRule, SubscribeSource,
     SubscribeUnknown, UnknownTask,
 };
 use crate::net::{self, BoxBody, ChannelBody};
@@ -891,6 +895,32 @@ impl Replica {
         dedup_key: String,
     ) -> Result<Begun, Refusal> {
         let release = || release_claim(dedup_store.as_ref(), &dedup_key);
+        let mut version = version;
+        let user_message = message.clone();
+        if self.profile.handler.saves == Saves::PerEvent {
+            // The user message is its own save, the state unchanged (on turn 1, the
+            // submitted task holding it), before the working event.
+            push_message(&mut task, &message);
+            let saved = self
+                .save_reapplying(&mut task, version, |fresh| {
+                    push_message(fresh, &user_message)
+                })
+                .await;
+            match saved {
+                Ok(Saved::Version(v)) => version = Some(v),
+                Ok(Saved::Terminal(t, _)) => {
+                    release().await;
+                    return Err(rpc(
+                        self.profile.handler.message_to_terminal_code,
+                        format!("task {} is {:?}", t.id, t.status.state),
+                    ));
+                }
+                Err(r) => {
+                    release().await;
+                    return Err(self.after_effect(r));
+                }
+            }
+        }
         // Append the user message and save the task as working.
         let runner = (self.profile.recovery.sweep_ms > 0)
             .then(|| json!(now_ms() + self.profile.recovery.runner_lease_ms));
@@ -899,7 +929,6 @@ impl Replica {
         if runner.is_some() {
             set_marker(&mut task, "runnerUntilMs", runner.clone());
         }
-        let user_message = message.clone();
         let saved = self
             .save_reapplying(&mut task, version, |fresh| {
                 push_message(fresh, &user_message);
@@ -911,7 +940,7 @@ impl Replica {
             .await;
         let version = match saved {
             Ok(Saved::Version(v)) => v,
-            Ok(Saved::Terminal(t)) => {
+            Ok(Saved::Terminal(t, _)) => {
                 release().await;
                 return Err(rpc(
                     self.profile.handler.message_to_terminal_code,
@@ -1008,7 +1037,7 @@ impl Replica {
                         Ok(Some((mut fresh, v))) => {
                             if fresh.status.state.is_terminal() {
                                 *task = fresh.clone();
-                                return Ok(Saved::Terminal(Box::new(fresh)));
+                                return Ok(Saved::Terminal(Box::new(fresh), v));
                             }
                             reapply(&mut fresh);
                             *task = fresh;
@@ -1021,6 +1050,29 @@ impl Replica {
                 Err(SaveError::NotCancelable) => return Err(rpc(-32002, "task not cancelable")),
                 Err(SaveError::Unavailable(e)) => return Err(rpc(-32603, e)),
             }
+        }
+    }
+
+    /// Saves a turn's result (`handler.result_save`): like every other save, or overwriting
+    /// the whole task unless it was canceled meanwhile.
+    async fn save_result(
+        &self,
+        task: &mut Task,
+        version: u64,
+        apply: impl Fn(&mut Task),
+    ) -> Result<Saved, Refusal> {
+        match self.profile.handler.result_save {
+            ResultSave::AsStore => self.save_reapplying(task, Some(version), apply).await,
+            ResultSave::OverwriteUnlessCanceled => match self.load(&task.id).await {
+                Ok(Some((current, v))) if current.status.state == TaskState::Canceled => {
+                    Ok(Saved::Terminal(Box::new(current), v))
+                }
+                _ => self
+                    .persist(task, SaveMode::Overwrite, Some(version))
+                    .await
+                    .map(Saved::Version)
+                    .map_err(|e| rpc(-32603, format!("{e:?}"))),
+            },
         }
     }
 
@@ -1088,7 +1140,7 @@ impl Replica {
                 .await
             {
                 Ok(Saved::Version(v)) => version = v,
-                Ok(Saved::Terminal(t)) => {
+                Ok(Saved::Terminal(t, _)) => {
                     self.record(format!(
                         "{}#{}: {} became {:?} before the effect; no effect",
                         info.conversation, info.turn, t.id, t.status.state
@@ -1190,23 +1242,57 @@ impl Replica {
             set_marker(t, "runnerUntilMs", None);
             t.status = status(next_state.clone());
         };
-        apply(task);
-        let saved = match self.profile.handler.result_save {
-            ResultSave::AsStore => self.save_reapplying(task, Some(version), apply).await,
-            ResultSave::OverwriteUnlessCanceled => match self.load(&task.id).await {
-                Ok(Some((current, _))) if current.status.state == TaskState::Canceled => {
-                    Ok(Saved::Terminal(Box::new(current)))
+        if self.profile.handler.saves == Saves::PerEvent {
+            // The artifact is its own save, before the reply and the final status.
+            let add_artifact = |t: &mut Task| {
+                let artifacts = t.artifacts.get_or_insert_with(Vec::new);
+                if !artifacts
+                    .iter()
+                    .any(|a| a.artifact_id == artifact.artifact_id)
+                {
+                    artifacts.push(artifact.clone());
                 }
-                _ => self
-                    .persist(task, SaveMode::Overwrite, Some(version))
-                    .await
-                    .map(Saved::Version)
-                    .map_err(|e| rpc(-32603, format!("{e:?}"))),
-            },
-        };
+            };
+            add_artifact(task);
+            match self.save_result(task, version, add_artifact).await {
+                Ok(Saved::Version(v)) => {
+                    version = v;
+                    self.record(format!(
+                        "{}#{}: saved artifact turn-{} on {} v{version}",
+                        info.conversation, info.turn, info.turn, task.id
+                    ));
+                    if self.profile.push.on == PushOn::EverySave {
+                        self.push(task).await;
+                    }
+                }
+                Ok(Saved::Terminal(t, v)) => {
+                    // The consumer drops the artifact event and answers with the terminal
+                    // task, but the executor has already queued its final status: that event
+                    // is still applied to the terminal copy just re-read and saved on its
+                    // version, so the CAS passes and the task is reopened (seen run on
+                    // a2a-sdk 1.3.0: EventConsumer._process_event returns, and run() goes on
+                    // to the next queued event).
+                    self.record(format!(
+                        "{}#{}: {} became {:?}; artifact not saved, the queued status is",
+                        info.conversation, info.turn, t.id, t.status.state
+                    ));
+                    let mut fresh = (*t).clone();
+                    push_message(&mut fresh, &reply);
+                    fresh.status = status(next_state.clone());
+                    let saved = self.persist(&fresh, self.save_mode(Some(v)), Some(v)).await;
+                    if saved.is_ok() && self.profile.push.on == PushOn::EverySave {
+                        self.push(&fresh).await;
+                    }
+                    return Ok(*t);
+                }
+                Err(r) => return Err(self.after_effect(r)),
+            }
+        }
+        apply(task);
+        let saved = self.save_result(task, version, apply).await;
         let version = match saved {
             Ok(Saved::Version(v)) => v,
-            Ok(Saved::Terminal(t)) => {
+            Ok(Saved::Terminal(t, _)) => {
                 self.record(format!(
                     "{}#{}: {} became {:?}; result not saved",
                     info.conversation, info.turn, t.id, t.status.state
@@ -1869,7 +1955,8 @@ struct Turn {
 /// The outcome of a save that may have found the task terminal.
 enum Saved {
     Version(u64),
-    Terminal(Box<Task>),
+    /// The task as re-read, terminal, and its version.
+    Terminal(Box<Task>, u64),
 }
 
 /// The replica's own bookkeeping in a task's metadata (one key, so it serialises the same

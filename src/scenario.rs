@@ -90,6 +90,46 @@ pub struct TaskStep {
     pub principal: Option<String>,
 }
 
+/// A turn, named by its conversation and number: what `hold-effect`, `await-effect` and
+/// `release-effect` aim at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TurnStep {
+    /// The conversation.
+    pub conversation: String,
+    /// The turn.
+    pub turn: u32,
+}
+
+/// What an effect step does at the ledger (see [`crate::ledger`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EffectGate {
+    /// From now on the turn's effects are applied on arrival and answered only once
+    /// released: the executor stays inside its effect step.
+    Hold,
+    /// Wait until an effect of the turn has arrived (at most [`AWAIT_EFFECT_MAX`]).
+    Await,
+    /// Answer the turn's held effects, and stop holding it.
+    Release,
+}
+
+impl EffectGate {
+    /// The step's key in a scenario file.
+    pub fn key(self) -> &'static str {
+        match self {
+            EffectGate::Hold => "hold-effect",
+            EffectGate::Await => "await-effect",
+            EffectGate::Release => "release-effect",
+        }
+    }
+}
+
+/// The longest an `await-effect` step waits before the script goes on without it.
+pub const AWAIT_EFFECT_MAX: Duration = Duration::from_secs(10);
+
+/// How often an `await-effect` step looks at the ledger.
+const AWAIT_EFFECT_POLL: Duration = Duration::from_millis(1);
+
 /// A `set-push` step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -176,6 +216,14 @@ pub struct StepTable {
     pub kill_at: Option<PointStep>,
     /// `card = { move-to | streaming | revoke-key | tamper }`: the agent card changes.
     pub card: Option<crate::card::CardStep>,
+    /// `hold-effect = { conversation, turn }`: the ledger answers that turn's effects only
+    /// once released, so its executor stays inside its effect step.
+    pub hold_effect: Option<TurnStep>,
+    /// `await-effect = { conversation, turn }`: wait until that turn's effect reached the
+    /// ledger.
+    pub await_effect: Option<TurnStep>,
+    /// `release-effect = { conversation, turn }`: answer that turn's held effects.
+    pub release_effect: Option<TurnStep>,
 }
 
 /// One step, resolved.
@@ -201,6 +249,8 @@ pub enum Step {
     WaitMs(u64),
     /// Pause until this many simulated ms since the start of the run.
     UntilMs(u64),
+    /// Hold, await or release a turn's effect at the ledger.
+    Effect(EffectGate, TurnStep),
 }
 
 impl Step {
@@ -218,6 +268,14 @@ impl Step {
             Step::Sequence(v) => t.sequence = Some(v.iter().map(Step::to_table).collect()),
             Step::WaitMs(ms) => t.wait_ms = Some(*ms),
             Step::UntilMs(ms) => t.until_ms = Some(*ms),
+            Step::Effect(gate, turn) => {
+                let slot = match gate {
+                    EffectGate::Hold => &mut t.hold_effect,
+                    EffectGate::Await => &mut t.await_effect,
+                    EffectGate::Release => &mut t.release_effect,
+                };
+                *slot = Some(turn.clone());
+            }
             Step::Fault(a) => match a {
                 Action::Kill(h) => t.kill = Some(h.clone()),
                 Action::Restart(h) => t.restart = Some(h.clone()),
@@ -715,6 +773,21 @@ fn resolve(
         let change = c.change().map_err(|why| InputError::new(origin, why))?;
         found.push(Step::Fault(Action::Card(change)));
     }
+    for (gate, step) in [
+        (EffectGate::Hold, &table.hold_effect),
+        (EffectGate::Await, &table.await_effect),
+        (EffectGate::Release, &table.release_effect),
+    ] {
+        if let Some(t) = step {
+            if t.turn == 0 {
+                return Err(InputError::new(
+                    origin,
+                    format!("{}: turn starts at 1", gate.key()),
+                ));
+            }
+            found.push(Step::Effect(gate, t.clone()));
+        }
+    }
     if let Some(drop) = table.drop_reply {
         if drop {
             found.push(Step::Fault(Action::DropNextReply));
@@ -724,7 +797,7 @@ fn resolve(
     }
     match found.len() {
         1 => Ok(found.pop().expect("one")),
-        0 => Err(InputError::new(origin, "a step needs one key: send, cancel, get, subscribe, set-push, concurrent, sequence, kill, restart, partition, partition-oneway, repair, latency, hold, release, buggify, kill-at, heal, wait-ms, until-ms, drop-reply or card")),
+        0 => Err(InputError::new(origin, "a step needs one key: send, cancel, get, subscribe, set-push, concurrent, sequence, kill, restart, partition, partition-oneway, repair, latency, hold, release, buggify, kill-at, heal, wait-ms, until-ms, drop-reply, card, hold-effect, await-effect or release-effect")),
         _ => Err(InputError::new(origin, "a step has more than one key; split it into several [[step]] tables")),
     }
 }
@@ -871,6 +944,21 @@ fn step_pairs(t: &StepTable) -> Vec<(&'static str, String)> {
     }
     if let Some(c) = &t.card {
         out.push(("card", c.to_inline()));
+    }
+    for (key, step) in [
+        ("hold-effect", &t.hold_effect),
+        ("await-effect", &t.await_effect),
+        ("release-effect", &t.release_effect),
+    ] {
+        if let Some(s) = step {
+            out.push((
+                key,
+                inline_table(&[
+                    ("conversation", Some(quote(&s.conversation))),
+                    ("turn", Some(s.turn.to_string())),
+                ]),
+            ));
+        }
     }
     out
 }
@@ -1118,6 +1206,34 @@ fn run_step<'a>(
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
             Step::WaitMs(ms) => tokio::time::sleep(Duration::from_millis(*ms)).await,
+            Step::Effect(gate, t) => {
+                let Some(ledger) = &link.ledger else {
+                    client
+                        .trace
+                        .record("client", format!("skip {}: no ledger", gate.key()));
+                    return;
+                };
+                let what = format!("{} {}#{}", gate.key(), t.conversation, t.turn);
+                match gate {
+                    EffectGate::Hold => ledger.borrow_mut().hold(&t.conversation, t.turn),
+                    EffectGate::Release => ledger.borrow_mut().release(&t.conversation, t.turn),
+                    EffectGate::Await => {
+                        let mut waited = Duration::ZERO;
+                        while !ledger.borrow().arrived(&t.conversation, t.turn) {
+                            if waited >= AWAIT_EFFECT_MAX {
+                                client.trace.record(
+                                    "client",
+                                    format!("{what}: gave up after {} ms", waited.as_millis()),
+                                );
+                                return;
+                            }
+                            tokio::time::sleep(AWAIT_EFFECT_POLL).await;
+                            waited += AWAIT_EFFECT_POLL;
+                        }
+                    }
+                }
+                client.trace.record("client", what);
+            }
             Step::UntilMs(ms) => {
                 let now = crate::trace::now_ms();
                 if *ms > now {
@@ -1192,6 +1308,20 @@ violations = ["no-lost-writes"]
     }
 
     #[test]
+    fn effect_steps_name_a_turn_from_1() {
+        let ok = format!("{ABA}\n[[step]]\nhold-effect = {{ conversation = \"c1\", turn = 2 }}\n");
+        let s = Script::parse(
+            &ok.replace("[expect]\nviolations = [\"no-lost-writes\"]\n", ""),
+            "x",
+        )
+        .unwrap();
+        assert!(matches!(&s.steps[2], Step::Effect(EffectGate::Hold, t) if t.turn == 2));
+        let bad = ok.replace("turn = 2 }\n", "turn = 0 }\n");
+        let err = Script::parse(&bad, "x").unwrap_err().message;
+        assert!(err.contains("hold-effect: turn starts at 1"), "{err}");
+    }
+
+    #[test]
     fn an_unknown_replica_is_refused() {
         let bad = ABA.replace("to = \"replica-1\"", "to = \"replica-7\"");
         assert!(Script::parse(&bad, "x")
@@ -1221,13 +1351,17 @@ latency = { between = ["replica-1", "store"] }
 [[step]]
 drop-reply = true
 [[step]]
+hold-effect = { conversation = "c1", turn = 2 }
+[[step]]
+concurrent = [{ await-effect = { conversation = "c1", turn = 2 } }, { release-effect = { conversation = "c1", turn = 2 } }]
+[[step]]
 get = { conversation = "c1" }
 [expect]
 violations = ["no-lost-writes"]
 "#
         );
         let s = Script::parse(&text, "x.toml").unwrap();
-        assert_eq!(s.step_count(), 11);
+        assert_eq!(s.step_count(), 14);
         let back = Script::parse(&s.to_toml(), "back.toml").unwrap_or_else(|e| {
             panic!("{e}\n{}", s.to_toml());
         });

@@ -836,7 +836,7 @@ fn replicas_named(step: &Step, out: &mut BTreeSet<usize>) {
             _ => {}
         },
         Step::Concurrent(v) | Step::Sequence(v) => v.iter().for_each(|s| replicas_named(s, out)),
-        Step::WaitMs(_) | Step::UntilMs(_) => {}
+        Step::WaitMs(_) | Step::UntilMs(_) | Step::Effect(..) => {}
     }
 }
 

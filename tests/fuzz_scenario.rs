@@ -73,7 +73,7 @@ fn check_steps(steps: &[Step], replicas: usize) -> Result<(), TestCaseError> {
                 }
                 None
             }
-            Step::WaitMs(_) | Step::UntilMs(_) => None,
+            Step::WaitMs(_) | Step::UntilMs(_) | Step::Effect(..) => None,
         };
         if let Some(to) = to {
             prop_assert!(replica_ok(to, replicas), "`to = {to}` accepted");

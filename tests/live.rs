@@ -219,10 +219,13 @@ fn the_fidelity_suite_agrees_with_the_real_a2a_python_sdk() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("0 undocumented disagreements"), "{stdout}");
+    // Every verdict agrees: no disagreement is left to a profile's [fidelity.notes].
+    assert!(stdout.contains(" 0 documented,"), "{stdout}");
     for scenario in [
         "h01-aba-continuation",
         "h02-concurrent-continuations",
         "h03-retry-after-lost-reply",
+        "h04-cancel-during-effect",
         "h08-resubscribe-on-another-replica",
     ] {
         assert!(

@@ -217,6 +217,7 @@ async fn run_world(
     };
     let link = DriverLink {
         apply_now: Some(apply),
+        ledger: Some(ground.ledger.clone()),
         ..DriverLink::default()
     };
     let client = Client::new(history.clone(), trace.clone(), script.request_timeout);

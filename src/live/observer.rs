@@ -196,7 +196,7 @@ pub async fn serve(ground: Ground, trace: Trace) -> turmoil::Result {
                             Err(e) => return Ok(bad(e.to_string())),
                         };
                         request.sent_ms = now_ms();
-                        Ok(ledger::arrive(&ground.ledger, &trace, request))
+                        Ok(ledger::arrive_and_answer(&ground.ledger, &trace, request).await)
                     }
                     "/save" => {
                         let report: SaveReport = match serde_json::from_slice(&body) {
