@@ -13,6 +13,15 @@
 //! 5. composes its reply, writes artifact `turn-n`, and saves the task as input-required,
 //!    or completed on the conversation's last turn.
 //!
+//! A turn whose message asks for an action that needs authorisation ([`NEEDS_AUTH_KEY`])
+//! stops after step 3: the task is saved `auth-required` with no effect. The next message to
+//! it answers that request; whether the answer resumes the turn, or only an out-of-band
+//! grant does, is the profile's `auth.auth_required_resume`.
+//!
+//! In runs that simulate the agent card, the replicas answer `SendStreamingMessage` and
+//! `SubscribeToTask` with `-32004` UnsupportedOperation once the publisher's latest card
+//! says the agent does not stream.
+//!
 //! Every step takes simulated time, so a fault can land between the effect and the save.
 //! How each step treats the store (snapshot cache, CAS, conflict re-application, dedup,
 //! idempotency keys) is chosen by the replica's [`Profile`].
