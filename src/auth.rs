@@ -12,6 +12,18 @@
 //! principal's token is the principal's name, so a server that scopes tasks to their owner
 //! can read the owner from the token. Rasa keeps the end user in message metadata instead
 //! (§4); [`USER_METADATA_KEY`] is that field.
+//!
+//! A task in `auth-required` waits for an authorisation that happens out of band (the Cognigy
+//! seed, 缓存、AUTH_REQUIRED与可执行验收: a second call with a message is not the out-of-band
+//! authorisation, and a message saying "yes" is not a credential). [`Grants`] is where that
+//! authorisation is recorded: the identity provider's consent records. The user grants the
+//! pending action of one task there (a scenario's `authorize` step, or the workload's
+//! client after its answer was not enough); a server that checks reads the record, as a
+//! token-introspection or consent lookup would. It is host-independent state, like the
+//! ledger's ground truth, and the `auth-grant` checker reads it too.
+
+use std::cell::RefCell;
+use std::rc::Rc;
 
 use crate::trace::Fnv;
 
@@ -142,12 +154,60 @@ pub fn verify(header: Option<&str>, issuer: &str, audience: &str) -> Result<Clai
     Ok(claims)
 }
 
+/// One out-of-band authorisation: `subject` authorised the pending action of `task_id` at
+/// the identity provider at `at_ms`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub task_id: String,
+    pub subject: String,
+    pub at_ms: u64,
+}
+
+/// The identity provider's consent records for one run. Cloning shares them.
+#[derive(Debug, Clone, Default)]
+pub struct Grants(Rc<RefCell<Vec<Grant>>>);
+
+impl Grants {
+    /// Records that `subject` authorised task `task_id` at `at_ms`.
+    pub fn grant(&self, task_id: &str, subject: &str, at_ms: u64) {
+        self.0.borrow_mut().push(Grant {
+            task_id: task_id.to_string(),
+            subject: subject.to_string(),
+            at_ms,
+        });
+    }
+
+    /// Whether task `task_id` has a grant; by `subject` when one is named (a server that
+    /// scopes tasks to their owner accepts only the owner's).
+    pub fn granted(&self, task_id: &str, subject: Option<&str>) -> bool {
+        self.0
+            .borrow()
+            .iter()
+            .any(|g| g.task_id == task_id && subject.is_none_or(|s| g.subject == s))
+    }
+
+    /// Every grant, in the order they were made.
+    pub fn all(&self) -> Vec<Grant> {
+        self.0.borrow().clone()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn header(t: &str) -> String {
         format!("Bearer {t}")
+    }
+
+    #[test]
+    fn a_grant_is_for_one_task_and_one_subject() {
+        let g = Grants::default();
+        assert!(!g.granted("t1", None));
+        g.grant("t1", "alice", 10);
+        assert!(g.granted("t1", None) && g.granted("t1", Some("alice")));
+        assert!(!g.granted("t1", Some("bob")) && !g.granted("t2", None));
+        assert_eq!(g.all().len(), 1);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::time::Duration;
 use a2a::{Message, Part, Role, Task, TaskState};
 use serde_json::{json, Value};
 
-use crate::auth::DEFAULT_PRINCIPAL;
+use crate::auth::{Grants, DEFAULT_PRINCIPAL};
 use crate::card::cache::{CardClient, Route};
 use crate::history::{History, Op, OpKind, Outcome, TaskView};
 use crate::net::{self, Call};
@@ -33,6 +33,9 @@ pub struct Client {
     next_rpc_id: Cell<u64>,
     /// The card bootstrap, in runs that simulate the agent card.
     cards: Option<CardClient>,
+    /// The identity provider's consent records, where the user authorises a task's paused
+    /// action out of band ([`Client::authorize`]).
+    grants: Grants,
 }
 
 /// What a call returned.
@@ -44,7 +47,7 @@ pub struct Answer {
 impl Client {
     /// A client recording into `history`, with a timeout per call.
     pub fn new(history: History, trace: Trace, timeout: Duration) -> Rc<Self> {
-        Client::with_cards(history, trace, timeout, None)
+        Client::with_cards(history, trace, timeout, None, Grants::default())
     }
 
     /// A client that bootstraps from the agent card when `cards` is set.
@@ -53,6 +56,7 @@ impl Client {
         trace: Trace,
         timeout: Duration,
         cards: Option<CardClient>,
+        grants: Grants,
     ) -> Rc<Self> {
         Rc::new(Client {
             history,
@@ -60,7 +64,18 @@ impl Client {
             timeout,
             next_rpc_id: Cell::new(1),
             cards,
+            grants,
         })
+    }
+
+    /// The user `principal` authorises the paused action of `conversation`'s task
+    /// `task_id` at the identity provider: out of band, not an A2A call and not a message.
+    pub fn authorize(&self, principal: &str, conversation: &str, task_id: &str) {
+        self.grants.grant(task_id, principal, now_ms());
+        self.trace.record(
+            "client",
+            format!("authorize {conversation} ({task_id}) as {principal}, out of band"),
+        );
     }
 
     /// Where a call goes: the router (`None`), or the route the card names. `Err` is the

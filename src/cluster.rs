@@ -130,6 +130,8 @@ pub struct RunRecord {
     pub error: Option<String>,
     /// The agent card's versions and the client's card decisions (runs that simulate it).
     pub cards: crate::card::CardRecord,
+    /// Every out-of-band authorisation the identity provider recorded, in order.
+    pub grants: Vec<crate::auth::Grant>,
 }
 
 /// Applies a fault at once and resolves when it took effect (a live run's driver, where a
@@ -178,6 +180,30 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         ledger: Some(ledger_state.clone()),
         ..DriverLink::default()
     };
+    let grants = crate::auth::Grants::default();
+
+    // The fault plan, drawn from its own stream of the seed (so drawing it first changes
+    // nothing else): the card setup needs to know which hosts it names.
+    let mut rng = ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(seed, "faults", 0));
+    let fault_rates = spec.faults.resolve(&mut rng);
+    let plan = spec.faults.plan(
+        &fault_rates,
+        &PlanInput {
+            replicas: spec.replicas,
+            window_ms: spec.faults.window_ms,
+        },
+        &mut rng,
+    );
+
+    // The agent card, in runs that simulate it: the router serves it, the replicas answer
+    // the streaming methods by it, and the extra hosts its planned changes name exist
+    // (below). Other runs keep their hosts and their trace.
+    let card_setup = crate::card::setup_for(&spec.workload, &spec.faults, &plan);
+    let cards = card_setup.as_ref().map(|(setup, _)| {
+        let auth = &spec.profile.auth;
+        let card_bearer = auth.card_bearer && auth.bearer == crate::model::BearerRule::Required;
+        crate::card::CardAuthority::new(*setup, card_bearer, trace.clone())
+    });
 
     {
         let (state, trace, chaos) = (store_state.clone(), trace.clone(), chaos.clone());
@@ -207,6 +233,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         let trace = trace.clone();
         let push_world = push_world.clone();
         let chaos = chaos.clone();
+        let (card, grants) = (cards.clone(), grants.clone());
         sim.host(format!("replica-{i}"), move || {
             let b = boot.get();
             boot.set(b + 1);
@@ -231,6 +258,8 @@ pub fn run(spec: &RunSpec) -> RunRecord {
                     push_world: push_world.clone(),
                     trace: trace.clone(),
                     chaos: chaos.clone(),
+                    card: card.clone(),
+                    grants: grants.clone(),
                 },
             ));
             let trace = trace.clone();
@@ -247,35 +276,15 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         });
     }
 
-    // The fault plan, drawn from its own stream of the seed (so drawing it first changes
-    // nothing else): the card setup below needs to know which hosts it names.
-    let mut rng = ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(seed, "faults", 0));
-    let fault_rates = spec.faults.resolve(&mut rng);
-    let plan = spec.faults.plan(
-        &fault_rates,
-        &PlanInput {
-            replicas: spec.replicas,
-            window_ms: spec.faults.window_ms,
-        },
-        &mut rng,
-    );
-
-    // The agent card, in runs that simulate it: the router serves it, and the extra hosts
-    // its planned changes name exist. Other runs keep their hosts and their trace.
-    let cards =
-        crate::card::setup_for(&spec.workload, &spec.faults, &plan).map(|(setup, hosts)| {
-            let auth = &spec.profile.auth;
-            let card_bearer = auth.card_bearer && auth.bearer == crate::model::BearerRule::Required;
-            let authority = crate::card::CardAuthority::new(setup, card_bearer, trace.clone());
-            *control.cards.borrow_mut() = Some(authority.clone());
-            for host in hosts {
-                let (authority, trace, name) = (authority.clone(), trace.clone(), host.clone());
-                sim.host(host, move || {
-                    crate::card::front_door::serve(name.clone(), authority.clone(), trace.clone())
-                });
-            }
-            authority
-        });
+    if let (Some(authority), Some((_, hosts))) = (&cards, card_setup) {
+        *control.cards.borrow_mut() = Some(authority.clone());
+        for host in hosts {
+            let (authority, trace, name) = (authority.clone(), trace.clone(), host.clone());
+            sim.host(host, move || {
+                crate::card::front_door::serve(name.clone(), authority.clone(), trace.clone())
+            });
+        }
+    }
 
     let healed_at_ms = spec.faults.window_ms;
 
@@ -295,7 +304,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         &trace,
         &link,
         healed_at_ms,
-        &cards,
+        (&cards, &grants),
     );
     sim.client("client", client_future);
 
@@ -415,6 +424,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         steps,
         error,
         cards: cards.map(|a| a.record()).unwrap_or_default(),
+        grants: grants.all(),
     }
 }
 
@@ -428,7 +438,7 @@ fn client_future(
     trace: &Trace,
     link: &DriverLink,
     healed_at_ms: u64,
-    cards: &Option<crate::card::CardAuthority>,
+    (cards, grants): (&Option<crate::card::CardAuthority>, &crate::auth::Grants),
 ) -> Pin<Box<dyn Future<Output = turmoil::Result>>> {
     let seed = spec.seed;
     // A script ends once background work (non-blocking turns, pushes) has had a second, and
@@ -452,7 +462,13 @@ fn client_future(
         });
         crate::card::cache::CardClient::new(knobs, authority.clone(), timeout, trace.clone())
     });
-    let client = Client::with_cards(history.clone(), trace.clone(), timeout, cards);
+    let client = Client::with_cards(
+        history.clone(),
+        trace.clone(),
+        timeout,
+        cards,
+        grants.clone(),
+    );
     let link = link.clone();
     let liveness_ms = spec.faults.liveness_ms;
     match workload.clone() {

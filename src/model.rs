@@ -333,6 +333,19 @@ pub enum OwnerScope {
     TokenSubject,
 }
 
+/// What resumes a task the agent put in `auth-required` (A2A-BEHAVIOURS.md §1: an
+/// interrupted state; the Cognigy seed: a message saying "yes" is not a credential).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AuthResume {
+    /// Any message to the task: the agent takes the client's answer as the authorisation
+    /// and runs the action it paused, as it would after input-required.
+    AnyMessage,
+    /// Only an out-of-band grant for the task ([`crate::auth::Grants`]; the owner's, when
+    /// tasks are scoped to owners). A message without one leaves the task auth-required.
+    Grant,
+}
+
 /// Server-side authentication and authorisation knobs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -343,6 +356,18 @@ pub struct AuthKnobs {
     pub card_bearer: bool,
     /// Whose tasks a caller may touch.
     pub owner: OwnerScope,
+    /// What resumes an `auth-required` task. Optional, so that profiles written before it
+    /// keep loading: absent means `any-message` (see [`AuthKnobs::resume`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_required_resume: Option<AuthResume>,
+}
+
+impl AuthKnobs {
+    /// What resumes an `auth-required` task: the knob, or `any-message` when a profile
+    /// written before it leaves it out (its agent was never asked for authorisation).
+    pub fn resume(&self) -> AuthResume {
+        self.auth_required_resume.unwrap_or(AuthResume::AnyMessage)
+    }
 }
 
 /// How long a client keeps an agent card before it fetches it again.
@@ -385,6 +410,20 @@ pub struct CardKnobs {
     /// The execution URL a card names must be on an origin the caller allows (the card's
     /// own origin, which is its credential's audience); otherwise the card is refused.
     pub pin_origins: bool,
+    /// The card fetch carries the caller's credential (Cognigy's client node: "Use
+    /// Authentication for Agent Discovery", off by default). Calls carry it either way.
+    /// Optional, so that `[card]` groups written before it keep loading: absent means
+    /// `true` (see [`CardKnobs::fetch_with_credential`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovery_credential: Option<bool>,
+}
+
+impl CardKnobs {
+    /// Whether the card fetch carries the caller's credential: the knob, or `true` (the
+    /// behaviour before the knob existed) when a profile leaves it out.
+    pub fn fetch_with_credential(&self) -> bool {
+        self.discovery_credential.unwrap_or(true)
+    }
 }
 
 /// One replica behaviour model.
@@ -477,6 +516,22 @@ pub const KNOBS: &[&str] = &[
     "auth.owner",
 ];
 
+/// Whether a profile sets an optional knob.
+pub type KnobSet = fn(&Profile) -> bool;
+
+/// Optional knobs, added after profiles were written: cited when a profile sets them (every
+/// built-in profile does), defaulted when it does not.
+pub const OPTIONAL_KNOBS: &[(&str, KnobSet)] = &[
+    ("auth.auth_required_resume", |p| {
+        p.auth.auth_required_resume.is_some()
+    }),
+    ("card.discovery_credential", |p| {
+        p.card
+            .as_ref()
+            .is_some_and(|c| c.discovery_credential.is_some())
+    }),
+];
+
 /// Knob paths of the optional `[card]` group, cited when the group is present.
 pub const CARD_KNOBS: &[&str] = &[
     "card.cache",
@@ -494,7 +549,12 @@ impl Profile {
             Some(_) => CARD_KNOBS,
             None => &[],
         };
-        for knob in KNOBS.iter().chain(card_knobs) {
+        let optional: Vec<&str> = OPTIONAL_KNOBS
+            .iter()
+            .filter(|(_, present)| present(&profile))
+            .map(|(k, _)| *k)
+            .collect();
+        for knob in KNOBS.iter().chain(card_knobs).chain(&optional) {
             match profile.sources.get(*knob) {
                 Some(s) if !s.trim().is_empty() => {}
                 _ => {
@@ -507,11 +567,11 @@ impl Profile {
                 }
             }
         }
-        if let Some(extra) = profile
-            .sources
-            .keys()
-            .find(|k| !KNOBS.contains(&k.as_str()) && !card_knobs.contains(&k.as_str()))
-        {
+        if let Some(extra) = profile.sources.keys().find(|k| {
+            !KNOBS.contains(&k.as_str())
+                && !card_knobs.contains(&k.as_str())
+                && !optional.contains(&k.as_str())
+        }) {
             return Err(InputError::new(
                 origin,
                 format!("[sources] names `{extra}`, which is not a knob"),
@@ -585,6 +645,43 @@ mod tests {
         }
         let p = Profile::parse(&old, "old.toml").unwrap_or_else(|e| panic!("{e}"));
         assert!(p.card.is_none());
+    }
+
+    #[test]
+    fn optional_knobs_are_cited_when_set_and_default_when_absent() {
+        for (name, _) in BUILTIN {
+            let p = Profile::load(name).unwrap();
+            assert!(
+                p.auth.auth_required_resume.is_some(),
+                "{name} sets auth.auth_required_resume"
+            );
+            let card = p.card.as_ref().unwrap();
+            assert!(
+                card.discovery_credential.is_some(),
+                "{name} sets card.discovery_credential"
+            );
+        }
+        let (_, text) = BUILTIN[0];
+        let uncited = text.replace(
+            "\"auth.auth_required_resume\"",
+            "\"auth.auth_required_resume_typo\"",
+        );
+        let err = Profile::parse(&uncited, "x.toml").unwrap_err().to_string();
+        assert!(err.contains("auth.auth_required_resume"), "{err}");
+        // Left out with its source, the knob takes its default.
+        let old: String = text
+            .lines()
+            .filter(|l| {
+                !l.starts_with("auth_required_resume")
+                    && !l.starts_with("\"auth.auth_required_resume\"")
+                    && !l.starts_with("discovery_credential")
+                    && !l.starts_with("\"card.discovery_credential\"")
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let p = Profile::parse(&old, "old.toml").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.auth.resume(), AuthResume::AnyMessage);
+        assert!(p.card.unwrap().fetch_with_credential());
     }
 
     #[test]

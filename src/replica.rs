@@ -13,6 +13,15 @@
 //! 5. composes its reply, writes artifact `turn-n`, and saves the task as input-required,
 //!    or completed on the conversation's last turn.
 //!
+//! A turn whose message asks for an action that needs authorisation ([`NEEDS_AUTH_KEY`])
+//! stops after step 3: the task is saved `auth-required` with no effect. The next message to
+//! it answers that request; whether the answer resumes the turn, or only an out-of-band
+//! grant does, is the profile's `auth.auth_required_resume`.
+//!
+//! In runs that simulate the agent card, the replicas answer `SendStreamingMessage` and
+//! `SubscribeToTask` with `-32004` UnsupportedOperation once the publisher's latest card
+//! says the agent does not stream.
+//!
 //! Every step takes simulated time, so a fault can land between the effect and the save.
 //! How each step treats the store (snapshot cache, CAS, conflict re-application, dedup,
 //! idempotency keys) is chosen by the replica's [`Profile`]. With `handler.saves =
@@ -41,9 +50,9 @@ use tokio::sync::mpsc;
 use crate::buggify::{KillPoint, Point, SharedChaos};
 use crate::ledger::{self, EffectRequest};
 use crate::model::{
-    AfterEffect, BearerRule, DedupScope, MismatchRule, NonBlockingToWorking, OwnerScope, Placement,
-    Profile, PushOn, PushValidate, ResultSave, Saves, SecondCancel, StopRule, SubscribeSource,
-    SubscribeUnknown, UnknownTask,
+    AfterEffect, AuthResume, BearerRule, DedupScope, MismatchRule, NonBlockingToWorking,
+    OwnerScope, Placement, Profile, PushOn, PushValidate, ResultSave, Saves, SecondCancel,
+    StopRule, SubscribeSource, SubscribeUnknown, UnknownTask,
 };
 use crate::net::{self, BoxBody, ChannelBody};
 use crate::push::{Egress, PushReport, SharedPush};
@@ -133,6 +142,28 @@ impl TurnInfo {
     }
 }
 
+/// The data-part key by which a turn asks for an action that needs the user's authorisation
+/// (a payment, a booking): the agent answers it with `auth-required` until authorised.
+pub const NEEDS_AUTH_KEY: &str = "needsAuthorization";
+
+/// Whether a message's turn asks for an action that needs authorisation.
+pub fn needs_auth(message: &Message) -> bool {
+    message.parts.iter().any(|p| match &p.content {
+        PartContent::Data(v) => v.get(NEEDS_AUTH_KEY).and_then(Value::as_bool) == Some(true),
+        _ => false,
+    })
+}
+
+/// Marks a turn's message as asking for an action that needs authorisation.
+pub fn ask_for_authorised_action(message: &mut Message) {
+    for p in &mut message.parts {
+        if let PartContent::Data(Value::Object(map)) = &mut p.content {
+            map.insert(NEEDS_AUTH_KEY.to_string(), Value::Bool(true));
+            return;
+        }
+    }
+}
+
 /// An A2A error answer: a JSON-RPC error, or an HTTP status (Rasa's 409 for a duplicate in
 /// flight).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -193,6 +224,11 @@ pub struct Wiring {
     pub trace: Trace,
     /// The run's fault points (BUGGIFY and kill points).
     pub chaos: SharedChaos,
+    /// The agent card's publisher, in runs that simulate the card: the replica serves the
+    /// streaming methods only while the card says the agent streams.
+    pub card: Option<crate::card::CardAuthority>,
+    /// The identity provider's out-of-band grants (`auth.auth_required_resume = "grant"`).
+    pub grants: crate::auth::Grants,
 }
 
 /// One replica process.
@@ -216,6 +252,8 @@ pub struct Replica {
     next_id: Cell<u64>,
     trace: Trace,
     chaos: SharedChaos,
+    card: Option<crate::card::CardAuthority>,
+    grants: crate::auth::Grants,
 }
 
 impl Replica {
@@ -228,6 +266,8 @@ impl Replica {
             push_world,
             trace,
             chaos,
+            card,
+            grants,
         } = wiring;
         let stream =
             crate::trace::derive_seed(seed, "replica", ((index as u64) << 32) | u64::from(boot));
@@ -246,7 +286,15 @@ impl Replica {
             next_id: Cell::new(1),
             trace,
             chaos,
+            card,
+            grants,
         }
+    }
+
+    /// Whether the agent streams: what its card says (the publisher's latest revision, in
+    /// runs that simulate the card), and always otherwise.
+    fn streams(&self) -> bool {
+        self.card.as_ref().is_none_or(|c| c.streams())
     }
 
     fn new_id(&self, kind: &str) -> String {
@@ -487,7 +535,7 @@ impl Replica {
             ),
             env!("CARGO_PKG_VERSION"),
             &url,
-            true,
+            self.streams(),
             self.profile.push.supported,
         )
     }
@@ -547,6 +595,20 @@ impl Replica {
                 rpc(
                     -32009,
                     format!("A2A-Version `{version}` is not supported; send 1.0"),
+                ),
+            );
+        }
+        if a2a::jsonrpc::methods::is_streaming(method) && !self.streams() {
+            // The card turned streaming off: a client still holding the older card is
+            // told so, and nothing runs (A2A-BEHAVIOURS.md §1: -32004 UnsupportedOperation).
+            self.record(format!(
+                "refused {method}: the agent card says the agent does not stream"
+            ));
+            return self.rpc_error(
+                id,
+                rpc(
+                    a2a::errors::error_code::UNSUPPORTED_OPERATION,
+                    format!("{method} is not supported: the agent card says capabilities.streaming = false"),
                 ),
             );
         }
@@ -895,6 +957,9 @@ impl Replica {
         dedup_key: String,
     ) -> Result<Begun, Refusal> {
         let release = || release_claim(dedup_store.as_ref(), &dedup_key);
+        // A message to a task that waits for authorisation answers that request (the
+        // request is a marker in the task, so a takeover of the answer knows it too).
+        let answering_auth = auth_pending(&task);
         let mut version = version;
         let user_message = message.clone();
         if self.profile.handler.saves == Saves::PerEvent {
@@ -976,6 +1041,7 @@ impl Replica {
             _guard: guard,
             mismatch,
             dedup: dedup_store.map(|d| (d, dedup_key)),
+            answering_auth,
         })))
     }
 
@@ -1090,9 +1156,17 @@ impl Replica {
             _guard,
             mismatch,
             dedup,
+            answering_auth,
         } = *turn;
         let result = self
-            .run_turn(&info, &message, &mut task, version, &active, sink)
+            .run_turn(
+                &info,
+                &message,
+                &mut task,
+                (version, answering_auth),
+                &active,
+                sink,
+            )
             .await;
         active.running.set(false);
         if let Some((store, key)) = dedup {
@@ -1111,7 +1185,7 @@ impl Replica {
         info: &TurnInfo,
         message: &Message,
         task: &mut Task,
-        version: u64,
+        (version, answering_auth): (u64, bool),
         active: &ActiveTask,
         sink: Option<&mpsc::Sender<StreamResponse>>,
     ) -> Result<Task, Refusal> {
@@ -1122,6 +1196,14 @@ impl Replica {
         tokio::time::sleep(self.draw(self.timing.think_ms)).await;
         if active.canceled.get() {
             return self.canceled_result(task).await;
+        }
+
+        // The action needs the user's authorisation (the turn asked for one, or the task
+        // waits for one): without it, the task asks for it and nothing runs.
+        if (needs_auth(message) || answering_auth) && !self.authorised(task, answering_auth) {
+            return self
+                .ask_for_auth(info, message, task, (version, active), sink)
+                .await;
         }
 
         // Fence: record the effect intent with CAS, so a cancel that landed first stops the
@@ -1240,6 +1322,7 @@ impl Replica {
             push_message(t, &reply);
             set_marker(t, "effectPending", None);
             set_marker(t, "runnerUntilMs", None);
+            set_marker(t, "authPending", None);
             t.status = status(next_state.clone());
         };
         if self.profile.handler.saves == Saves::PerEvent {
@@ -1334,6 +1417,82 @@ impl Replica {
             let messages = task.history.as_ref().map_or(0, Vec::len);
             tokio::task::spawn_local(async move { me.expire_input(&id, messages).await });
         }
+        Ok(task.clone())
+    }
+
+    /// Whether the paused action of `task` may run now (`auth.auth_required_resume`): with
+    /// `any-message`, when this message answers the request (the agent takes the answer as
+    /// the authorisation); with `grant`, only when the identity provider holds a grant for
+    /// the task (the owner's, when tasks are scoped to owners), whatever the message says.
+    fn authorised(&self, task: &Task, answering: bool) -> bool {
+        match self.profile.auth.resume() {
+            AuthResume::AnyMessage => answering,
+            AuthResume::Grant => {
+                let owner =
+                    (self.profile.auth.owner == OwnerScope::TokenSubject).then(|| owner_of(task));
+                self.grants.granted(&task.id, owner)
+            }
+        }
+    }
+
+    /// Pauses the turn: the task goes to `auth-required`, asking the user to authorise the
+    /// action out of band; no effect, no artifact.
+    async fn ask_for_auth(
+        self: &Rc<Self>,
+        info: &TurnInfo,
+        message: &Message,
+        task: &mut Task,
+        (version, active): (u64, &ActiveTask),
+        sink: Option<&mpsc::Sender<StreamResponse>>,
+    ) -> Result<Task, Refusal> {
+        let request = TaskStatus {
+            state: TaskState::AuthRequired,
+            message: Some(Message {
+                message_id: format!("{}-auth-required", message.message_id),
+                context_id: Some(task.context_id.clone()),
+                task_id: Some(task.id.clone()),
+                role: Role::Agent,
+                parts: vec![Part::text(format!(
+                    "turn {} needs your authorisation: grant it at the identity provider, then answer",
+                    info.turn
+                ))],
+                metadata: None,
+                extensions: None,
+                reference_task_ids: None,
+            }),
+            timestamp: None,
+        };
+        let pending = json!({"turn": info.turn, "messageId": message.message_id});
+        let apply = |t: &mut Task| {
+            set_marker(t, "effectPending", None);
+            set_marker(t, "runnerUntilMs", None);
+            set_marker(t, "authPending", Some(pending.clone()));
+            t.status = request.clone();
+        };
+        apply(task);
+        let version = match self.save_reapplying(task, Some(version), apply).await {
+            Ok(Saved::Version(v)) => v,
+            Ok(Saved::Terminal(t, _)) => return Ok(*t),
+            Err(r) => return Err(r),
+        };
+        self.record(format!(
+            "{}#{}: {} v{version} needs authorisation: auth-required",
+            info.conversation, info.turn, task.id
+        ));
+        if self.profile.handler.cache_snapshot {
+            *active.cached.borrow_mut() = Some((task.clone(), version));
+        }
+        if let Some(tx) = sink {
+            let _ = tx
+                .send(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                    task_id: task.id.clone(),
+                    context_id: task.context_id.clone(),
+                    status: task.status.clone(),
+                    metadata: None,
+                }))
+                .await;
+        }
+        self.push(task).await;
         Ok(task.clone())
     }
 
@@ -1899,7 +2058,9 @@ impl Replica {
                     }
                     let state = snapshot.status.state.clone();
                     last = snapshot;
-                    if state.is_terminal() || state == TaskState::InputRequired {
+                    if state.is_terminal()
+                        || matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
+                    {
                         return;
                     }
                 }
@@ -1950,6 +2111,8 @@ struct Turn {
     _guard: tokio::sync::OwnedMutexGuard<()>,
     mismatch: bool,
     dedup: Option<(TaskStore, String)>,
+    /// The task waited for authorisation when the message came: it answers that request.
+    answering_auth: bool,
 }
 
 /// The outcome of a save that may have found the task terminal.
@@ -2027,6 +2190,16 @@ fn owner_of(task: &Task) -> &str {
         .and_then(|m| m.get("owner"))
         .and_then(Value::as_str)
         .unwrap_or("")
+}
+
+/// Whether a task waits for the authorisation of a paused action (the agent asked for it and
+/// has not run it since).
+fn auth_pending(task: &Task) -> bool {
+    task.metadata
+        .as_ref()
+        .and_then(|m| m.get(MARKER_KEY))
+        .and_then(|m| m.get("authPending"))
+        .is_some()
 }
 
 /// Until when a task's pending effect holds off a cancel, if one is pending.

@@ -29,6 +29,7 @@
 //!
 //! [`Script::to_toml`] writes a scenario back as a readable file.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::rc::Rc;
@@ -74,6 +75,15 @@ pub struct SendStep {
     /// contextId does not match its task's (A2A-BEHAVIOURS.md §6.10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_id: Option<String>,
+    /// The turn asks for an action that needs the user's authorisation: the agent answers
+    /// with `auth-required` until it is authorised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs_auth: Option<bool>,
+    /// Instead of the turn's own message, a reply with this text (`"yes"`) on the
+    /// conversation's task, as a client answers an `auth-required` (or any interrupted)
+    /// task; its messageId is the turn's with `-reply1`, `-reply2`, ... appended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<String>,
 }
 
 /// A step aimed at a conversation's task.
@@ -182,6 +192,9 @@ pub struct StepTable {
     pub subscribe: Option<TaskStep>,
     /// `set-push = { conversation, to?, url, principal? }`
     pub set_push: Option<PushStep>,
+    /// `authorize = { conversation, principal? }`: the user authorises the task's paused
+    /// action at the identity provider, out of band.
+    pub authorize: Option<TaskStep>,
     /// `concurrent = [ {send = ...}, ... ]`: start all at the same simulated instant.
     pub concurrent: Option<Vec<StepTable>>,
     /// `sequence = [ {send = ...}, ... ]`: run in order.
@@ -239,6 +252,8 @@ pub enum Step {
     Subscribe(TaskStep),
     /// CreateTaskPushNotificationConfig.
     SetPush(PushStep),
+    /// An out-of-band authorisation of the conversation's task (not an A2A call).
+    Authorize(TaskStep),
     /// Start every step at the same simulated instant; done when all are.
     Concurrent(Vec<Step>),
     /// Run the steps in order.
@@ -264,6 +279,7 @@ impl Step {
             Step::Get(s) => t.get = Some(s.clone()),
             Step::Subscribe(s) => t.subscribe = Some(s.clone()),
             Step::SetPush(s) => t.set_push = Some(s.clone()),
+            Step::Authorize(s) => t.authorize = Some(s.clone()),
             Step::Concurrent(v) => t.concurrent = Some(v.iter().map(Step::to_table).collect()),
             Step::Sequence(v) => t.sequence = Some(v.iter().map(Step::to_table).collect()),
             Step::WaitMs(ms) => t.wait_ms = Some(*ms),
@@ -407,6 +423,8 @@ fn default_timeout() -> u64 {
 pub const STEPS_MAX: usize = 10_000;
 /// Most replicas a run may have.
 pub const REPLICAS_MAX: usize = 16;
+/// Longest text of a `reply`.
+pub const REPLY_CHARS_MAX: usize = 200;
 /// Highest link latency a `latency` step may ask for, simulated ms (an hour). Waits are not
 /// bounded: a run's simulated-time budget cuts a scenario that waits too long.
 pub const STEP_MS_MAX: u64 = 3_600_000;
@@ -636,6 +654,21 @@ fn resolve(
         if s.turn == 0 {
             return Err(InputError::new(origin, "send: turn starts at 1"));
         }
+        if let Some(text) = &s.reply {
+            if text.is_empty() || text.len() > REPLY_CHARS_MAX || text.chars().any(char::is_control)
+            {
+                return Err(InputError::new(
+                    origin,
+                    format!("send: reply must be 1..={REPLY_CHARS_MAX} characters, no control characters"),
+                ));
+            }
+            if s.needs_auth == Some(true) {
+                return Err(InputError::new(
+                    origin,
+                    "send: a reply answers a request; it cannot be one (needs_auth)",
+                ));
+            }
+        }
         found.push(Step::Send(s.clone()));
     }
     for (step, make) in [
@@ -648,6 +681,16 @@ fn resolve(
             check_principal(&s.principal, origin)?;
             found.push(make(s.clone()));
         }
+    }
+    if let Some(s) = &table.authorize {
+        if s.to.is_some() {
+            return Err(InputError::new(
+                origin,
+                "authorize happens at the identity provider, out of band: it takes no `to`",
+            ));
+        }
+        check_principal(&s.principal, origin)?;
+        found.push(Step::Authorize(s.clone()));
     }
     if let Some(s) = &table.set_push {
         check_to(&s.to, replicas, origin)?;
@@ -797,7 +840,7 @@ fn resolve(
     }
     match found.len() {
         1 => Ok(found.pop().expect("one")),
-        0 => Err(InputError::new(origin, "a step needs one key: send, cancel, get, subscribe, set-push, concurrent, sequence, kill, restart, partition, partition-oneway, repair, latency, hold, release, buggify, kill-at, heal, wait-ms, until-ms, drop-reply, card, hold-effect, await-effect or release-effect")),
+        0 => Err(InputError::new(origin, "a step needs one key: send, cancel, get, subscribe, set-push, authorize, concurrent, sequence, kill, restart, partition, partition-oneway, repair, latency, hold, release, buggify, kill-at, heal, wait-ms, until-ms, drop-reply, card, hold-effect, await-effect or release-effect")),
         _ => Err(InputError::new(origin, "a step has more than one key; split it into several [[step]] tables")),
     }
 }
@@ -860,6 +903,8 @@ fn step_pairs(t: &StepTable) -> Vec<(&'static str, String)> {
                 ("streaming", s.streaming.map(|b| b.to_string())),
                 ("principal", q(&s.principal)),
                 ("context_id", q(&s.context_id)),
+                ("needs_auth", s.needs_auth.map(|b| b.to_string())),
+                ("reply", q(&s.reply)),
             ]),
         ));
     }
@@ -871,6 +916,9 @@ fn step_pairs(t: &StepTable) -> Vec<(&'static str, String)> {
     }
     if let Some(s) = &t.subscribe {
         out.push(("subscribe", task(s)));
+    }
+    if let Some(s) = &t.authorize {
+        out.push(("authorize", task(s)));
     }
     if let Some(s) = &t.set_push {
         out.push((
@@ -1030,19 +1078,34 @@ pub async fn run_script(
     link: DriverLink,
     tail: Duration,
 ) {
+    let run = Run {
+        script,
+        seed,
+        client: &client,
+        link: &link,
+        replies: RefCell::default(),
+    };
     for step in &script.steps {
-        run_step(step, script, seed, &client, &link).await;
+        run_step(step, &run).await;
     }
     tokio::time::sleep(tail).await;
 }
 
-fn run_step<'a>(
-    step: &'a Step,
+/// What every step of one script run shares.
+struct Run<'a> {
     script: &'a Script,
     seed: u64,
     client: &'a Rc<Client>,
     link: &'a DriverLink,
+    /// Replies sent so far per (conversation, turn): each reply's messageId is its own.
+    replies: RefCell<BTreeMap<(String, u32), u32>>,
+}
+
+fn run_step<'a>(
+    step: &'a Step,
+    run: &'a Run<'a>,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + 'a>> {
+    let (script, seed, client, link) = (run.script, run.seed, run.client, run.link);
     Box::pin(async move {
         let task_of = |c: &str| link.tasks.borrow().get(c).cloned();
         match step {
@@ -1055,16 +1118,29 @@ fn run_step<'a>(
                 let own_ctx = workload::context_id(seed, &s.conversation);
                 let ctx = s.context_id.clone().unwrap_or_else(|| own_ctx.clone());
                 let principal = s.principal.as_deref().unwrap_or(DEFAULT_PRINCIPAL);
-                let mid = s
-                    .message_id
-                    .clone()
-                    .unwrap_or_else(|| workload::message_id(seed, &s.conversation, s.turn));
-                let task_id = if s.turn > 1 {
+                let own_mid = workload::message_id(seed, &s.conversation, s.turn);
+                let mid = match (&s.message_id, &s.reply) {
+                    (Some(m), _) => m.clone(),
+                    (None, Some(_)) => {
+                        let mut replies = run.replies.borrow_mut();
+                        let n = replies.entry((s.conversation.clone(), s.turn)).or_insert(0);
+                        *n += 1;
+                        format!("{own_mid}-reply{n}")
+                    }
+                    (None, None) => own_mid,
+                };
+                let task_id = if s.turn > 1 || s.reply.is_some() {
                     task_of(&s.conversation)
                 } else {
                     None
                 };
-                let message = Client::turn_message(&info, &mid, &ctx, task_id.as_deref());
+                let mut message = Client::turn_message(&info, &mid, &ctx, task_id.as_deref());
+                if let Some(text) = &s.reply {
+                    message.parts[0] = a2a::Part::text(text.clone());
+                }
+                if s.needs_auth == Some(true) {
+                    crate::replica::ask_for_authorised_action(&mut message);
+                }
                 let blocking = s.blocking.unwrap_or(true);
                 let mut params = json!({ "message": message });
                 if !blocking {
@@ -1162,6 +1238,17 @@ fn run_step<'a>(
                     }
                 }
             }
+            Step::Authorize(s) => {
+                let Some(id) = task_of(&s.conversation) else {
+                    client.trace.record(
+                        "client",
+                        format!("skip authorize on {}: no task yet", s.conversation),
+                    );
+                    return;
+                };
+                let principal = s.principal.as_deref().unwrap_or(DEFAULT_PRINCIPAL);
+                client.authorize(principal, &s.conversation, &id);
+            }
             Step::SetPush(s) => {
                 let Some(id) = task_of(&s.conversation) else {
                     client.trace.record(
@@ -1185,15 +1272,12 @@ fn run_step<'a>(
                     .await;
             }
             Step::Concurrent(steps) => {
-                let futures: Vec<_> = steps
-                    .iter()
-                    .map(|s| run_step(s, script, seed, client, link))
-                    .collect();
+                let futures: Vec<_> = steps.iter().map(|s| run_step(s, run)).collect();
                 join_all(futures).await;
             }
             Step::Sequence(steps) => {
                 for s in steps {
-                    run_step(s, script, seed, client, link).await;
+                    run_step(s, run).await;
                 }
             }
             Step::Fault(action) => {

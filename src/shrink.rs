@@ -342,6 +342,9 @@ pub fn convert(record: &RunRecord) -> Conversion {
                 streaming: None,
                 principal: principal.clone(),
                 context_id: foreign_context.then(|| "ctx-foreign".to_string()),
+                // Not in the history: a shrunk run does not ask for authorisation.
+                needs_auth: None,
+                reply: None,
             }),
             OpKind::Get { .. } => Step::Get(task(conversation.clone())),
             OpKind::Cancel { .. } => Step::Cancel(task(conversation.clone())),
@@ -822,6 +825,7 @@ fn replicas_named(step: &Step, out: &mut BTreeSet<usize>) {
         Step::Send(s) => s.to.iter().for_each(|h| add(h)),
         Step::Cancel(s) | Step::Get(s) | Step::Subscribe(s) => s.to.iter().for_each(|h| add(h)),
         Step::SetPush(s) => s.to.iter().for_each(|h| add(h)),
+        Step::Authorize(_) => {}
         Step::Fault(a) => match a {
             Action::Kill(h) | Action::Restart(h) => add(h),
             Action::Partition(a, b)
@@ -891,7 +895,9 @@ fn renumbered(steps: &[Step], rename: bool, renumber: bool) -> Vec<Step> {
     for p in tree::leaves(steps) {
         let (c, t) = match tree::get(steps, &p) {
             Step::Send(s) => (&s.conversation, Some(s.turn)),
-            Step::Cancel(s) | Step::Get(s) | Step::Subscribe(s) => (&s.conversation, None),
+            Step::Cancel(s) | Step::Get(s) | Step::Subscribe(s) | Step::Authorize(s) => {
+                (&s.conversation, None)
+            }
             Step::SetPush(s) => (&s.conversation, None),
             _ => continue,
         };
@@ -931,6 +937,10 @@ fn renumbered(steps: &[Step], rename: bool, renumber: bool) -> Vec<Step> {
             ..x.clone()
         }),
         Step::Subscribe(x) => Step::Subscribe(TaskStep {
+            conversation: conv(&x.conversation),
+            ..x.clone()
+        }),
+        Step::Authorize(x) => Step::Authorize(TaskStep {
             conversation: conv(&x.conversation),
             ..x.clone()
         }),
@@ -1568,6 +1578,8 @@ mod tests {
                 streaming: None,
                 principal: None,
                 context_id: None,
+                needs_auth: None,
+                reply: None,
             })
         };
         let events = vec![
@@ -1643,6 +1655,8 @@ mod tests {
                 streaming: None,
                 principal: None,
                 context_id: None,
+                needs_auth: None,
+                reply: None,
             })
         };
         let out = renumbered(&[send("c7", 3), send("c2", 2), send("c7", 4)], true, true);

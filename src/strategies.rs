@@ -335,6 +335,8 @@ fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
             streaming: None,
             principal: None,
             context_id: None,
+            needs_auth: None,
+            reply: None,
         })
     };
     let task = |c: u32, t: &Option<Index>| TaskStep {

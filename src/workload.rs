@@ -25,6 +25,10 @@
 //! tries a conversation's task id once after its first turn; with `context-mismatch-rate`,
 //! one turn is first sent on its own task with another conversation's contextId.
 //!
+//! With `auth-required-rate`, one blocking turn asks for an action that needs the user's
+//! authorisation: the client answers the agent's `auth-required` with a message saying "yes",
+//! and authorises the task out of band only if that did not resume it.
+//!
 //! Every id is derived from the seed and the conversation: nothing random is unseeded.
 
 use std::collections::BTreeMap;
@@ -98,6 +102,12 @@ pub struct WorkloadSpec {
     /// with another conversation's contextId on its own taskId (a confused or malicious
     /// client), once, then the turn itself (A2A-BEHAVIOURS.md §6.10).
     pub context_mismatch_rate: f64,
+    /// Probability that a conversation, at one blocking turn, asks for an action that needs
+    /// the user's authorisation. When the agent answers `auth-required`, the client calls
+    /// again with a message saying "yes" (the seed on Cognigy: the parent may call the tool
+    /// again); only if the task still waits does the user authorise it out of band
+    /// ([`Client::authorize`]), and the client answers once more.
+    pub auth_required_rate: f64,
 }
 
 /// The second principal of a workload: every conversation belongs to
@@ -137,6 +147,7 @@ impl Default for WorkloadSpec {
             swarm: true,
             foreign_reader_rate: 0.0,
             context_mismatch_rate: 0.0,
+            auth_required_rate: 0.0,
         }
     }
 }
@@ -177,6 +188,7 @@ impl WorkloadSpec {
             ("follow-up-rate", self.follow_up_rate),
             ("foreign-reader-rate", self.foreign_reader_rate),
             ("context-mismatch-rate", self.context_mismatch_rate),
+            ("auth-required-rate", self.auth_required_rate),
         ] {
             if !(0.0..=1.0).contains(&rate) {
                 return bad(format!("{name} = {rate} must be in [0, 1]"));
@@ -240,6 +252,8 @@ impl WorkloadSpec {
             &mut out.follow_up_rate,
             &mut out.foreign_reader_rate,
             &mut out.context_mismatch_rate,
+            // Last, so that the rates before it draw what they always drew.
+            &mut out.auth_required_rate,
         ] {
             let keep = rng.random_bool(0.75);
             let scale: f64 = rng.random_range(0.25..=1.75);
@@ -248,8 +262,14 @@ impl WorkloadSpec {
         out
     }
 
-    /// The drawn shape as `name=value` pairs, for printing with the seed.
+    /// The drawn shape as `name=value` pairs, for printing with the seed (`auth-required`
+    /// only when drawn, so that shapes without it print as they always did).
     pub fn describe(&self) -> String {
+        let auth = if self.auth_required_rate > 0.0 {
+            format!(" auth-required={:.3}", self.auth_required_rate)
+        } else {
+            String::new()
+        };
         format!(
             "workload: conversations={} turns={} duplicate={:.3} cancel={:.3} subscribe={:.3} push={:.3} resubscribe={:.3} poll={:.3} follow-up={:.3} foreign-reader={:.3} context-mismatch={:.3}",
             self.conversations,
@@ -263,7 +283,7 @@ impl WorkloadSpec {
             self.follow_up_rate,
             self.foreign_reader_rate,
             self.context_mismatch_rate
-        )
+        ) + &auth
     }
 }
 
@@ -331,6 +351,8 @@ async fn conversation(
         && spec.turns >= 2
         && rng.random_bool(spec.context_mismatch_rate))
     .then(|| rng.random_range(2..=spec.turns));
+    let auth_at = (spec.auth_required_rate > 0.0 && rng.random_bool(spec.auth_required_rate))
+        .then(|| rng.random_range(1..=spec.turns));
     let mut turn = 1;
     while turn <= spec.turns {
         let cancel_now = cancel_at == Some(turn);
@@ -369,11 +391,19 @@ async fn conversation(
         if let (true, Some(id)) = (mismatch_at == Some(turn), &task_id) {
             mismatched_send(spec, seed, client, &name, turn, id).await;
         }
-        let req = Turn::new(spec, seed, &name, &ctx, turn, task_id.as_deref(), blocking);
-        match req.send(spec, client, &mut rng).await {
-            Some(answered) => task_id = answered.or(task_id),
-            // The user gives up on this conversation.
-            None => break,
+        let mut req = Turn::new(spec, seed, &name, &ctx, turn, task_id.as_deref(), blocking);
+        if auth_at == Some(turn) && blocking && !polling {
+            req.needs_auth();
+            match authorised_turn(spec, client, &req, &name, &mut rng).await {
+                Some(answered) => task_id = answered.or(task_id),
+                None => break,
+            }
+        } else {
+            match req.send(spec, client, &mut rng).await {
+                Some(answered) => task_id = answered.or(task_id),
+                // The user gives up on this conversation.
+                None => break,
+            }
         }
         if turn == 1 {
             if let (Some(url), Some(id)) = (&push_url, &task_id) {
@@ -475,6 +505,37 @@ impl Turn {
         }
     }
 
+    /// Marks the turn as asking for an action that needs the user's authorisation.
+    fn needs_auth(&mut self) {
+        if let Ok(mut message) =
+            serde_json::from_value::<a2a::Message>(self.params["message"].clone())
+        {
+            crate::replica::ask_for_authorised_action(&mut message);
+            self.params["message"] = json!(message);
+        }
+    }
+
+    /// A reply with `text` on the turn's task (taskId `task_id`): the `n`th answer to it,
+    /// with its own messageId, as a scenario's `reply` sends it.
+    fn reply(&self, task_id: &str, text: &str, n: u32) -> Turn {
+        let mut params = self.params.clone();
+        let mut kind = self.kind.clone();
+        if let OpKind::Send { message_id, .. } = &mut kind {
+            *message_id = format!("{message_id}-reply{n}");
+            params["message"]["messageId"] = json!(message_id);
+        }
+        params["message"]["taskId"] = json!(task_id);
+        params["message"]["parts"][0] = json!(a2a::Part::text(text));
+        if let Some(data) = params["message"]["parts"][1]["data"].as_object_mut() {
+            data.remove(crate::replica::NEEDS_AUTH_KEY);
+        }
+        Turn {
+            kind,
+            params,
+            ctx: self.ctx.clone(),
+        }
+    }
+
     /// Sends the turn, retrying an unknown outcome (and a 409) with the same messageId, and
     /// sometimes firing a duplicate alongside. `Some(task id)` when it was acknowledged.
     async fn send(
@@ -483,6 +544,18 @@ impl Turn {
         client: &Rc<Client>,
         rng: &mut ChaCha8Rng,
     ) -> Option<Option<String>> {
+        self.send_for_task(spec, client, rng)
+            .await
+            .map(|t| t.map(|t| t.id))
+    }
+
+    /// [`Turn::send`], answering with the task itself.
+    async fn send_for_task(
+        &self,
+        spec: &WorkloadSpec,
+        client: &Rc<Client>,
+        rng: &mut ChaCha8Rng,
+    ) -> Option<Option<a2a::Task>> {
         for attempt in 0..=spec.retries {
             if spec.duplicate_rate > 0.0 && rng.random_bool(spec.duplicate_rate) {
                 let (c, k, p, x) = (
@@ -505,7 +578,7 @@ impl Turn {
                 )
                 .await;
             match answer.outcome {
-                Outcome::Ok => return Some(answer.task.map(|t| t.id)),
+                Outcome::Ok => return Some(answer.task),
                 Outcome::Fail { code, .. } if code != 409 => return None,
                 _ if attempt < spec.retries => {
                     tokio::time::sleep(Duration::from_millis(spec.retry_backoff_ms)).await;
@@ -515,6 +588,36 @@ impl Turn {
         }
         None
     }
+}
+
+/// A turn that asks for an authorised action: sent, then, while the task waits in
+/// `auth-required`, answered "yes" (a message, not a credential); if it still waits, the user
+/// authorises it out of band and the client answers again. `Some(task id)` as
+/// [`Turn::send`] gives it; `None` when the user gives up.
+async fn authorised_turn(
+    spec: &WorkloadSpec,
+    client: &Rc<Client>,
+    req: &Turn,
+    name: &str,
+    rng: &mut ChaCha8Rng,
+) -> Option<Option<String>> {
+    let mut task = req.send_for_task(spec, client, rng).await?;
+    let waits = |t: &Option<a2a::Task>| {
+        t.as_ref()
+            .is_some_and(|t| t.status.state == a2a::TaskState::AuthRequired)
+    };
+    for (n, text) in [(1, "yes"), (2, "authorised")] {
+        if !waits(&task) {
+            break;
+        }
+        let id = task.as_ref().map(|t| t.id.clone()).unwrap_or_default();
+        if n == 2 {
+            client.authorize(crate::auth::DEFAULT_PRINCIPAL, name, &id);
+        }
+        let answer = req.reply(&id, text, n);
+        task = answer.send_for_task(spec, client, rng).await?.or(task);
+    }
+    Some(task.map(|t| t.id))
 }
 
 /// SubscribeToTask through the router; a cut stream is resubscribed (`resubscribe-rate`).

@@ -9,7 +9,7 @@
 
 mod fuzz_support;
 
-use a2a_chaos::model::{Profile, CARD_KNOBS, KNOBS};
+use a2a_chaos::model::{Profile, CARD_KNOBS, KNOBS, OPTIONAL_KNOBS};
 use fuzz_support::{check_input_error, corpus, fuzz, mutate, mutation, pick, toml_noise};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -27,14 +27,15 @@ fn check_parse(text: &str) -> Result<u64, TestCaseError> {
                     "knob {knob} uncited"
                 );
             }
-            // Every cited knob exists: the always-required ones, and the optional card
-            // group's when the profile has one.
+            // Every cited knob exists: the always-required ones, the optional card group's
+            // when the profile has one, and each optional knob the profile sets.
             let card = if p.card.is_some() {
                 CARD_KNOBS.len()
             } else {
                 0
             };
-            prop_assert_eq!(p.sources.len(), KNOBS.len() + card);
+            let optional = OPTIONAL_KNOBS.iter().filter(|(_, set)| set(&p)).count();
+            prop_assert_eq!(p.sources.len(), KNOBS.len() + card + optional);
             let again = toml::to_string(&p)
                 .map_err(|e| TestCaseError::fail(format!("cannot write back: {e}")))?;
             let reparsed = Profile::parse(&again, ORIGIN)

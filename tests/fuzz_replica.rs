@@ -249,6 +249,8 @@ fn run_world(profile: &str, seed: u64, batch: &[Req]) -> Vec<Seen> {
                     push_world: Rc::default(),
                     trace: trace.clone(),
                     chaos: a2a_chaos::buggify::Chaos::shared(seed),
+                    card: None,
+                    grants: Default::default(),
                 },
             ));
             r.serve()

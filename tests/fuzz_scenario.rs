@@ -47,6 +47,10 @@ fn check_steps(steps: &[Step], replicas: usize) -> Result<(), TestCaseError> {
             }
             Step::Cancel(s) | Step::Get(s) | Step::Subscribe(s) => s.to.as_deref(),
             Step::SetPush(s) => s.to.as_deref(),
+            Step::Authorize(s) => {
+                prop_assert!(s.to.is_none(), "authorize with `to`: {s:?}");
+                None
+            }
             Step::Concurrent(inner) | Step::Sequence(inner) => {
                 check_steps(inner, replicas)?;
                 None
@@ -176,26 +180,32 @@ fn send_table() -> impl Strategy<Value = String> {
         proptest::option::of(pick(BOOLS, &[])),
         proptest::option::of(pick(CONVERSATIONS, &[])),
         proptest::bool::weighted(0.05),
+        proptest::option::of(pick(BOOLS, &[])),
+        proptest::option::of(pick(CONVERSATIONS, &["\"\""])),
     )
-        .prop_map(|(c, t, to, mid, blocking, streaming, principal, extra)| {
-            let mut s = format!("{{ conversation = {c}, turn = {t}");
-            for (k, v) in [
-                ("to", to),
-                ("message_id", mid),
-                ("blocking", blocking),
-                ("streaming", streaming),
-                ("principal", principal),
-            ] {
-                if let Some(v) = v {
-                    s.push_str(&format!(", {k} = {v}"));
+        .prop_map(
+            |(c, t, to, mid, blocking, streaming, principal, extra, needs_auth, reply)| {
+                let mut s = format!("{{ conversation = {c}, turn = {t}");
+                for (k, v) in [
+                    ("to", to),
+                    ("message_id", mid),
+                    ("blocking", blocking),
+                    ("streaming", streaming),
+                    ("principal", principal),
+                    ("needs_auth", needs_auth),
+                    ("reply", reply),
+                ] {
+                    if let Some(v) = v {
+                        s.push_str(&format!(", {k} = {v}"));
+                    }
                 }
-            }
-            if extra {
-                s.push_str(", retries = 3");
-            }
-            s.push_str(" }");
-            s
-        })
+                if extra {
+                    s.push_str(", retries = 3");
+                }
+                s.push_str(" }");
+                s
+            },
+        )
 }
 
 fn task_table() -> impl Strategy<Value = String> {
@@ -216,6 +226,7 @@ fn step_pairs() -> impl Strategy<Value = String> {
         1 => task_table().prop_map(|v| format!("cancel = {v}")),
         1 => task_table().prop_map(|v| format!("get = {v}")),
         1 => task_table().prop_map(|v| format!("subscribe = {v}")),
+        1 => task_table().prop_map(|v| format!("authorize = {v}")),
         1 => (task_table(), pick(URLS, &[])).prop_map(|(t, u)| {
             format!("set-push = {}, url = {u} }}", t.trim_end_matches(" }"))
         }),

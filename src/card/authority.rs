@@ -234,6 +234,14 @@ impl CardAuthority {
         s.latest = s.current;
     }
 
+    /// Whether the agent streams now: the streaming capability of the publisher's latest
+    /// revision (a tampered copy changes what clients read, not what the agent does). The
+    /// replicas answer streaming methods by it.
+    pub fn streams(&self) -> bool {
+        let s = self.state.borrow();
+        s.versions[s.latest].streaming
+    }
+
     /// Whether the client's key provider trusts `kid` now, and its secret if so (the
     /// simulated stand-in for a public key).
     pub fn trusted_key(&self, kid: &str, now: u64) -> Option<String> {
@@ -375,5 +383,9 @@ mod tests {
         a.apply(&CardChange::Streaming(false), 10);
         let v = a.current();
         assert!(v.legit && !v.streaming && v.execution_url.contains("router"));
+        assert!(
+            !a.streams(),
+            "the agent stops streaming with the revision that says so"
+        );
     }
 }

@@ -21,6 +21,11 @@
 //! client fails closed, and every call is a definite `fail` that sent nothing until a card
 //! passes.
 //!
+//! The fetch carries the caller's token unless the profile turns discovery credentials off
+//! (`card.discovery_credential = false`, Cognigy's default: discovery needs no key). Either
+//! way a fetched card is only that: the card was fetchable. It authorises nothing, and every
+//! call still carries its principal's token, which the server checks on its own.
+//!
 //! Every call's decision ([`CardUse`]) and every fetch ([`CardFetch`]) is logged in the
 //! authority, for the `credential-audience` and `card-freshness` checkers.
 
@@ -72,6 +77,10 @@ pub struct CardFetch {
     pub etag: Option<String>,
     /// `accepted ...`, `refused: ...`, `not modified`, `failed: ...`.
     pub outcome: String,
+    /// Whose credential the fetch carried, and its audience (`None`: discovery without
+    /// credentials, the profile's `card.discovery_credential = false`). A fetch that
+    /// succeeded shows the card is fetchable, not that any call is authorised.
+    pub credential: Option<(String, String)>,
 }
 
 /// Where a call goes, from the card.
@@ -213,8 +222,13 @@ impl CardClient {
         )
         .header("a2a-version", "1.0");
         call.method = http::Method::GET;
-        if let Some(a) = auth::authorization_for(principal) {
-            call = call.header("authorization", a);
+        // Discovery carries the caller's credential only where the client is set to
+        // (Cognigy's "Use Authentication for Agent Discovery" is off by default); every
+        // call carries it regardless.
+        let credential =
+            auth::authorization_for(principal).filter(|_| self.knobs.fetch_with_credential());
+        if let Some(a) = &credential {
+            call = call.header("authorization", a.clone());
         }
         let conditional = self.knobs.cache == CardCache::Http;
         if let (true, Some(p)) = (conditional, &prior) {
@@ -227,6 +241,10 @@ impl CardClient {
             status: None,
             etag: None,
             outcome: String::new(),
+            credential: credential
+                .as_deref()
+                .and_then(|h| auth::claims_unverified(h.strip_prefix("Bearer ")?))
+                .map(|c| (principal.to_string(), c.audience)),
         };
         let result = match reply {
             Err(e) => Err(format!("card fetch failed: {e}")),

@@ -9,6 +9,7 @@
 //!
 //! Adding a checker is one file in this folder plus one line in [`CHECKERS`].
 
+mod auth_grant;
 mod cancel_idempotent;
 mod card_freshness;
 mod context_match;
@@ -109,6 +110,7 @@ pub const CHECKERS: &[(&str, &dyn Checker)] = &[
     ("context-match", &context_match::ContextMatch),
     ("credential-audience", &credential_audience::CredentialAudience),
     ("card-freshness", &card_freshness::CardFreshness),
+    ("auth-grant", &auth_grant::AuthGrant),
 ];
 
 /// Names of the implemented invariants.

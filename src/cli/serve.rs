@@ -74,6 +74,8 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
             push_world: Rc::default(),
             trace: trace.clone(),
             chaos: chaos.clone(),
+            card: None,
+            grants: Default::default(),
         },
     ));
     // A reader that hangs up after the first line must not take the server down with it.

@@ -68,6 +68,18 @@ pub fn validate(script: &Script, origin: &str) -> Result<(), InputError> {
                         "set-push is unsupported in live mode: the test peer has no push",
                     ))
                 }
+                Step::Authorize(_) => {
+                    return Err(InputError::new(
+                        origin,
+                        "authorize is unsupported in live mode: the test peer never asks for authorisation",
+                    ))
+                }
+                Step::Send(s) if s.needs_auth == Some(true) => {
+                    return Err(InputError::new(
+                        origin,
+                        "needs_auth is unsupported in live mode: the test peer never asks for authorisation",
+                    ))
+                }
                 Step::Fault(action) => match action {
                     Action::Kill(h) | Action::Restart(h) if h.starts_with("replica-") => {}
                     Action::DropNextReply | Action::HealAll => {}
@@ -309,6 +321,8 @@ async fn run_world(
         poll_slowed_until_ms: 0,
         // The card simulation (issue 10) is refused in live mode by `validate`.
         cards: Default::default(),
+        // Scenarios that ask for authorisation are refused in live mode by `validate`.
+        grants: Vec::new(),
     })
 }
 
