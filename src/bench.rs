@@ -927,21 +927,57 @@ impl Report {
                 );
             }
         }
-        // Every §6 hazard the simulator can show must have been shown, too.
-        all_found &= crate::hazards::HAZARDS.iter().all(|h| {
-            self.searches
+        // Per §6 hazard, the model that showed it first; a hazard no model showed fails.
+        let mut every_hazard = true;
+        for h in crate::hazards::HAZARDS {
+            let fastest = self
+                .searches
                 .iter()
-                .any(|s| s.documented.iter().any(|d| d.number == h.number))
+                .flat_map(|s| s.documented.iter().map(move |d| (s, d)))
+                .filter(|(_, d)| d.number == h.number)
+                .min_by(|a, b| a.1.wall_s.total_cmp(&b.1.wall_s));
+            let metric = match fastest {
+                Some((s, d)) => Metric::at_most(
+                    format!("hazard6_fastest_wall_s/h{:02}", h.number),
+                    d.wall_s,
+                    "s",
+                    TARGET_HAZARD_SECS_MAX,
+                )
+                .note(format!("{} seed {}: {}", s.model, d.seed, h.title)),
+                None => Metric {
+                    target: format!("<= {TARGET_HAZARD_SECS_MAX}"),
+                    met: Some(false),
+                    ..Metric::plain(
+                        format!("hazard6_fastest_wall_s/h{:02}", h.number),
+                        f64::NAN,
+                        "s",
+                    )
+                    .note(format!("not shown by any model within the caps: {}", h.title))
+                },
+            };
+            every_hazard &= metric.met == Some(true);
+            all_found &= fastest.is_some();
+            m.push(metric);
+        }
+        m.push(Metric {
+            target: "1".into(),
+            met: Some(every_hazard),
+            ..Metric::plain(
+                "hazards_found_within_target",
+                f64::from(u8::from(every_hazard)),
+                "bool",
+            )
+            .note("every §6 hazard shown within the target by the model that shows it first")
         });
         m.push(Metric {
             target: "1".into(),
             met: Some(all_found),
             ..Metric::plain(
-                "hazards_found_within_target",
+                "hazards_found_within_target_on_every_model",
                 f64::from(u8::from(all_found)),
                 "bool",
             )
-            .note("every §6 hazard shown, each time within the target")
+            .note("every §6 hazard shown, and on every model that showed it within the target")
         });
         m.push(Metric::plain("bench_wall_s", self.wall_s, "s"));
         m
