@@ -952,7 +952,10 @@ impl Report {
                         f64::NAN,
                         "s",
                     )
-                    .note(format!("not shown by any model within the caps: {}", h.title))
+                    .note(format!(
+                        "not shown by any model within the caps: {}",
+                        h.title
+                    ))
                 },
             };
             every_hazard &= metric.met == Some(true);
