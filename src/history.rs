@@ -20,6 +20,11 @@ pub enum OpKind {
         blocking: bool,
         /// Sent with a contextId other than the conversation's (A2A-BEHAVIOURS.md §6.10).
         foreign_context: bool,
+        /// The turn asks for an action that needs the user's authorisation.
+        needs_auth: bool,
+        /// An answer on the turn's task with this text instead of the turn's own message
+        /// (its messageId is the turn's with `-replyN`).
+        reply: Option<String>,
     },
     /// GetTask of the conversation's task.
     Get { conversation: String },

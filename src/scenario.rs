@@ -1152,6 +1152,8 @@ fn run_step<'a>(
                     message_id: mid,
                     blocking,
                     foreign_context: ctx != own_ctx,
+                    needs_auth: s.needs_auth == Some(true),
+                    reply: s.reply.clone(),
                 };
                 let answer = if s.streaming.unwrap_or(false) {
                     client

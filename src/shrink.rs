@@ -331,21 +331,33 @@ pub fn convert(record: &RunRecord) -> Conversion {
                 message_id,
                 blocking,
                 foreign_context,
+                needs_auth,
+                reply,
                 ..
-            } => Step::Send(SendStep {
-                conversation: conversation.clone(),
-                turn: *turn,
-                to: to.clone(),
-                message_id: (*message_id != workload::message_id(seed, &conversation, *turn))
-                    .then(|| message_id.clone()),
-                blocking: (!blocking).then_some(false),
-                streaming: None,
-                principal: principal.clone(),
-                context_id: foreign_context.then(|| "ctx-foreign".to_string()),
-                // Not in the history: a shrunk run does not ask for authorisation.
-                needs_auth: None,
-                reply: None,
-            }),
+            } => {
+                // A reply's messageId is the turn's with `-replyN`, which the script derives
+                // again; any other messageId that is not the turn's own is written out.
+                let own = workload::message_id(seed, &conversation, *turn);
+                let derived = match reply {
+                    Some(_) => message_id
+                        .strip_prefix(&own)
+                        .and_then(|rest| rest.strip_prefix("-reply"))
+                        .is_some_and(|n| n.parse::<u32>().is_ok()),
+                    None => *message_id == own,
+                };
+                Step::Send(SendStep {
+                    conversation: conversation.clone(),
+                    turn: *turn,
+                    to: to.clone(),
+                    message_id: (!derived).then(|| message_id.clone()),
+                    blocking: (!blocking).then_some(false),
+                    streaming: None,
+                    principal: principal.clone(),
+                    context_id: foreign_context.then(|| "ctx-foreign".to_string()),
+                    needs_auth: needs_auth.then_some(true),
+                    reply: reply.clone(),
+                })
+            }
             OpKind::Get { .. } => Step::Get(task(conversation.clone())),
             OpKind::Cancel { .. } => Step::Cancel(task(conversation.clone())),
             OpKind::Subscribe { .. } => Step::Subscribe(task(conversation.clone())),
@@ -371,6 +383,31 @@ pub fn convert(record: &RunRecord) -> Conversion {
     }
     if skipped_push {
         notes.push("set-push operations are left out (their URL is not recorded)".into());
+    }
+    // Out-of-band grants (the user authorising a paused task at the identity provider).
+    for grant in &record.grants {
+        let Some(conversation) = record
+            .conversations
+            .iter()
+            .find(|(_, id)| **id == grant.task_id)
+            .map(|(c, _)| c.clone())
+        else {
+            notes.push(format!(
+                "a grant of task {} is left out: no conversation owns it",
+                grant.task_id
+            ));
+            continue;
+        };
+        events.push(Event {
+            at_ms: grant.at_ms,
+            conversation: Some(conversation.clone()),
+            lane: 0,
+            step: Step::Authorize(TaskStep {
+                conversation,
+                to: None,
+                principal: (grant.subject != DEFAULT_PRINCIPAL).then(|| grant.subject.clone()),
+            }),
+        });
     }
     let mut rate_seen = false;
     let mut unreadable = BTreeSet::new();

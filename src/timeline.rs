@@ -811,6 +811,8 @@ mod tests {
                 message_id: "m".into(),
                 blocking: true,
                 foreign_context: false,
+                needs_auth: false,
+                reply: None,
             },
             invoke_ms: 100,
             complete_ms: 145,

@@ -499,6 +499,8 @@ impl Turn {
                 message_id: mid,
                 blocking,
                 foreign_context: false,
+                needs_auth: false,
+                reply: None,
             },
             params,
             ctx: ctx.to_string(),
@@ -512,6 +514,9 @@ impl Turn {
         {
             crate::replica::ask_for_authorised_action(&mut message);
             self.params["message"] = json!(message);
+            if let OpKind::Send { needs_auth, .. } = &mut self.kind {
+                *needs_auth = true;
+            }
         }
     }
 
@@ -520,9 +525,17 @@ impl Turn {
     fn reply(&self, task_id: &str, text: &str, n: u32) -> Turn {
         let mut params = self.params.clone();
         let mut kind = self.kind.clone();
-        if let OpKind::Send { message_id, .. } = &mut kind {
+        if let OpKind::Send {
+            message_id,
+            needs_auth,
+            reply,
+            ..
+        } = &mut kind
+        {
             *message_id = format!("{message_id}-reply{n}");
             params["message"]["messageId"] = json!(message_id);
+            *needs_auth = false;
+            *reply = Some(text.to_string());
         }
         params["message"]["taskId"] = json!(task_id);
         params["message"]["parts"][0] = json!(a2a::Part::text(text));
@@ -722,6 +735,8 @@ async fn mismatched_send(
         message_id: mid,
         blocking: true,
         foreign_context: true,
+        needs_auth: false,
+        reply: None,
     };
     client
         .unary(

@@ -254,3 +254,76 @@ fn a_fetchable_card_is_not_an_authorised_call() {
         }
     }
 }
+
+/// A swarm failure of `auth-grant` shrinks to the two steps that show it: the turn that asks
+/// for authorisation and the "yes" that resumed it. The history keeps both (`needs_auth`
+/// and `reply` on the send), so the shrunk script reproduces the failure.
+#[test]
+fn an_auth_grant_failure_shrinks_to_the_request_and_the_yes() {
+    let out =
+        std::env::temp_dir().join(format!("a2a-chaos-auth-shrink-{}.toml", std::process::id()));
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_a2a-chaos"))
+        .current_dir(root())
+        .args([
+            "shrink",
+            "tests/experiments/auth-required.toml",
+            "--seed",
+            "0",
+            "--model",
+            "cognigy",
+            "--routing",
+            "context-affinity",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(
+        status.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let script = Script::load(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    let text = script.to_toml();
+    assert!(text.contains("needs_auth = true"), "{text}");
+    assert!(text.contains("reply = \"yes\""), "{text}");
+    let record = run(&script);
+    assert_eq!(verdict(&record, "auth-grant").0, Verdict::Fail, "{text}");
+}
+
+/// The reference's runs authorise tasks out of band; converting such a run back into steps
+/// keeps each grant as an `authorize` step of the conversation that owns the task.
+#[test]
+fn a_converted_run_keeps_its_out_of_band_grants() {
+    let exp = Experiment::load(&root().join("tests/experiments/auth-required.toml")).unwrap();
+    let profile = exp.profiles.iter().find(|p| p.name == "reference").unwrap();
+    let spec = spec_for(&exp, profile, "round-robin", 0, true);
+    let record = cluster::run(&spec);
+    assert!(!record.grants.is_empty(), "the user had to authorise");
+    let converted = a2a_chaos::shrink::convert(&record);
+    let authorised: Vec<_> = converted
+        .events
+        .iter()
+        .filter_map(|e| match &e.step {
+            a2a_chaos::scenario::Step::Authorize(s) => Some(s.conversation.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        authorised.len(),
+        record.grants.len(),
+        "{:?}",
+        converted.notes
+    );
+    for grant in &record.grants {
+        let conversation = record
+            .conversations
+            .iter()
+            .find(|(_, id)| **id == grant.task_id)
+            .map(|(c, _)| c.clone())
+            .unwrap();
+        assert!(authorised.contains(&conversation));
+    }
+}
