@@ -5,10 +5,15 @@
 //! (idempotent, cached under `target/peer-venv/`) and needs python3 and PyPI. Without them it
 //! fails with a clear message, unless `A2A_CHAOS_SKIP_LIVE=1` is set (then it says it skipped).
 //! Every process a test starts is killed by a guard, on failure too.
+//!
+//! The suite runs on SQLite (a fresh file per run). It runs again on PostgreSQL only when
+//! `$A2A_CHAOS_LIVE_DB` is a PostgreSQL URL whose role may create databases (each run makes
+//! its own); otherwise that test prints that it skipped, so CI needs no PostgreSQL.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use a2a_chaos::net::{self, Call, RealNet};
@@ -178,8 +183,12 @@ fn live_refuses_steps_real_processes_cannot_do() {
     assert!(err.contains("unsupported in live mode"), "{err}");
 }
 
-#[test]
-fn the_fidelity_suite_agrees_with_the_real_a2a_python_sdk() {
+/// The fidelity tests run one at a time: `setup.sh` is not safe to run twice at once, and
+/// two suites at once would share the machine's cores.
+static SUITE: Mutex<()> = Mutex::new(());
+
+/// Installs the peer; `false` when it cannot be and `A2A_CHAOS_SKIP_LIVE=1` (the test skips).
+fn install_peer() -> bool {
     let skip = std::env::var("A2A_CHAOS_SKIP_LIVE").is_ok_and(|v| v == "1");
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let setup = Command::new("bash")
@@ -199,18 +208,55 @@ fn the_fidelity_suite_agrees_with_the_real_a2a_python_sdk() {
             };
             if skip {
                 eprintln!("skipped: the a2a-python peer could not be installed (A2A_CHAOS_SKIP_LIVE=1): {why}");
-                return;
+                return false;
             }
             panic!(
                 "tests/peers/a2a-python/setup.sh failed: the fidelity suite needs python3 (with venv) and PyPI; set A2A_CHAOS_SKIP_LIVE=1 to skip it.\n{why}"
             );
         }
     }
+    true
+}
+
+#[test]
+fn the_fidelity_suite_agrees_with_the_real_a2a_python_sdk() {
+    let _one = SUITE.lock().unwrap_or_else(|e| e.into_inner());
+    if !install_peer() {
+        return;
+    }
+    // SQLite, whatever $A2A_CHAOS_LIVE_DB says (the PostgreSQL test below covers that).
     let out = Command::new(bin())
         .args(["fidelity", "tests/fidelity"])
-        .current_dir(root)
+        .env_remove("A2A_CHAOS_LIVE_DB")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .unwrap();
+    assert_all_agree(&out);
+}
+
+#[test]
+fn the_fidelity_suite_agrees_on_postgresql_when_configured() {
+    let url = std::env::var("A2A_CHAOS_LIVE_DB").unwrap_or_default();
+    if !a2a_chaos::live::peer::is_postgres(&url) {
+        eprintln!(
+            "skipped: set A2A_CHAOS_LIVE_DB=postgresql+asyncpg://user:pass@host/db (a role with CREATEDB) to run the fidelity suite on PostgreSQL"
+        );
+        return;
+    }
+    let _one = SUITE.lock().unwrap_or_else(|e| e.into_inner());
+    if !install_peer() {
+        return;
+    }
+    let out = Command::new(bin())
+        .args(["fidelity", "tests/fidelity", "--db", &url])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_all_agree(&out);
+}
+
+/// The fidelity command's output: exit 0, every verdict agreeing, every scenario there.
+fn assert_all_agree(out: &std::process::Output) {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),

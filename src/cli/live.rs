@@ -23,9 +23,10 @@ pub struct PeerArgs {
     /// {venv} {root}.
     #[arg(long, default_value = live::peer::PRESET_A2A_PYTHON)]
     pub peer: String,
-    /// The database the replicas share (SQLAlchemy URL, e.g.
-    /// postgresql+asyncpg://user@localhost/a2a); default a fresh SQLite file per run, or
-    /// $A2A_CHAOS_LIVE_DB.
+    /// The database the replicas share (SQLAlchemy URL); default a fresh SQLite file per run,
+    /// or $A2A_CHAOS_LIVE_DB. With the a2a-python preset, a PostgreSQL URL (e.g.
+    /// postgresql+asyncpg://user:pass@localhost/a2a) names the server: each run creates a
+    /// database of its own there (the role needs CREATEDB) and drops it at the end.
     #[arg(long)]
     pub db: Option<String>,
     /// Where runs keep peer logs and their SQLite file (default target/live-runs).

@@ -48,7 +48,8 @@ pub struct LiveOptions {
     /// How to start replica `i`.
     pub peer: PeerCommand,
     /// The database every replica shares (SQLAlchemy URL); default: a fresh SQLite file in
-    /// the run's work directory.
+    /// the run's work directory. With the preset, a PostgreSQL URL names the server and its
+    /// role: each run creates a database of its own there and drops it at the end.
     pub db: Option<String>,
     /// Where peer logs and the SQLite file go (a fresh directory under it per run).
     pub work_dir: PathBuf,
@@ -166,10 +167,22 @@ async fn run_world(
 
     // The replicas.
     let run_dir = peer::fresh_dir(&options.work_dir).map_err(|e| io("work directory", e))?;
-    let db = options
-        .db
-        .clone()
-        .unwrap_or_else(|| format!("sqlite+aiosqlite:///{}", run_dir.join("tasks.db").display()));
+    // With the preset, a PostgreSQL URL names the server: the run gets a database of its own
+    // there, dropped at the end (after the fleet, declared later, is dropped).
+    let mut run_db = None;
+    let db = match options.db.clone() {
+        None => format!("sqlite+aiosqlite:///{}", run_dir.join("tasks.db").display()),
+        Some(url) if options.peer.is_preset() && peer::is_postgres(&url) => {
+            let sdk = profile.fidelity.clone().unwrap_or_default().sdk;
+            let created = peer::RunDatabase::create(&sdk, &url, &peer::database_name(&run_dir))
+                .map_err(|e| InputError::new("live", e))?;
+            trace.record("driver", format!("PostgreSQL database {}", created.name()));
+            let url = created.url.clone();
+            run_db = Some(created);
+            url
+        }
+        Some(url) => url,
+    };
     let fleet = Rc::new(RefCell::new(peer::Fleet::new(
         options.peer.clone(),
         &profile,
@@ -287,6 +300,7 @@ async fn run_world(
     }
     let sim_ms = crate::trace::now_ms();
     fleet.borrow_mut().stop_all();
+    drop(run_db);
 
     let effects = ground.ledger.borrow().effects().to_vec();
     let saves = ground.saves();

@@ -11,6 +11,11 @@
 //!
 //! Each replica's output goes to `replica-N.log` in the run's directory. Every process is
 //! killed when the fleet is dropped, so a failing run leaves nothing behind.
+//!
+//! With the preset and a PostgreSQL URL, each run gets a database of its own
+//! ([`RunDatabase`]): created on that server before the replicas start (`server.py
+//! --create-db`, from the peer's virtual environment) and dropped when the run ends, so runs
+//! never see each other's tasks.
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
@@ -30,6 +35,11 @@ pub const PRESET_A2A_PYTHON: &str = "a2a-python";
 pub struct PeerCommand(pub String);
 
 impl PeerCommand {
+    /// Whether this is the `a2a-python` preset.
+    pub fn is_preset(&self) -> bool {
+        self.0 == PRESET_A2A_PYTHON
+    }
+
     /// The template, with a preset expanded.
     pub fn template(&self) -> String {
         if self.0 == PRESET_A2A_PYTHON {
@@ -77,6 +87,99 @@ pub fn fresh_dir(base: &Path) -> std::io::Result<PathBuf> {
 
 fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// Whether `url` is a SQLAlchemy URL of a PostgreSQL database (`postgresql://`,
+/// `postgresql+asyncpg://`, ...).
+pub fn is_postgres(url: &str) -> bool {
+    url.split_once("://")
+        .is_some_and(|(scheme, _)| scheme == "postgresql" || scheme.starts_with("postgresql+"))
+}
+
+/// The PostgreSQL database name of the run in `dir` (`a2a_chaos_` and the directory's name,
+/// with `_` for `-`).
+pub fn database_name(dir: &Path) -> String {
+    let stem = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name: String = stem
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("a2a_chaos_{name}")
+}
+
+/// One run's own database on a PostgreSQL server, dropped (with its connections) when this
+/// value is dropped.
+pub struct RunDatabase {
+    python: PathBuf,
+    server: String,
+    name: String,
+    /// The run's database URL: the server's URL with [`database_name`] as its database.
+    pub url: String,
+}
+
+impl RunDatabase {
+    /// Creates database `name` on the PostgreSQL server of `server` (a URL whose role may
+    /// create databases), with the a2a-python peer of SDK `sdk`.
+    pub fn create(sdk: &str, server: &str, name: &str) -> Result<Self, String> {
+        let python = venv_base().join(format!("v{sdk}/bin/python"));
+        let out = Command::new(&python)
+            .arg(root().join("tests/peers/a2a-python/server.py"))
+            .args(["--create-db", name, "--db", server])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+        if !out.status.success() {
+            // The traceback's last line is the reason.
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let why = stderr
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty() && !l.starts_with("(Background"))
+                .unwrap_or("");
+            return Err(format!(
+                "cannot create database {name} on the PostgreSQL server of --db (the role needs CREATEDB) ({}): {}",
+                out.status,
+                why.trim()
+            ));
+        }
+        let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if url.is_empty() {
+            return Err(format!("creating database {name} printed no URL"));
+        }
+        Ok(RunDatabase {
+            python,
+            server: server.to_string(),
+            name: name.to_string(),
+            url,
+        })
+    }
+
+    /// The database's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Drop for RunDatabase {
+    fn drop(&mut self) {
+        let out = Command::new(&self.python)
+            .arg(root().join("tests/peers/a2a-python/server.py"))
+            .args(["--drop-db", &self.name, "--db", &self.server])
+            .stdin(Stdio::null())
+            .output();
+        match out {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => eprintln!(
+                "warning: cannot drop database {}: {}",
+                self.name,
+                String::from_utf8_lossy(&o.stderr).trim()
+            ),
+            Err(e) => eprintln!("warning: cannot drop database {}: {e}", self.name),
+        }
+    }
 }
 
 /// The replicas of one live run.
@@ -296,5 +399,25 @@ pub async fn wait_ready(
             ));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn postgresql_urls_are_recognised() {
+        assert!(is_postgres("postgresql+asyncpg://u:p@localhost/a2a"));
+        assert!(is_postgres("postgresql://u@localhost/a2a"));
+        assert!(!is_postgres("sqlite+aiosqlite:///tmp/tasks.db"));
+        assert!(!is_postgres("postgresqlish"));
+    }
+
+    #[test]
+    fn a_runs_database_is_named_after_its_directory() {
+        let name = database_name(Path::new("target/live-runs/run-1700000000000-42-0"));
+        assert_eq!(name, "a2a_chaos_run_1700000000000_42_0");
+        assert!(name.len() <= 63, "PostgreSQL's identifier limit");
     }
 }

@@ -24,6 +24,11 @@ and written; the wrapper only watches.
 ``server.py --dump --db URL TASK_ID...`` prints the stored tasks as one JSON object (the
 ground truth a live run reads at its end, from the database rather than from a replica).
 
+With PostgreSQL, each live run gets a database of its own: ``server.py --create-db NAME --db
+URL`` creates database NAME on URL's server (the role needs CREATEDB) and prints the run's
+URL (URL with NAME as its database); ``server.py --drop-db NAME --db URL`` drops it at the
+end of the run.
+
 Usage: server.py --port P --name replica-0 --ledger http://127.0.0.1:L --db URL
        [--store plain|versioned] [--think-ms 40] [--compose-ms 10]
 """
@@ -38,6 +43,8 @@ import urllib.request
 import uvicorn
 from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -320,10 +327,38 @@ async def dump(args):
     print(json.dumps({"tasks": tasks}))
 
 
+def database_name(name):
+    """NAME quoted as a PostgreSQL identifier (a2a-chaos makes it from letters, digits, _)."""
+    if not name or not all(c.isalnum() or c == "_" for c in name):
+        sys.exit(f"not a database name a2a-chaos makes: {name!r}")
+    return f'"{name}"'
+
+
+async def create_database(args):
+    """Creates database NAME on the server of --db and prints its URL."""
+    engine = create_async_engine(args.db, isolation_level="AUTOCOMMIT")
+    async with engine.connect() as conn:
+        await conn.execute(text(f"CREATE DATABASE {database_name(args.create_db)}"))
+    await engine.dispose()
+    print(make_url(args.db).set(database=args.create_db).render_as_string(hide_password=False))
+
+
+async def drop_database(args):
+    """Drops database NAME on the server of --db, closing its connections (PostgreSQL 13+)."""
+    engine = create_async_engine(args.db, isolation_level="AUTOCOMMIT")
+    async with engine.connect() as conn:
+        await conn.execute(
+            text(f"DROP DATABASE IF EXISTS {database_name(args.drop_db)} WITH (FORCE)")
+        )
+    await engine.dispose()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dump", action="store_true", help="print the stored tasks IDS")
     parser.add_argument("ids", nargs="*")
+    parser.add_argument("--create-db", metavar="NAME", help="create database NAME on --db's server")
+    parser.add_argument("--drop-db", metavar="NAME", help="drop database NAME on --db's server")
     parser.add_argument("--port", type=int)
     parser.add_argument("--name", default="replica-0")
     parser.add_argument("--ledger", help="http://127.0.0.1:PORT of the ledger")
@@ -335,6 +370,12 @@ def main():
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     if args.dump:
         asyncio.run(dump(args))
+        return
+    if args.create_db:
+        asyncio.run(create_database(args))
+        return
+    if args.drop_db:
+        asyncio.run(drop_database(args))
         return
     if args.port is None or args.ledger is None:
         parser.error("--port and --ledger are required to serve")
