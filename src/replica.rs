@@ -956,7 +956,6 @@ impl Replica {
         dedup_store: Option<TaskStore>,
         dedup_key: String,
     ) -> Result<Begun, Refusal> {
-        let release = || release_claim(dedup_store.as_ref(), &dedup_key);
         // A message to a task that waits for authorisation answers that request (the
         // request is a marker in the task, so a takeover of the answer knows it too).
         let answering_auth = auth_pending(&task);
@@ -971,20 +970,10 @@ impl Replica {
                     push_message(fresh, &user_message)
                 })
                 .await;
-            match saved {
-                Ok(Saved::Version(v)) => version = Some(v),
-                Ok(Saved::Terminal(t, _)) => {
-                    release().await;
-                    return Err(rpc(
-                        self.profile.handler.message_to_terminal_code,
-                        format!("task {} is {:?}", t.id, t.status.state),
-                    ));
-                }
-                Err(r) => {
-                    release().await;
-                    return Err(self.after_effect(r));
-                }
-            }
+            version = Some(
+                self.saved_before_effect(saved, dedup_store.as_ref(), &dedup_key)
+                    .await?,
+            );
         }
         // Append the user message and save the task as working.
         let runner = (self.profile.recovery.sweep_ms > 0)
@@ -1003,22 +992,9 @@ impl Replica {
                 }
             })
             .await;
-        let version = match saved {
-            Ok(Saved::Version(v)) => v,
-            Ok(Saved::Terminal(t, _)) => {
-                release().await;
-                return Err(rpc(
-                    self.profile.handler.message_to_terminal_code,
-                    format!("task {} is {:?}", t.id, t.status.state),
-                ));
-            }
-            Err(r) => {
-                // The working save may have landed (its answer lost): a takeover could still
-                // run this turn, so the outcome is unknown, not refused.
-                release().await;
-                return Err(self.after_effect(r));
-            }
-        };
+        let version = self
+            .saved_before_effect(saved, dedup_store.as_ref(), &dedup_key)
+            .await?;
         self.record(format!(
             "{}#{}: working on {} v{version}",
             info.conversation, info.turn, task.id
@@ -1063,6 +1039,28 @@ impl Replica {
             set_marker(&mut task, "owner", Some(json!(caller.owner())));
         }
         task
+    }
+
+    /// The outcome of a save made before the turn's effect: its version, or, once the
+    /// dedup claim is released, the refusal. A task found terminal is refused with the
+    /// model's code; a failed save may have landed (its answer lost), and a takeover could
+    /// still run the turn, so it is answered as [`Replica::after_effect`] says.
+    async fn saved_before_effect(
+        &self,
+        saved: Result<Saved, Refusal>,
+        dedup_store: Option<&TaskStore>,
+        dedup_key: &str,
+    ) -> Result<u64, Refusal> {
+        let refusal = match saved {
+            Ok(Saved::Version(v)) => return Ok(v),
+            Ok(Saved::Terminal(t, _)) => rpc(
+                self.profile.handler.message_to_terminal_code,
+                format!("task {} is {:?}", t.id, t.status.state),
+            ),
+            Err(r) => self.after_effect(r),
+        };
+        release_claim(dedup_store, dedup_key).await;
+        Err(refusal)
     }
 
     /// Saves `task` based on `version`; on a version conflict, re-reads and applies `reapply`
