@@ -744,7 +744,7 @@ pub fn run(size: BenchSize, mut say: impl FnMut(&str)) -> Report {
     }
 }
 
-/// `value` with `cpu` CPU seconds beside `wall` wall seconds, as a note.
+/// A batch's wall seconds, with its CPU seconds beside them when known, as a note.
 fn cpu_note(t: &Throughput) -> String {
     match t.cpu_s {
         Some(cpu) => format!("{:.2} s wall, {cpu:.2} s CPU", t.wall_s),

@@ -198,12 +198,15 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     // The agent card, in runs that simulate it: the router serves it, the replicas answer
     // the streaming methods by it, and the extra hosts its planned changes name exist
     // (below). Other runs keep their hosts and their trace.
-    let card_setup = crate::card::setup_for(&spec.workload, &spec.faults, &plan);
-    let cards = card_setup.as_ref().map(|(setup, _)| {
-        let auth = &spec.profile.auth;
-        let card_bearer = auth.card_bearer && auth.bearer == crate::model::BearerRule::Required;
-        crate::card::CardAuthority::new(*setup, card_bearer, trace.clone())
-    });
+    let (cards, card_hosts) = match crate::card::setup_for(&spec.workload, &spec.faults, &plan) {
+        Some((setup, hosts)) => {
+            let auth = &spec.profile.auth;
+            let card_bearer = auth.card_bearer && auth.bearer == crate::model::BearerRule::Required;
+            let authority = crate::card::CardAuthority::new(setup, card_bearer, trace.clone());
+            (Some(authority), hosts)
+        }
+        None => (None, BTreeSet::new()),
+    };
 
     {
         let (state, trace, chaos) = (store_state.clone(), trace.clone(), chaos.clone());
@@ -276,9 +279,9 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         });
     }
 
-    if let (Some(authority), Some((_, hosts))) = (&cards, card_setup) {
+    if let Some(authority) = &cards {
         *control.cards.borrow_mut() = Some(authority.clone());
-        for host in hosts {
+        for host in card_hosts {
             let (authority, trace, name) = (authority.clone(), trace.clone(), host.clone());
             sim.host(host, move || {
                 crate::card::front_door::serve(name.clone(), authority.clone(), trace.clone())

@@ -392,18 +392,16 @@ async fn conversation(
             mismatched_send(spec, seed, client, &name, turn, id).await;
         }
         let mut req = Turn::new(spec, seed, &name, &ctx, turn, task_id.as_deref(), blocking);
-        if auth_at == Some(turn) && blocking && !polling {
+        let answered = if auth_at == Some(turn) && blocking && !polling {
             req.needs_auth();
-            match authorised_turn(spec, client, &req, &name, &mut rng).await {
-                Some(answered) => task_id = answered.or(task_id),
-                None => break,
-            }
+            authorised_turn(spec, client, &req, &name, &mut rng).await
         } else {
-            match req.send(spec, client, &mut rng).await {
-                Some(answered) => task_id = answered.or(task_id),
-                // The user gives up on this conversation.
-                None => break,
-            }
+            req.send(spec, client, &mut rng).await
+        };
+        match answered {
+            Some(answered) => task_id = answered.or(task_id),
+            // The user gives up on this conversation.
+            None => break,
         }
         if turn == 1 {
             if let (Some(url), Some(id)) = (&push_url, &task_id) {

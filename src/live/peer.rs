@@ -125,11 +125,7 @@ impl RunDatabase {
     /// create databases), with the a2a-python peer of SDK `sdk`.
     pub fn create(sdk: &str, server: &str, name: &str) -> Result<Self, String> {
         let python = venv_base().join(format!("v{sdk}/bin/python"));
-        let out = Command::new(&python)
-            .arg(root().join("tests/peers/a2a-python/server.py"))
-            .args(["--create-db", name, "--db", server])
-            .stdin(Stdio::null())
-            .output()
+        let out = db_admin(&python, "--create-db", name, server)
             .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
         if !out.status.success() {
             // The traceback's last line is the reason.
@@ -163,13 +159,24 @@ impl RunDatabase {
     }
 }
 
+/// Runs the peer's database administration (`server.py --create-db` or `--drop-db`) for
+/// database `name` on the PostgreSQL server of `server`.
+fn db_admin(
+    python: &Path,
+    action: &str,
+    name: &str,
+    server: &str,
+) -> std::io::Result<std::process::Output> {
+    Command::new(python)
+        .arg(root().join("tests/peers/a2a-python/server.py"))
+        .args([action, name, "--db", server])
+        .stdin(Stdio::null())
+        .output()
+}
+
 impl Drop for RunDatabase {
     fn drop(&mut self) {
-        let out = Command::new(&self.python)
-            .arg(root().join("tests/peers/a2a-python/server.py"))
-            .args(["--drop-db", &self.name, "--db", &self.server])
-            .stdin(Stdio::null())
-            .output();
+        let out = db_admin(&self.python, "--drop-db", &self.name, &self.server);
         match out {
             Ok(o) if o.status.success() => {}
             Ok(o) => eprintln!(
