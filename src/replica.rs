@@ -1400,14 +1400,7 @@ impl Replica {
                     metadata: None,
                 }))
                 .await;
-            let _ = tx
-                .send(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-                    task_id: task.id.clone(),
-                    context_id: task.context_id.clone(),
-                    status: task.status.clone(),
-                    metadata: None,
-                }))
-                .await;
+            let _ = tx.send(status_update(task)).await;
         }
         self.push(task).await;
         if next_state == TaskState::InputRequired && self.profile.handler.input_timeout_ms > 0 {
@@ -1481,14 +1474,7 @@ impl Replica {
             *active.cached.borrow_mut() = Some((task.clone(), version));
         }
         if let Some(tx) = sink {
-            let _ = tx
-                .send(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-                    task_id: task.id.clone(),
-                    context_id: task.context_id.clone(),
-                    status: task.status.clone(),
-                    metadata: None,
-                }))
-                .await;
+            let _ = tx.send(status_update(task)).await;
         }
         self.push(task).await;
         Ok(task.clone())
@@ -2083,12 +2069,7 @@ fn diff(old: &Task, new: &Task) -> Vec<StreamResponse> {
         }));
     }
     if old.status.state != new.status.state {
-        out.push(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-            task_id: new.id.clone(),
-            context_id: new.context_id.clone(),
-            status: new.status.clone(),
-            metadata: None,
-        }));
+        out.push(status_update(new));
     }
     out
 }
@@ -2271,6 +2252,15 @@ pub fn memory_store() -> SharedState {
     Rc::new(RefCell::new(StoreState::default()))
 }
 
+/// The stream event announcing `task`'s current status.
+fn status_update(task: &Task) -> StreamResponse {
+    StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+        task_id: task.id.clone(),
+        context_id: task.context_id.clone(),
+        status: task.status.clone(),
+        metadata: None,
+    })
+}
 #[cfg(test)]
 mod tests {
     use super::*;

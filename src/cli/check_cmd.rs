@@ -84,17 +84,19 @@ pub fn cmd_check(path: &Path, json: bool, jobs: usize) -> Result<i32, InputError
     if json {
         println!("{value}");
     } else {
-        println!(
-            "{}",
-            if met {
-                "expectations met"
-            } else {
-                "expectations NOT met"
-            }
-        );
+        println!("{}", expectations_line(met));
         if let Some(first) = value.get("first_violation").filter(|v| !v.is_null()) {
             println!("reproduce: {}", first["reproduce"].as_str().unwrap_or(""));
         }
     }
     Ok(if met { 0 } else { 1 })
+}
+
+/// The last line of a checked scenario: whether its `[expect]` held.
+pub(crate) fn expectations_line(met: bool) -> &'static str {
+    if met {
+        "expectations met"
+    } else {
+        "expectations NOT met"
+    }
 }

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::cli::check_cmd::expectations_line;
 use crate::error::InputError;
 use crate::live::{self, LiveOptions, PeerCommand};
 use crate::model::Profile;
@@ -115,14 +116,7 @@ pub fn cmd_live(path: &Path, peer: &PeerArgs, json: bool, trace: bool) -> Result
             expected.join(", "),
             got.join(", ")
         );
-        println!(
-            "{}",
-            if met {
-                "expectations met"
-            } else {
-                "expectations NOT met"
-            }
-        );
+        println!("{}", expectations_line(met));
     } else {
         let f = file.clone();
         let value = report::check_json(
