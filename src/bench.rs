@@ -526,8 +526,11 @@ pub fn discover(exp: &Experiment, profile: &Profile, seeds_max: u64, wall_max: D
                     }
                 });
             }
-            let run = runner::summarise(&record, 0);
-            for inv in run.violated() {
+            let violated = findings
+                .iter()
+                .filter(|f| f.verdict() == crate::check::Verdict::Fail)
+                .map(|f| f.invariant);
+            for inv in violated {
                 hazards.entry(inv).or_insert_with(|| Hazard {
                     model: profile.name.clone(),
                     invariant: inv.to_string(),
