@@ -9,7 +9,7 @@
 //!   at: during its business effect, between the effect and the save, during a stream. When
 //!   the `kill-at-point` fault arms a point, reaching it queues a crash of that replica with
 //!   the fault's probability; the driver carries it out at once or a few ms later (see
-//!   [`crate::cluster`]).
+//!   [`crate::world`]).
 //!
 //! Every decision is drawn from one generator seeded by `derive_seed(seed, "buggify", 0)`, and
 //! nothing is drawn while no point is on, so runs without these faults are unchanged. Each

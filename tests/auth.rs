@@ -6,12 +6,12 @@ use std::path::Path;
 
 use a2a_chaos::check::{check_all, Verdict};
 use a2a_chaos::cli::scenario_spec;
-use a2a_chaos::cluster::{self, RunRecord};
-use a2a_chaos::experiment::Experiment;
-use a2a_chaos::history::{OpKind, Outcome};
+use a2a_chaos::client::history::{OpKind, Outcome};
 use a2a_chaos::model::{self, AuthResume, Profile};
-use a2a_chaos::runner::spec_for;
 use a2a_chaos::scenario::Script;
+use a2a_chaos::sweep::experiment::Experiment;
+use a2a_chaos::sweep::runner::spec_for;
+use a2a_chaos::world::{self, RunRecord};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -26,7 +26,7 @@ fn run(script: &Script) -> RunRecord {
         script.file.seed,
         false,
     );
-    let record = cluster::run(&spec);
+    let record = world::run(&spec);
     assert!(record.error.is_none(), "{:?}", record.error);
     record
 }
@@ -124,9 +124,9 @@ fn the_auth_required_workload_finds_the_hazard_and_the_reference_holds() {
         let mut exercised = 0;
         for seed in 0..4 {
             let spec = spec_for(&exp, profile, "round-robin", seed, false);
-            let record = cluster::run(&spec);
+            let record = world::run(&spec);
             assert!(record.error.is_none(), "{:?}", record.error);
-            let again = cluster::run(&spec);
+            let again = world::run(&spec);
             assert_eq!(
                 record.trace_hash, again.trace_hash,
                 "{} seed {seed}",
@@ -300,7 +300,7 @@ fn a_converted_run_keeps_its_out_of_band_grants() {
     let exp = Experiment::load(&root().join("tests/experiments/auth-required.toml")).unwrap();
     let profile = exp.profiles.iter().find(|p| p.name == "reference").unwrap();
     let spec = spec_for(&exp, profile, "round-robin", 0, true);
-    let record = cluster::run(&spec);
+    let record = world::run(&spec);
     assert!(!record.grants.is_empty(), "the user had to authorise");
     let converted = a2a_chaos::shrink::convert(&record);
     let authorised: Vec<_> = converted

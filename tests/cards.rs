@@ -6,10 +6,10 @@ use std::process::Command;
 
 use a2a_chaos::check::Verdict;
 use a2a_chaos::cli::run_scenario;
-use a2a_chaos::cluster;
-use a2a_chaos::experiment::Experiment;
-use a2a_chaos::runner::spec_for;
 use a2a_chaos::scenario::Script;
+use a2a_chaos::sweep::experiment::Experiment;
+use a2a_chaos::sweep::runner::spec_for;
+use a2a_chaos::world;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -22,8 +22,8 @@ fn card_runs_replay_to_the_same_trace_hash() {
     for profile in &exp.profiles {
         for seed in 0..3 {
             let spec = spec_for(&exp, profile, "context-affinity", seed, false);
-            let a = cluster::run(&spec);
-            let b = cluster::run(&spec);
+            let a = world::run(&spec);
+            let b = world::run(&spec);
             assert_eq!(a.trace_hash, b.trace_hash, "{} seed {seed}", profile.name);
             assert!(a.error.is_none(), "{:?}", a.error);
             assert!(a.cards.enabled && !a.cards.uses.is_empty());

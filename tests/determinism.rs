@@ -2,9 +2,9 @@
 
 use std::process::Command;
 
-use a2a_chaos::cluster;
-use a2a_chaos::experiment::Experiment;
-use a2a_chaos::runner::spec_for;
+use a2a_chaos::sweep::experiment::Experiment;
+use a2a_chaos::sweep::runner::spec_for;
+use a2a_chaos::world;
 
 /// 24 seeds across every model × routing of the default experiment, each run twice.
 #[test]
@@ -19,8 +19,8 @@ fn the_same_seed_gives_the_same_trace_hash_twice() {
     let mut hashes = Vec::new();
     for seed in 0..24u64 {
         let (profile, routing) = &combos[seed as usize % combos.len()];
-        let first = cluster::run(&spec_for(&exp, profile, routing, seed, false));
-        let second = cluster::run(&spec_for(&exp, profile, routing, seed, false));
+        let first = world::run(&spec_for(&exp, profile, routing, seed, false));
+        let second = world::run(&spec_for(&exp, profile, routing, seed, false));
         assert_eq!(
             first.trace_hash, second.trace_hash,
             "seed {seed} ({} / {routing}) replayed differently",
@@ -69,6 +69,6 @@ fn a_seed_replays_to_the_same_hash_in_another_process() {
         .iter()
         .find(|p| p.name == "a2a-python-1.3-versioned")
         .unwrap();
-    let here = cluster::run(&spec_for(&exp, profile, "round-robin", 7, false));
+    let here = world::run(&spec_for(&exp, profile, "round-robin", 7, false));
     assert_eq!(a, format!("trace-hash: {}", here.trace_hash));
 }

@@ -2,9 +2,9 @@
 //! run twice with the same seed.
 
 use a2a_chaos::check::{self, Verdict};
-use a2a_chaos::cluster::{self, RunRecord};
-use a2a_chaos::experiment::Experiment;
-use a2a_chaos::runner::spec_for;
+use a2a_chaos::sweep::experiment::Experiment;
+use a2a_chaos::sweep::runner::spec_for;
+use a2a_chaos::world::{self, RunRecord};
 
 /// A small reference experiment with one fault at `rate`, swarm off so the rate is as written.
 fn experiment(fault: &str, rate: f64) -> Experiment {
@@ -35,8 +35,8 @@ liveness-ms = 4000
 /// Runs seed `seed` twice; asserts the same trace hash and returns the first record.
 fn run_twice(exp: &Experiment, seed: u64) -> RunRecord {
     let spec = spec_for(exp, &exp.profiles[0], "round-robin", seed, false);
-    let a = cluster::run(&spec);
-    let b = cluster::run(&spec);
+    let a = world::run(&spec);
+    let b = world::run(&spec);
     assert_eq!(
         a.trace_hash, b.trace_hash,
         "seed {seed} replayed differently"
@@ -157,7 +157,7 @@ fn buggify_points_fire_and_are_counted() {
 
 #[test]
 fn a_swarm_workload_draws_its_shape_per_seed_and_prints_it() {
-    let text = a2a_chaos::experiment::DEFAULT;
+    let text = a2a_chaos::sweep::experiment::DEFAULT;
     let exp = Experiment::parse(text, "default", None).unwrap();
     let w = &exp.file.workload;
     assert!(w.swarm);

@@ -4,10 +4,10 @@
 //! - `fuzz_runs_generated_experiments`: small generated experiments (every model and routing,
 //!   random workloads, fault mixes and windows) through `runner::run_one`;
 //! - `fuzz_runs_mutated_scenarios`: mutations of the pinned scenarios that still parse,
-//!   through `cluster::run` with a short simulated-time budget;
+//!   through `world::run` with a short simulated-time budget;
 //! - containment: a run that reaches an `expect` is reported with its seed and reproduce
 //!   command, and a sweep carries on past it; a run that never ends is cut at its
-//!   simulated-time budget (`cluster::RunSpec::budget`) and reported with an error.
+//!   simulated-time budget (`world::RunSpec::budget`) and reported with an error.
 //!
 //! Runs are slow next to parsing (tens of ms each), so the default counts are small; see
 //! `docs/FUZZING.md` for longer runs. Known bugs found here are pinned by `#[ignore]`d tests.
@@ -18,11 +18,11 @@ use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use a2a_chaos::cli::scenario_spec;
-use a2a_chaos::cluster;
-use a2a_chaos::experiment::Experiment;
 use a2a_chaos::model::Profile;
-use a2a_chaos::runner::{self, SweepOptions};
 use a2a_chaos::scenario::Script;
+use a2a_chaos::sweep::experiment::Experiment;
+use a2a_chaos::sweep::runner::{self, SweepOptions};
+use a2a_chaos::world;
 use fuzz_support::{corpus, fuzz, mutate, mutation};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -191,7 +191,7 @@ fn fuzz_runs_mutated_scenarios() {
                 false,
             );
             spec.budget = Duration::from_secs(30);
-            let record = match std::panic::catch_unwind(AssertUnwindSafe(|| cluster::run(&spec))) {
+            let record = match std::panic::catch_unwind(AssertUnwindSafe(|| world::run(&spec))) {
                 Ok(record) => record,
                 Err(panic) => {
                     let why = panic_message(&*panic);
@@ -373,7 +373,7 @@ fn a_run_that_outlasts_its_budget_is_cut_and_reported() {
     );
     let mut spec = runner::spec_for(&exp, &exp.profiles[0], "round-robin", 3, false);
     spec.budget = Duration::from_secs(20);
-    let record = cluster::run(&spec);
+    let record = world::run(&spec);
     let error = record.error.as_deref().expect("the cut is reported");
     assert!(error.contains("did not finish"), "{error}");
     assert!(error.contains("budget 20 simulated s"), "{error}");
@@ -395,7 +395,7 @@ fn a_scenario_that_waits_forever_is_cut_at_its_budget() {
     let profile = Profile::load("reference").unwrap();
     let mut spec = scenario_spec(&script, profile, "round-robin", 0, false);
     spec.budget = Duration::from_secs(5);
-    let record = cluster::run(&spec);
+    let record = world::run(&spec);
     let error = record.error.as_deref().expect("the cut is reported");
     assert!(
         error.contains("did not finish") && error.contains("budget 5 simulated s"),
@@ -428,7 +428,7 @@ fn bug_a_contained_panic_loses_its_message() {
 /// listener (`tcp_capacity`, default 64) and panics with "server socket buffer full" past
 /// that. A valid experiment whose conversations start together (`conversations = 120`,
 /// `start-spread-ms = 0`; or 100 with `duplicate-rate = 1.0`) crashes every run at the
-/// router. Fix: raise the cap in `cluster::run`'s builder, e.g.
+/// router. Fix: raise the cap in `world::run`'s builder, e.g.
 /// `.tcp_capacity(4 * CONVERSATIONS_MAX as usize)` (each conversation holds at most two
 /// connections to the router at once, a duplicate included), or refuse such workloads in
 /// `WorkloadSpec::validate`.
@@ -452,7 +452,7 @@ fn bug_a_burst_of_connections_crashes_every_run() {
 /// (`tcp_capacity`, 64), and the run panics with "server socket buffer full"; through
 /// `a2a-chaos check` that is a crash (exit 101). Found by `fuzz_runs_cli_check_on_mutated_scenarios`
 /// (a pinned scenario with one line repeated 72 times). Fix: raise `tcp_capacity` in
-/// `cluster::run` above the widest burst the inputs allow, and bound the width of a
+/// `world::run` above the widest burst the inputs allow, and bound the width of a
 /// `concurrent` step in `Script::from_file` to match (say 256).
 #[test]
 fn bug_a_wide_concurrent_step_crashes_the_run() {
@@ -519,7 +519,7 @@ fn bug_a_huge_dedup_ttl_overflows_the_store_clock() {
 /// `runner::run_one`, a scenario run is not wrapped in `catch_unwind`, so a run that panics
 /// (the TTL overflow above) crashes `a2a-chaos check` with exit 101 and a backtrace, where
 /// the contract promises a clear message and exit 1 or 2, never a panic. Fix: wrap
-/// `cluster::run` in `run_scenario` as `run_one` does and return the summary with
+/// `world::run` in `run_scenario` as `run_one` does and return the summary with
 /// `error: Some("panicked: ...")`, which `check` already reports as a failed expectation.
 #[test]
 fn bug_a_panicking_scenario_run_crashes_check() {

@@ -19,7 +19,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use a2a_chaos::net::{self, Call, ChannelBody};
-use a2a_chaos::sse::{take_event, Reader, EVENT_BYTES_MAX};
+use a2a_chaos::protocol::sse::{take_event, Reader, EVENT_BYTES_MAX};
 use bytes::{Bytes, BytesMut};
 use fuzz_support::fuzz;
 use proptest::prelude::*;

@@ -3,9 +3,9 @@
 
 use a2a::TaskState;
 use a2a_chaos::cli::scenario_spec;
-use a2a_chaos::cluster;
 use a2a_chaos::model::Profile;
 use a2a_chaos::scenario::Script;
+use a2a_chaos::world;
 
 /// Turn 1 of 2, silence for `wait_ms`, then turn 2: the final state of the task.
 fn state_after_silence(model: &str, wait_ms: u64) -> TaskState {
@@ -20,7 +20,7 @@ fn state_after_silence(model: &str, wait_ms: u64) -> TaskState {
     )
     .unwrap();
     let profile = Profile::load(model).unwrap();
-    let record = cluster::run(&scenario_spec(&script, profile, "round-robin", 0, false));
+    let record = world::run(&scenario_spec(&script, profile, "round-robin", 0, false));
     assert!(record.error.is_none(), "{:?}", record.error);
     let task_id = record.conversations.get("c1").expect("turn 1 made a task");
     record.final_tasks[task_id].status.state.clone()

@@ -160,18 +160,18 @@ fn a_sweep_writes_csvs_a_chart_and_a_timeline_per_failing_combination() {
 
     // runs.csv alone gives back runs.csv and summary.csv.
     let runs_csv = std::fs::read(dir.join("runs.csv")).unwrap();
-    let runs = a2a_chaos::report::parse_runs_csv(&runs_csv, "runs.csv").unwrap();
+    let runs = a2a_chaos::output::report::parse_runs_csv(&runs_csv, "runs.csv").unwrap();
     assert_eq!(runs.len(), 8);
-    assert_eq!(a2a_chaos::report::runs_csv(&runs), runs_csv);
+    assert_eq!(a2a_chaos::output::report::runs_csv(&runs), runs_csv);
     assert_eq!(
-        a2a_chaos::report::summary_csv(&runs),
+        a2a_chaos::output::report::summary_csv(&runs),
         std::fs::read(dir.join("summary.csv")).unwrap()
     );
 
     // The chart shows each combination's numbers as summary.csv has them.
     let chart = String::from_utf8(std::fs::read(dir.join("chart.svg")).unwrap()).unwrap();
     assert!(chart.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
-    for row in a2a_chaos::report::summary_rows(&runs) {
+    for row in a2a_chaos::output::report::summary_rows(&runs) {
         let cell = format!("{} / {} / {}: ", row.model, row.routing, row.invariant);
         assert!(chart.contains(&cell), "chart misses {cell}");
         if row.runs_exercised > 0 {
@@ -183,7 +183,7 @@ fn a_sweep_writes_csvs_a_chart_and_a_timeline_per_failing_combination() {
     }
 
     // One timeline per combination with a violation, for its first failing seed.
-    let failing = a2a_chaos::timeline::first_failures(&runs);
+    let failing = a2a_chaos::output::timeline::first_failures(&runs);
     assert!(
         !failing.is_empty(),
         "the test experiment should find violations (a2a-python-1.3-memory under kills)"
@@ -194,7 +194,7 @@ fn a_sweep_writes_csvs_a_chart_and_a_timeline_per_failing_combination() {
         .collect();
     assert_eq!(timelines.len(), failing.len(), "{timelines:?}");
     for r in failing {
-        let name = a2a_chaos::timeline::file_name(&r.model, &r.routing, r.seed);
+        let name = a2a_chaos::output::timeline::file_name(&r.model, &r.routing, r.seed);
         let html = String::from_utf8(std::fs::read(dir.join(&name)).unwrap()).unwrap();
         for lane in [
             "client",

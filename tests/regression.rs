@@ -109,7 +109,7 @@ fn every_experiment_file_loads() {
         if path.extension().is_some_and(|e| e == "toml") {
             // Profile paths inside experiment files are relative to the repository root.
             std::env::set_current_dir(env!("CARGO_MANIFEST_DIR")).unwrap();
-            a2a_chaos::experiment::Experiment::load(&path).unwrap_or_else(|e| panic!("{e}"));
+            a2a_chaos::sweep::experiment::Experiment::load(&path).unwrap_or_else(|e| panic!("{e}"));
             n += 1;
         }
     }

@@ -4,10 +4,10 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use a2a_chaos::cli::run_scenario;
-use a2a_chaos::experiment::Experiment;
 use a2a_chaos::model::Profile;
 use a2a_chaos::scenario::Script;
 use a2a_chaos::shrink::{shrink, Request, ShrinkError, Source};
+use a2a_chaos::sweep::experiment::Experiment;
 
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_a2a-chaos"))

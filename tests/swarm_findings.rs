@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use a2a_chaos::experiment::Experiment;
-use a2a_chaos::runner::run_one;
+use a2a_chaos::sweep::experiment::Experiment;
+use a2a_chaos::sweep::runner::run_one;
 
 /// `(seed, routing, invariant it violated, postmortem)`.
 const FINDINGS: &[(u64, &str, &str, &str)] = &[

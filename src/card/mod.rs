@@ -172,7 +172,7 @@ pub fn check_profile(
 
 /// Refuses a run that simulates the card with a model that has no `[card]` knobs (a
 /// `--model` given on the command line).
-pub fn check_spec(spec: &crate::cluster::RunSpec) -> Result<(), crate::error::InputError> {
+pub fn check_spec(spec: &crate::world::RunSpec) -> Result<(), crate::error::InputError> {
     match setup_for(&spec.workload, &spec.faults, &[]) {
         Some(_) => check_profile(&spec.profile, "--model"),
         None => Ok(()),
@@ -186,18 +186,18 @@ pub fn check_spec(spec: &crate::cluster::RunSpec) -> Result<(), crate::error::In
 /// this seed's `plan` actually schedules get a host: each host is one more runtime the
 /// simulation steps every tick, and most seeds never name them.
 pub fn setup_for(
-    workload: &crate::cluster::Workload,
+    workload: &crate::world::Workload,
     faults: &crate::faults::FaultSpec,
     plan: &[crate::faults::Scheduled],
 ) -> Option<(CardSetup, BTreeSet<String>)> {
     match workload {
-        crate::cluster::Workload::Scripted(script) => {
+        crate::world::Workload::Scripted(script) => {
             let setup = script.card_setup()?;
             let mut hosts = BTreeSet::new();
             collect_hosts(&script.steps, &mut hosts);
             Some((setup, hosts))
         }
-        crate::cluster::Workload::Generated(_) => {
+        crate::world::Workload::Generated(_) => {
             if !crate::faults::any_card_fault(faults.rates.keys()) {
                 return None;
             }

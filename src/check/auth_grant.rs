@@ -22,9 +22,9 @@ use std::collections::BTreeMap;
 use a2a::TaskState;
 
 use crate::check::{owners, turn_label, Checker, Finding, Violation};
-use crate::cluster::RunRecord;
-use crate::history::OpKind;
+use crate::client::history::OpKind;
 use crate::store::SaveRecord;
+use crate::world::RunRecord;
 
 /// The auth-grant checker.
 pub struct AuthGrant;

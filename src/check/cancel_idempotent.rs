@@ -9,8 +9,8 @@
 use a2a::TaskState;
 
 use crate::check::{Checker, Finding, Violation};
-use crate::cluster::RunRecord;
-use crate::history::{OpKind, Outcome};
+use crate::client::history::{OpKind, Outcome};
+use crate::world::RunRecord;
 
 /// The cancel-idempotent checker.
 pub struct CancelIdempotent;

@@ -14,7 +14,7 @@
 //! where the publisher changed nothing.
 
 use crate::check::{Checker, Finding, Violation};
-use crate::cluster::RunRecord;
+use crate::world::RunRecord;
 
 /// The card-freshness checker.
 pub struct CardFreshness;

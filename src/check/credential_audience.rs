@@ -13,7 +13,7 @@
 
 use crate::card::CARD_ORIGIN;
 use crate::check::{Checker, Finding, Violation};
-use crate::cluster::RunRecord;
+use crate::world::RunRecord;
 
 /// The credential-audience checker.
 pub struct CredentialAudience;

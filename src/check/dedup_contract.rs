@@ -12,9 +12,9 @@
 use std::collections::BTreeMap;
 
 use crate::check::{turn_label, Checker, Finding, Violation};
-use crate::cluster::RunRecord;
-use crate::history::{Op, OpKind, Outcome};
+use crate::client::history::{Op, OpKind, Outcome};
 use crate::model::DedupScope;
+use crate::world::RunRecord;
 
 /// The dedup-contract checker.
 pub struct DedupContract;

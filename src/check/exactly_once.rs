@@ -11,8 +11,8 @@
 use std::collections::BTreeMap;
 
 use crate::check::{turn_label, Checker, Finding, Violation};
-use crate::cluster::RunRecord;
-use crate::history::{OpKind, Outcome};
+use crate::client::history::{OpKind, Outcome};
+use crate::world::RunRecord;
 
 /// The exactly-once-effects checker.
 pub struct ExactlyOnce;

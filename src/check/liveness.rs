@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 use a2a::TaskState;
 
 use crate::check::{turn_label, Checker, Finding, Violation};
-use crate::cluster::RunRecord;
-use crate::history::{OpKind, Outcome};
+use crate::client::history::{OpKind, Outcome};
 use crate::store::SaveRecord;
+use crate::world::RunRecord;
 
 /// The liveness checker.
 pub struct Liveness;

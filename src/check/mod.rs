@@ -16,6 +16,7 @@ mod context_match;
 mod credential_audience;
 mod dedup_contract;
 mod exactly_once;
+pub mod hazards;
 mod liveness;
 mod no_effect_after_cancel;
 mod no_lost_writes;
@@ -30,9 +31,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::cluster::RunRecord;
+use crate::client::history::{Op, OpKind};
 use crate::error::InputError;
-use crate::history::{Op, OpKind};
+use crate::world::RunRecord;
 
 /// One broken promise.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -11,8 +11,8 @@
 use a2a::TaskState;
 
 use crate::check::{turn_label, Checker, Finding, Violation};
-use crate::cluster::RunRecord;
-use crate::history::{OpKind, Outcome};
+use crate::client::history::{OpKind, Outcome};
+use crate::world::RunRecord;
 
 /// The no-effect-after-cancel checker.
 pub struct NoEffectAfterCancel;

@@ -8,8 +8,8 @@
 //! dead pod could lose them.
 
 use crate::check::{turn_label, Checker, Finding, Violation};
-use crate::cluster::RunRecord;
-use crate::history::{OpKind, Outcome};
+use crate::client::history::{OpKind, Outcome};
+use crate::world::RunRecord;
 
 /// The no-lost-writes checker.
 pub struct NoLostWrites;

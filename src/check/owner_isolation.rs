@@ -13,8 +13,8 @@
 use a2a::TaskState;
 
 use crate::check::{owners, Checker, Finding, Violation};
-use crate::cluster::RunRecord;
-use crate::history::{Op, OpKind, Outcome};
+use crate::client::history::{Op, OpKind, Outcome};
+use crate::world::RunRecord;
 
 /// The owner-isolation checker.
 pub struct OwnerIsolation;

@@ -13,8 +13,8 @@
 use std::collections::BTreeSet;
 
 use crate::check::{Checker, Finding, Violation};
-use crate::cluster::RunRecord;
-use crate::history::{OpKind, Outcome};
+use crate::client::history::{OpKind, Outcome};
+use crate::world::RunRecord;
 
 /// The push-accounted checker.
 pub struct PushAccounted;

@@ -7,7 +7,7 @@
 //! connections opened.
 
 use crate::check::{Checker, Finding, Violation};
-use crate::cluster::RunRecord;
+use crate::world::RunRecord;
 
 /// The push-egress-safe checker.
 pub struct PushEgressSafe;

@@ -11,8 +11,8 @@
 //! `owner-isolation`). Exercised: subscriptions to tasks that exist.
 
 use crate::check::{owners, Checker, Finding, Violation};
-use crate::cluster::RunRecord;
-use crate::history::{OpKind, Outcome};
+use crate::client::history::{OpKind, Outcome};
+use crate::world::RunRecord;
 
 /// The stream-continuity checker.
 pub struct StreamContinuity;

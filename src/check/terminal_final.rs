@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use a2a::TaskState;
 
 use crate::check::{Checker, Finding, Violation};
-use crate::cluster::RunRecord;
-use crate::history::Outcome;
+use crate::client::history::Outcome;
+use crate::world::RunRecord;
 
 /// The terminal-is-final checker.
 pub struct TerminalIsFinal;

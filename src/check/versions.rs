@@ -11,8 +11,8 @@
 use std::collections::BTreeMap;
 
 use crate::check::{Checker, Finding, Violation};
-use crate::cluster::RunRecord;
 use crate::store::SaveMode;
+use crate::world::RunRecord;
 
 /// The versions-monotonic checker.
 pub struct VersionsMonotonic;

@@ -3,9 +3,9 @@
 use std::path::Path;
 
 use crate::error::InputError;
-use crate::report;
-use crate::runner::{self, RunSummary, SweepOptions};
+use crate::output::report;
 use crate::scenario::ExpectOutcome;
+use crate::sweep::runner::{self, RunSummary, SweepOptions};
 
 use super::{load, print_findings, run_scenario, Loaded};
 

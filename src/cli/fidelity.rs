@@ -13,8 +13,8 @@ use crate::check::Verdict;
 use crate::error::InputError;
 use crate::live;
 use crate::model::Profile;
-use crate::runner::RunSummary;
 use crate::scenario::Script;
+use crate::sweep::runner::RunSummary;
 
 use super::live::{check_peer, PeerArgs};
 

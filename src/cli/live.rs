@@ -11,7 +11,7 @@ use crate::cli::check_cmd::expectations_line;
 use crate::error::InputError;
 use crate::live::{self, LiveOptions, PeerCommand};
 use crate::model::Profile;
-use crate::report;
+use crate::output::report;
 use crate::scenario::{ExpectOutcome, Script};
 
 use super::print_findings;
@@ -123,7 +123,7 @@ pub fn cmd_live(path: &Path, peer: &PeerArgs, json: bool, trace: bool) -> Result
             &file,
             &[summary],
             met,
-            move |_: &crate::runner::RunSummary| format!("a2a-chaos live {f}"),
+            move |_: &crate::sweep::runner::RunSummary| format!("a2a-chaos live {f}"),
         );
         println!("{value}");
     }

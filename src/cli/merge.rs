@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::InputError;
-use crate::report;
-use crate::runner::{self, RunSummary, WorkItem};
-use crate::shard::{Manifest, MANIFEST};
+use crate::output::report;
+use crate::sweep::runner::{self, RunSummary, WorkItem};
+use crate::sweep::shard::{Manifest, MANIFEST};
 
 use super::run::write_outputs;
 
@@ -35,7 +35,7 @@ fn shard_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
             out.push(d.clone());
             continue;
         }
-        if d.join(crate::journal::FILE_NAME).exists() {
+        if d.join(crate::sweep::journal::FILE_NAME).exists() {
             return Err(unfinished(d));
         }
         let origin = d.display().to_string();

@@ -22,15 +22,15 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use crate::cluster::{RunSpec, Workload};
 use crate::error::InputError;
-use crate::experiment::Experiment;
 use crate::faults::FaultSpec;
+use crate::ground::webhook::WebhookMode;
 use crate::model::Profile;
 use crate::replica::Timing;
-use crate::runner::{self, RunSummary};
 use crate::scenario::Script;
-use crate::webhook::WebhookMode;
+use crate::sweep::experiment::Experiment;
+use crate::sweep::runner::{self, RunSummary};
+use crate::world::{RunSpec, Workload};
 
 /// Deterministic multi-replica chaos simulator for A2A servers.
 #[derive(Parser, Debug)]

@@ -3,11 +3,11 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::cluster;
 use crate::error::InputError;
-use crate::experiment::Experiment;
 use crate::model::Profile;
-use crate::runner::{self};
+use crate::sweep::experiment::Experiment;
+use crate::sweep::runner::{self};
+use crate::world;
 
 use super::{load, print_findings, scenario_spec, Loaded};
 
@@ -53,14 +53,14 @@ pub fn cmd_replay(
     };
     crate::card::check_spec(&spec)?;
     let started = Instant::now();
-    let record = cluster::run(&spec);
+    let record = world::run(&spec);
     // The header uses the fault mix the run resolved, not a second derivation of it.
     println!(
         "seed {seed}  model {}  routing {}  replicas {}  faults: {}",
         spec.profile.name,
         spec.routing,
         spec.replicas,
-        cluster::describe_resolved(&record)
+        world::describe_resolved(&record)
     );
     for event in &record.trace {
         println!("{event}");

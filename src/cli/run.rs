@@ -8,7 +8,7 @@
 //! only that shard's work items and writes `runs.csv` and `shard.json` into
 //! `results/<experiment-name>/shard-K-of-N/`; `a2a-chaos merge` joins the shards.
 //!
-//! Every finished run is journaled as it arrives (see [`crate::journal`]); `--resume`
+//! Every finished run is journaled as it arrives (see [`crate::sweep::journal`]); `--resume`
 //! continues an interrupted sweep from its journal without repeating finished runs, and
 //! ends with the same files as a sweep that went straight through.
 
@@ -17,13 +17,13 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::check;
-use crate::cluster;
 use crate::error::InputError;
-use crate::experiment::{self, Experiment};
-use crate::journal::Journal;
-use crate::report;
-use crate::runner::{self, Progress, RunSummary, SweepOptions, WorkItem};
-use crate::shard::{Manifest, Shard};
+use crate::output::report;
+use crate::sweep::experiment::{self, Experiment};
+use crate::sweep::journal::Journal;
+use crate::sweep::runner::{self, Progress, RunSummary, SweepOptions, WorkItem};
+use crate::sweep::shard::{Manifest, Shard};
+use crate::world;
 
 /// What `run` was asked to do.
 #[derive(Debug, Clone, Default)]
@@ -202,7 +202,7 @@ pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
     }
     println!(
         "faults: {} (swarm {}), window {} ms, then heal and {} ms to settle",
-        cluster::describe_rates(&exp.file.faults.rates.clone().into_iter().collect()),
+        world::describe_rates(&exp.file.faults.rates.clone().into_iter().collect()),
         if exp.file.faults.swarm { "on" } else { "off" },
         exp.file.faults.window_ms,
         exp.file.faults.liveness_ms
@@ -261,7 +261,7 @@ pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
         Some(s) => {
             let runs_csv = out.join("runs.csv");
             write(&runs_csv, &report::runs_csv(&runs))?;
-            let manifest = out.join(crate::shard::MANIFEST);
+            let manifest = out.join(crate::sweep::shard::MANIFEST);
             write(
                 &manifest,
                 &Manifest::new(&exp, text, *s, runs.len() as u64).to_bytes(),
@@ -323,7 +323,7 @@ fn clean_stale_temporaries(out: &Path) {
             "runs.csv",
             "summary.csv",
             "chart.svg",
-            crate::shard::MANIFEST,
+            crate::sweep::shard::MANIFEST,
         ]
         .contains(&base)
             || (base.starts_with("timeline-") && base.ends_with(".html"));
@@ -355,7 +355,7 @@ pub(super) fn write_outputs(
     write(&summary_csv, &report::summary_csv(runs))?;
     write(
         &chart,
-        &crate::chart::svg(name, &report::summary_rows(runs)),
+        &crate::output::chart::svg(name, &report::summary_rows(runs)),
     )?;
     println!(
         "wrote {}, {} and {}",
@@ -364,12 +364,13 @@ pub(super) fn write_outputs(
         chart.display()
     );
     if let Some(exp) = exp {
-        let timelines = crate::timeline::write_first_failures(exp, runs, out).map_err(|e| {
-            InputError::new(
-                out.display().to_string(),
-                format!("cannot write a timeline: {e}"),
-            )
-        })?;
+        let timelines =
+            crate::output::timeline::write_first_failures(exp, runs, out).map_err(|e| {
+                InputError::new(
+                    out.display().to_string(),
+                    format!("cannot write a timeline: {e}"),
+                )
+            })?;
         for t in &timelines {
             println!("wrote {}", t.display());
         }

@@ -11,13 +11,13 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 
 use crate::error::InputError;
-use crate::ledger::{self, LedgerState};
+use crate::ground::ledger::{self, LedgerState};
+use crate::ground::webhook::{self, WebhookMode, WebhookState};
 use crate::model::{Placement, Profile};
 use crate::net::{self, RealNet};
 use crate::replica::{self, Replica, Timing, Wiring};
 use crate::store::{self, StoreState, TaskStore};
 use crate::trace::Trace;
-use crate::webhook::{self, WebhookMode, WebhookState};
 
 /// `serve`'s arguments.
 #[derive(clap::Args, Debug)]

@@ -5,7 +5,7 @@
 //! ledger call is on the wire), between the effect and the save, during a stream. A killed
 //! replica restarts after 200 to 1000 ms, and no other point kill lands within 300 ms of
 //! one (the stability window), so a run is not one long outage. See [`crate::buggify`] for
-//! how a replica marks a point and [`crate::cluster`] for how the driver crashes it.
+//! how a replica marks a point and [`crate::world`] for how the driver crashes it.
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;

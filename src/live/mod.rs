@@ -27,18 +27,18 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use crate::client::history::History;
 use crate::client::Client;
-use crate::cluster::{ApplyNow, DriverLink, RunRecord};
 use crate::error::InputError;
 use crate::faults::Action;
-use crate::history::History;
+use crate::ground::webhook::{self, WebhookMode, WebhookState};
 use crate::model::Profile;
 use crate::net::{self, Call, RealNet};
 use crate::router::{self, RouterControl};
-use crate::runner::{self, RunSummary};
 use crate::scenario::{Script, Step};
+use crate::sweep::runner::{self, RunSummary};
 use crate::trace::Trace;
-use crate::webhook::{self, WebhookMode, WebhookState};
+use crate::world::{ApplyNow, DriverLink, RunRecord};
 
 pub use peer::PeerCommand;
 
@@ -147,7 +147,7 @@ async fn run_world(
 
     // The project's hosts on loopback.
     let ledger_addr = net
-        .bind("ledger", crate::ledger::PORT, loopback())
+        .bind("ledger", crate::ground::ledger::PORT, loopback())
         .map_err(|e| io("cannot bind the ledger", e))?;
     net.bind("webhook", webhook::PORT, loopback())
         .map_err(|e| io("cannot bind the webhook", e))?;

@@ -1,6 +1,6 @@
 //! The live run's ground truth on loopback: the project's ledger, plus the save log.
 //!
-//! `POST /effect` is the ledger of [`crate::ledger`]: the same [`EffectRequest`], the same
+//! `POST /effect` is the ledger of [`crate::ground::ledger`]: the same [`EffectRequest`], the same
 //! [`LedgerState`] (applied unless its key was applied before). Its `sent_ms` is set to the
 //! arrival time, since a real replica does not share the run's clock.
 //!
@@ -23,7 +23,7 @@ use a2a::TaskState;
 use http::StatusCode;
 use serde::Deserialize;
 
-use crate::ledger::{self, EffectRequest, LedgerState};
+use crate::ground::ledger::{self, EffectRequest, LedgerState};
 use crate::net;
 use crate::store::{SaveMode, SaveRecord};
 use crate::trace::{now_ms, Trace};
@@ -180,7 +180,7 @@ fn bad(why: String) -> http::Response<net::BoxBody> {
 /// The `ledger` host of a live run: `/effect` and `/save`.
 pub async fn serve(ground: Ground, trace: Trace) -> turmoil::Result {
     net::serve(
-        crate::ledger::PORT,
+        crate::ground::ledger::PORT,
         move |req: http::Request<hyper::body::Incoming>| {
             let (ground, trace) = (ground.clone(), trace.clone());
             async move {

@@ -6,8 +6,8 @@
 //! Results are sorted by (model, routing, seed), so output never depends on thread timing.
 //!
 //! A sweep is a list of [`WorkItem`]s in a canonical order ([`work_items`]). A shard
-//! ([`crate::shard`]) runs a deterministic subset of that list, and a resumed sweep
-//! ([`crate::journal`]) runs what its journal does not hold yet; [`sweep_items`] reports each
+//! ([`crate::sweep::shard`]) runs a deterministic subset of that list, and a resumed sweep
+//! ([`crate::sweep::journal`]) runs what its journal does not hold yet; [`sweep_items`] reports each
 //! finished run as it arrives so that it can be journaled at once.
 
 use std::collections::BTreeMap;
@@ -19,12 +19,12 @@ use std::sync::mpsc;
 use std::time::Instant;
 
 use crate::check::{self, Verdict};
-use crate::cluster::{self, RunRecord, RunSpec, Workload};
-use crate::experiment::Experiment;
-use crate::history::{OpKind, Outcome};
+use crate::client::history::{OpKind, Outcome};
+use crate::ground::webhook::WebhookMode;
 use crate::model::Profile;
 use crate::replica::Timing;
-use crate::webhook::WebhookMode;
+use crate::sweep::experiment::Experiment;
+use crate::world::{self, RunRecord, RunSpec, Workload};
 
 /// What one invariant found in one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,7 +132,7 @@ pub fn summarise(record: &RunRecord, wall_ms: u64) -> RunSummary {
         latencies_ms,
         invariants,
         trace_hash: record.trace_hash.clone(),
-        fault_rates: cluster::describe_resolved(record),
+        fault_rates: world::describe_resolved(record),
         sim_ms: record.sim_ms,
         wall_ms,
         error: record.error.clone(),
@@ -204,7 +204,7 @@ pub fn run_one(exp: &Experiment, profile: &Profile, routing: &str, seed: u64) ->
 /// message as its error, so a sweep (or a `check`) goes on.
 pub fn run_contained(spec: &RunSpec) -> RunSummary {
     let start = Instant::now();
-    match contain(|| cluster::run(spec)) {
+    match contain(|| world::run(spec)) {
         Ok(record) => summarise(&record, start.elapsed().as_millis() as u64),
         Err(why) => RunSummary {
             model: spec.profile.name.clone(),

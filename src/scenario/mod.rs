@@ -39,13 +39,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::auth::DEFAULT_PRINCIPAL;
+use crate::client::history::{OpKind, Outcome};
 use crate::client::Client;
-use crate::cluster::DriverLink;
 use crate::error::InputError;
 use crate::faults::Action;
-use crate::history::{OpKind, Outcome};
 use crate::replica::TurnInfo;
 use crate::workload;
+use crate::world::DriverLink;
 
 /// A `send` step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -111,7 +111,7 @@ pub struct TurnStep {
     pub turn: u32,
 }
 
-/// What an effect step does at the ledger (see [`crate::ledger`]).
+/// What an effect step does at the ledger (see [`crate::ground::ledger`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EffectGate {
     /// From now on the turn's effects are applied on arrival and answered only once
@@ -362,7 +362,7 @@ pub struct ExpectOutcome {
 
 impl Expect {
     /// Holds one run's summary against these expectations.
-    pub fn judge(&self, summary: &crate::runner::RunSummary) -> ExpectOutcome {
+    pub fn judge(&self, summary: &crate::sweep::runner::RunSummary) -> ExpectOutcome {
         let mut expected = self.violations.clone();
         expected.sort();
         let mut got: Vec<String> = summary.violated().iter().map(|s| s.to_string()).collect();

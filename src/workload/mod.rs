@@ -40,9 +40,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::client::history::{OpKind, Outcome};
 use crate::client::Client;
 use crate::error::InputError;
-use crate::history::{OpKind, Outcome};
 use crate::replica::TurnInfo;
 
 /// The `[workload]` table of an experiment.

@@ -10,6 +10,8 @@
 //! says the agent does not stream) is a `fail` that sent nothing; a streaming send to an
 //! agent whose card says it does not stream becomes a plain `SendMessage`.
 
+pub mod history;
+
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
@@ -19,7 +21,7 @@ use serde_json::{json, Value};
 
 use crate::auth::{Grants, DEFAULT_PRINCIPAL};
 use crate::card::cache::{CardClient, Route};
-use crate::history::{History, Op, OpKind, Outcome, TaskView};
+use crate::client::history::{History, Op, OpKind, Outcome, TaskView};
 use crate::net::{self, Call};
 use crate::replica::{TurnInfo, REPLICA_HEADER};
 use crate::router::{self, CONTEXT_HEADER, TARGET_HEADER};
@@ -337,7 +339,7 @@ impl Client {
                 task = t;
                 return Err(outcome);
             }
-            let mut reader = crate::sse::Reader::new(head.body);
+            let mut reader = crate::protocol::sse::Reader::new(head.body);
             loop {
                 match reader.next_event().await {
                     Ok(Some(data)) => {

@@ -26,17 +26,17 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::buggify::{Chaos, SharedChaos};
+use crate::client::history::{History, Op};
 use crate::client::Client;
 use crate::faults::{Action, FaultSpec, PlanInput, Scheduled};
-use crate::history::{History, Op};
-use crate::ledger::{self, Effect, LedgerState};
+use crate::ground::ledger::{self, Effect, LedgerState};
+use crate::ground::push::{Egress, PushReport, SharedPush};
+use crate::ground::webhook::{self, Delivery, WebhookMode, WebhookState};
 use crate::model::{Placement, Profile};
-use crate::push::{Egress, PushReport, SharedPush};
 use crate::replica::{self, Replica, Timing, Wiring};
 use crate::router::{self, RouterControl};
 use crate::store::{self, SaveRecord, SharedState, StoreState, TaskStore};
 use crate::trace::{Trace, TraceEvent};
-use crate::webhook::{self, Delivery, WebhookMode, WebhookState};
 use crate::workload::{self, WorkloadSpec};
 
 /// The fixed simulated epoch: 2026-01-01T00:00:00Z.
@@ -150,7 +150,7 @@ pub struct DriverLink {
     pub apply_now: Option<ApplyNow>,
     /// The ledger, for the script's effect steps (`hold-effect`, `await-effect`,
     /// `release-effect`): the simulated ledger host's state, or the live ledger's.
-    pub ledger: Option<crate::ledger::SharedLedger>,
+    pub ledger: Option<crate::ground::ledger::SharedLedger>,
 }
 
 /// Runs one seed to its end.
@@ -487,7 +487,7 @@ fn client_future(
                 let ctx = workload::context_id(seed, &conversation);
                 client
                     .unary(
-                        crate::history::OpKind::Get { conversation },
+                        crate::client::history::OpKind::Get { conversation },
                         "GetTask",
                         serde_json::json!({ "id": id }),
                         Some(&ctx),

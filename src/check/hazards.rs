@@ -12,8 +12,8 @@
 //! now: the stale card, §6.7, needs the card faults, which hazard discovery adds).
 
 use crate::check::{Finding, Verdict};
-use crate::cluster::RunRecord;
 use crate::model::{DedupScope, NonBlockingToWorking, Placement};
+use crate::world::RunRecord;
 
 /// A documented hazard and how to recognise it.
 pub struct Hazard {
@@ -77,7 +77,11 @@ pub const HAZARDS: &[Hazard] = &[
                 .iter()
                 .any(|d| (300..400).contains(&d.status));
             (redirected && failed(f, "push-accounted").is_some())
-                || any_detail(f, "push-egress-safe", crate::webhook::REDIRECT_TARGET)
+                || any_detail(
+                    f,
+                    "push-egress-safe",
+                    crate::ground::webhook::REDIRECT_TARGET,
+                )
         },
     },
     Hazard {

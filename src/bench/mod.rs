@@ -12,7 +12,7 @@
 //!    any run with these hosts can cost per simulated millisecond, and its inverse the most
 //!    simulated time per wall-second it can reach ([`IDLE_HOSTS`]).
 //! 3. **Baseline**: a bare turmoil world with those hosts, the same tick
-//!    ([`cluster::TICK`]), latency ([`cluster::LATENCY_MS`]) and listener capacity,
+//!    ([`world::TICK`]), latency ([`world::LATENCY_MS`]) and listener capacity,
 //!    serving HTTP/1.1 with hyper through [`net::serve`] / [`net::send`] but with no A2A
 //!    logic: the client runs 8 loops (one per conversation) of
 //!    `client -> router -> replica-k -> store` calls with empty JSON bodies, as many
@@ -44,11 +44,11 @@ use std::time::{Duration, Instant, UNIX_EPOCH};
 use http::{Request, Response};
 use hyper::body::Incoming;
 
-use crate::cluster;
-use crate::experiment::Experiment;
 use crate::model::{self, Profile};
 use crate::net::{self, BoxError, Call};
-use crate::runner::{self, RunSummary, SweepOptions};
+use crate::sweep::experiment::Experiment;
+use crate::sweep::runner::{self, RunSummary, SweepOptions};
+use crate::world;
 
 /// The standard scenario, embedded so the benchmark does not depend on files on disk.
 pub const STANDARD: &str = r#"
@@ -281,7 +281,7 @@ impl Throughput {
         self.requests as f64 / self.wall_s.max(1e-9)
     }
 
-    /// Wall microseconds per simulated millisecond (one tick of [`cluster::TICK`]).
+    /// Wall microseconds per simulated millisecond (one tick of [`world::TICK`]).
     pub fn us_per_tick(&self) -> f64 {
         self.wall_s * 1e6 / self.sim_ms.max(1) as f64
     }
@@ -297,17 +297,17 @@ impl Throughput {
     }
 }
 
-/// A bare turmoil world configured like [`cluster::run`]'s: seed, epoch, tick, latency and
+/// A bare turmoil world configured like [`world::run`]'s: seed, epoch, tick, latency and
 /// listener capacity.
 fn bare_world<'a>(seed: u64) -> turmoil::Sim<'a> {
     turmoil::Builder::new()
         .rng_seed(seed)
-        .epoch(UNIX_EPOCH + Duration::from_secs(cluster::EPOCH_SECS))
-        .tick_duration(cluster::TICK)
+        .epoch(UNIX_EPOCH + Duration::from_secs(world::EPOCH_SECS))
+        .tick_duration(world::TICK)
         .simulation_duration(Duration::from_secs(600))
-        .min_message_latency(Duration::from_millis(cluster::LATENCY_MS.0))
-        .max_message_latency(Duration::from_millis(cluster::LATENCY_MS.1))
-        .tcp_capacity(cluster::TCP_CAPACITY)
+        .min_message_latency(Duration::from_millis(world::LATENCY_MS.0))
+        .max_message_latency(Duration::from_millis(world::LATENCY_MS.1))
+        .tcp_capacity(world::TCP_CAPACITY)
         .build()
 }
 
@@ -507,13 +507,13 @@ pub fn discover(exp: &Experiment, profile: &Profile, seeds_max: u64, wall_max: D
             runs += 1;
             let spec = runner::spec_for(exp, profile, routing, seed, false);
             let Ok((record, findings)) = runner::contain(|| {
-                let record = cluster::run(&spec);
+                let record = world::run(&spec);
                 let findings = crate::check::check_all(&record);
                 (record, findings)
             }) else {
                 continue;
             };
-            for number in crate::hazards::shown(&record, &findings) {
+            for number in crate::check::hazards::shown(&record, &findings) {
                 documented.entry(number).or_insert_with(|| {
                     let (wall_s, cpu_s) = clock.read();
                     Documented {
@@ -576,7 +576,10 @@ pub fn discover_all(
     mut say: impl FnMut(&str),
 ) -> Vec<Search> {
     // The default's `[faults]` table is its last: the card faults join it.
-    let text = format!("{}{DISCOVERY_CARD_FAULTS}", crate::experiment::DEFAULT);
+    let text = format!(
+        "{}{DISCOVERY_CARD_FAULTS}",
+        crate::sweep::experiment::DEFAULT
+    );
     let default = Experiment::parse(&text, "(default + card faults)", None)
         .expect("the embedded default with card faults is valid");
     let mut searches = Vec::new();
@@ -607,7 +610,7 @@ pub fn documented_table(searches: &[Search]) -> String {
     for s in searches {
         for d in &s.documented {
             seen.insert(d.number);
-            let title = crate::hazards::by_number(d.number).map_or("", |h| h.title);
+            let title = crate::check::hazards::by_number(d.number).map_or("", |h| h.title);
             let cpu = d.cpu_s.map_or("-".to_string(), |c| format!("{c:.2}"));
             let _ = writeln!(
                 out,
@@ -621,7 +624,7 @@ pub fn documented_table(searches: &[Search]) -> String {
             s.model, s.seeds, s.wall_s
         );
     }
-    for h in crate::hazards::HAZARDS {
+    for h in crate::check::hazards::HAZARDS {
         if !seen.contains(&h.number) {
             let _ = writeln!(
                 out,
@@ -630,7 +633,7 @@ pub fn documented_table(searches: &[Search]) -> String {
             );
         }
     }
-    for (n, why) in crate::hazards::NOT_REACHABLE {
+    for (n, why) in crate::check::hazards::NOT_REACHABLE {
         let _ = writeln!(out, "§6.{n}: not reachable: {why}");
     }
     out
@@ -901,7 +904,7 @@ impl Report {
         let mut all_found = true;
         for s in &self.searches {
             for d in &s.documented {
-                let title = crate::hazards::by_number(d.number).map_or("", |h| h.title);
+                let title = crate::check::hazards::by_number(d.number).map_or("", |h| h.title);
                 let metric = Metric::at_most(
                     format!("hazard6_wall_s/{}/h{:02}", s.model, d.number),
                     d.wall_s,
@@ -932,7 +935,7 @@ impl Report {
         }
         // Per §6 hazard, the model that showed it first; a hazard no model showed fails.
         let mut every_hazard = true;
-        for h in crate::hazards::HAZARDS {
+        for h in crate::check::hazards::HAZARDS {
             let fastest = self
                 .searches
                 .iter()
@@ -1038,7 +1041,7 @@ impl Report {
 
     /// Writes [`Report::csv`] to `path` atomically.
     pub fn write_csv(&self, path: &Path) -> std::io::Result<()> {
-        crate::report::write_atomic(path, &self.csv())
+        crate::output::report::write_atomic(path, &self.csv())
     }
 }
 

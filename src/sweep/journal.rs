@@ -4,7 +4,7 @@
 //! directory as one JSON line, written with a single `write` and flushed, so a sweep stopped
 //! at any instant (Ctrl-C, `kill -9`, a pre-empted node) leaves every finished run on disk
 //! and at most one torn last line. The first line names the journal format and the
-//! [`crate::runner::fingerprint`] of the experiment; a journal written under another
+//! [`crate::sweep::runner::fingerprint`] of the experiment; a journal written under another
 //! configuration is refused rather than mixed in.
 //!
 //! On resume the journal is read back, a torn last line is cut off, and only the work items
@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 
 use crate::check::{self, Verdict};
 use crate::error::InputError;
-use crate::runner::{InvariantResult, RunSummary};
+use crate::sweep::runner::{InvariantResult, RunSummary};
 
 /// The journal's file name inside the output directory.
 pub const FILE_NAME: &str = "journal.jsonl";

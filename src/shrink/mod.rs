@@ -42,15 +42,15 @@ use std::panic::AssertUnwindSafe;
 use crate::auth::DEFAULT_PRINCIPAL;
 use crate::check::{self, Verdict};
 use crate::cli::scenario_spec;
-use crate::cluster::{self, RunRecord};
+use crate::client::history::{OpKind, Outcome};
 use crate::error::InputError;
-use crate::experiment::Experiment;
 use crate::faults::Action;
-use crate::history::{OpKind, Outcome};
 use crate::model::Profile;
-use crate::runner::{self, RunSummary};
 use crate::scenario::{Expect, ScenarioFile, Script, SendStep, Step, TaskStep};
+use crate::sweep::experiment::Experiment;
+use crate::sweep::runner::{self, RunSummary};
 use crate::workload;
+use crate::world::{self, RunRecord};
 
 /// Most scenario runs one shrink may spend.
 pub const RUNS_MAX: usize = 3000;
@@ -636,7 +636,7 @@ impl Oracle {
             false,
         );
         std::panic::catch_unwind(AssertUnwindSafe(|| {
-            runner::summarise(&cluster::run(&spec), 0)
+            runner::summarise(&world::run(&spec), 0)
         }))
         .ok()
     }
@@ -1238,7 +1238,7 @@ fn base_file(name: &str, model: &str, routing: &str, seed: u64, timeout_ms: u64)
 
 /// Runs one seed of an experiment with its trace kept.
 fn run_experiment(exp: &Experiment, profile: &Profile, routing: &str, seed: u64) -> RunRecord {
-    cluster::run(&runner::spec_for(exp, profile, routing, seed, true))
+    world::run(&runner::spec_for(exp, profile, routing, seed, true))
 }
 
 /// Shrinks the experiment's generated workload while the seed still violates `invariant`.
@@ -1254,7 +1254,7 @@ fn reduce_experiment(
     let mut exp = exp.clone();
     let still = |e: &Experiment, runs: &mut usize| {
         *runs += 1;
-        let r = cluster::run(&runner::spec_for(e, profile, routing, seed, false));
+        let r = world::run(&runner::spec_for(e, profile, routing, seed, false));
         r.error.is_none()
             && check::check_all(&r)
                 .iter()
@@ -1362,7 +1362,7 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
         } => {
             let spec = scenario_spec(script, profile.clone(), routing, seed, true);
             (
-                cluster::run(&spec),
+                world::run(&spec),
                 profile.clone(),
                 script.file.model.clone(),
                 routing.clone(),
@@ -1450,7 +1450,7 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
                 reduced.file.workload.conversations,
                 reduced.file.workload.turns,
                 reduced.file.replicas,
-                cluster::describe_rates(&reduced.file.faults.rates),
+                world::describe_rates(&reduced.file.faults.rates),
             )));
         }
     }
@@ -1703,7 +1703,7 @@ mod tests {
     #[test]
     fn the_fallback_shrinks_the_generated_workload_while_the_seed_still_fails() {
         let exp = Experiment::parse(
-            include_str!("../tests/experiments/classic-swarm.toml"),
+            include_str!("../../tests/experiments/classic-swarm.toml"),
             "classic-swarm.toml",
             None,
         )

@@ -48,14 +48,14 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use crate::buggify::{KillPoint, Point, SharedChaos};
-use crate::ledger::{self, EffectRequest};
+use crate::ground::ledger::{self, EffectRequest};
+use crate::ground::push::{Egress, PushReport, SharedPush};
 use crate::model::{
     AfterEffect, AuthResume, BearerRule, DedupScope, MismatchRule, NonBlockingToWorking,
     OwnerScope, Placement, Profile, PushOn, PushValidate, ResultSave, Saves, SecondCancel,
     StopRule, SubscribeSource, SubscribeUnknown, UnknownTask,
 };
 use crate::net::{self, BoxBody, ChannelBody};
-use crate::push::{Egress, PushReport, SharedPush};
 use crate::store::{Claim, SaveError, SaveMode, SharedState, StoreState, TaskStore};
 use crate::trace::{now_ms, Trace};
 
@@ -1570,9 +1570,9 @@ impl Replica {
     }
 
     /// Resolves a URL's host once and refuses private, loopback and link-local targets.
-    fn check_target(&self, url: &str) -> Result<crate::push::Address, String> {
+    fn check_target(&self, url: &str) -> Result<crate::ground::push::Address, String> {
         let (host, _, _) =
-            crate::push::parse_url(url).ok_or_else(|| format!("not an http URL: {url}"))?;
+            crate::ground::push::parse_url(url).ok_or_else(|| format!("not an http URL: {url}"))?;
         let address = self
             .push_world
             .borrow_mut()
@@ -1707,7 +1707,7 @@ impl Replica {
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = (bool, String)> + 'a>> {
         Box::pin(async move {
             let knobs = &self.profile.push;
-            let Some((host, port, path)) = crate::push::parse_url(url) else {
+            let Some((host, port, path)) = crate::ground::push::parse_url(url) else {
                 return (false, format!("failed: not an http URL: {url}"));
             };
             let checked = if matches!(

@@ -17,14 +17,14 @@ use crate::error::InputError;
 /// The profiles that ship with the tool, by name: `(name, TOML text)`.
 #[rustfmt::skip]
 pub const BUILTIN: &[(&str, &str)] = &[
-    ("reference", include_str!("../models/reference.toml")),
-    ("a2a-python-1.1", include_str!("../models/a2a-python-1.1.toml")),
-    ("a2a-python-1.3-plain", include_str!("../models/a2a-python-1.3-plain.toml")),
-    ("a2a-python-1.3-versioned", include_str!("../models/a2a-python-1.3-versioned.toml")),
-    ("a2a-python-1.3-memory", include_str!("../models/a2a-python-1.3-memory.toml")),
-    ("rasa-3.17", include_str!("../models/rasa-3.17.toml")),
-    ("mastra", include_str!("../models/mastra.toml")),
-    ("cognigy", include_str!("../models/cognigy.toml")),
+    ("reference", include_str!("../../models/reference.toml")),
+    ("a2a-python-1.1", include_str!("../../models/a2a-python-1.1.toml")),
+    ("a2a-python-1.3-plain", include_str!("../../models/a2a-python-1.3-plain.toml")),
+    ("a2a-python-1.3-versioned", include_str!("../../models/a2a-python-1.3-versioned.toml")),
+    ("a2a-python-1.3-memory", include_str!("../../models/a2a-python-1.3-memory.toml")),
+    ("rasa-3.17", include_str!("../../models/rasa-3.17.toml")),
+    ("mastra", include_str!("../../models/mastra.toml")),
+    ("cognigy", include_str!("../../models/cognigy.toml")),
 ];
 
 /// Where a replica keeps tasks.

@@ -19,12 +19,12 @@ use std::fmt::Write as _;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 
-use crate::chart::escape;
 use crate::check::{self, Finding};
-use crate::cluster::{self, RunRecord};
-use crate::experiment::Experiment;
-use crate::history::{Op, OpKind, Outcome};
-use crate::runner::{self, RunSummary};
+use crate::client::history::{Op, OpKind, Outcome};
+use crate::output::chart::escape;
+use crate::sweep::experiment::Experiment;
+use crate::sweep::runner::{self, RunSummary};
+use crate::world::{self, RunRecord};
 
 /// Height of one lane, px.
 const LANE: f64 = 30.0;
@@ -73,7 +73,7 @@ pub fn file_name(model: &str, routing: &str, seed: u64) -> String {
 /// For each (model, routing) combination of `runs`, the first run (lowest seed) with a
 /// violation. `runs` must be sorted as a sweep returns them.
 pub fn first_failures(runs: &[RunSummary]) -> Vec<&RunSummary> {
-    crate::report::groups(runs)
+    crate::output::report::groups(runs)
         .into_iter()
         .filter_map(|g| g.runs.into_iter().find(|r| !r.violated().is_empty()))
         .collect()
@@ -94,7 +94,7 @@ pub fn write_first_failures(
         };
         let spec = runner::spec_for(exp, profile, &summary.routing, summary.seed, true);
         let rerun = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            let record = cluster::run(&spec);
+            let record = world::run(&spec);
             let findings = check::check_all(&record);
             (record, findings)
         }));
@@ -113,7 +113,7 @@ pub fn write_first_failures(
             sweep_hash: Some(&summary.trace_hash),
         };
         let path = dir.join(file_name(&summary.model, &summary.routing, summary.seed));
-        crate::report::write_atomic(&path, &html(&page))?;
+        crate::output::report::write_atomic(&path, &html(&page))?;
         written.push(path);
     }
     if let Ok(entries) = std::fs::read_dir(dir) {
@@ -649,7 +649,7 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
         "<p>Experiment <b>{}</b>, {} replicas, faults {}. {} simulated ms; {} client operations ({ok} ok, {fail} fail, {info} info); {} effects at the ledger. Trace hash <code>{}</code>{}.</p>",
         escape(page.experiment),
         r.replicas,
-        escape(&cluster::describe_resolved(r)),
+        escape(&world::describe_resolved(r)),
         r.sim_ms,
         r.history.len(),
         r.effects.iter().filter(|e| e.applied).count(),

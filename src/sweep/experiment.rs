@@ -18,7 +18,7 @@ use crate::scenario::{Expect, REPLICAS_MAX};
 use crate::workload::WorkloadSpec;
 
 /// The embedded default experiment.
-pub const DEFAULT: &str = include_str!("../experiments/default.toml");
+pub const DEFAULT: &str = include_str!("../../experiments/default.toml");
 
 /// Most seeds one experiment may sweep.
 pub const SEEDS_MAX: u64 = 10_000_000;

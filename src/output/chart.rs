@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use crate::report::SummaryRow;
+use crate::output::report::SummaryRow;
 
 /// Row height, px.
 const ROW: f64 = 22.0;
@@ -347,7 +347,7 @@ mod tests {
             invariant,
             runs: 20,
             runs_violated: k,
-            ci95: crate::report::wilson(k, 20),
+            ci95: crate::output::report::wilson(k, 20),
             runs_exercised: exercised,
             requests: 100,
             effects: 50,

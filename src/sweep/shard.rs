@@ -1,13 +1,13 @@
 //! Shards: splitting one sweep over several machines, and joining the pieces again.
 //!
-//! A sweep is the list of work items of [`crate::runner::work_items`] (model, then routing,
+//! A sweep is the list of work items of [`crate::sweep::runner::work_items`] (model, then routing,
 //! then seed). Shard `K` of `N` runs the items whose position `i` in that list has
 //! `i % N == K`: striped rather than cut in blocks, so every shard gets its share of every
 //! model and routing strategy and the shards take about the same time. `K` counts from 0.
 //!
 //! A shard writes `runs.csv` and a manifest, `shard.json`, into its own directory (by
 //! default `results/<experiment>/shard-K-of-N/`). The manifest names the experiment, its
-//! text, the seed count and the [`crate::runner::fingerprint`] of the configuration, so
+//! text, the seed count and the [`crate::sweep::runner::fingerprint`] of the configuration, so
 //! `a2a-chaos merge` can refuse shards of different sweeps, report missing shards, and
 //! re-run the first failing seeds for the timelines.
 //!
@@ -22,8 +22,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::InputError;
-use crate::experiment::Experiment;
-use crate::runner::WorkItem;
+use crate::sweep::experiment::Experiment;
+use crate::sweep::runner::WorkItem;
 
 /// The manifest's file name inside a shard's directory.
 pub const MANIFEST: &str = "shard.json";
@@ -177,7 +177,7 @@ pub struct Manifest {
     pub seeds_start: u64,
     /// Seeds swept (after `--seeds`).
     pub seeds_count: u64,
-    /// [`crate::runner::fingerprint`] of the configuration.
+    /// [`crate::sweep::runner::fingerprint`] of the configuration.
     pub fingerprint: String,
     /// Model names in the experiment's order.
     pub models: Vec<String>,
@@ -200,7 +200,7 @@ impl Manifest {
             text,
             seeds_start: exp.file.seeds.start,
             seeds_count: exp.file.seeds.count,
-            fingerprint: crate::runner::fingerprint(exp),
+            fingerprint: crate::sweep::runner::fingerprint(exp),
             models: exp.profiles.iter().map(|p| p.name.clone()).collect(),
             routing: exp.file.routing.clone(),
             shard,
