@@ -23,82 +23,7 @@ use std::rc::Rc;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-/// A BUGGIFY point.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Point {
-    /// The replica waits 200-1500 ms more between its effect and its save.
-    DelayBeforeSave,
-    /// The store lets a phantom writer bump the task's version just before a CAS save, so the
-    /// save conflicts (the writer changes nothing else).
-    ConflictOnSave,
-    /// A subscriber's event poll takes 1-3 s longer.
-    SlowEventPoll,
-}
-
-/// Every BUGGIFY point, in a fixed order.
-pub const POINTS: &[Point] = &[
-    Point::DelayBeforeSave,
-    Point::ConflictOnSave,
-    Point::SlowEventPoll,
-];
-
-impl Point {
-    /// The name used in traces and counters.
-    pub fn name(self) -> &'static str {
-        match self {
-            Point::DelayBeforeSave => "delay-before-save",
-            Point::ConflictOnSave => "conflict-on-save",
-            Point::SlowEventPoll => "slow-event-poll",
-        }
-    }
-
-    /// The point named `name`.
-    pub fn parse(name: &str) -> Option<Point> {
-        POINTS.iter().copied().find(|p| p.name() == name)
-    }
-}
-
-/// A moment at which a replica may be killed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum KillPoint {
-    /// Its business effect is on the wire (the ledger call has begun).
-    Effect,
-    /// The effect is done and the result is not saved yet.
-    AfterEffect,
-    /// It is streaming events to a client (a streaming send or a resubscribe).
-    Stream,
-}
-
-/// Every kill point, in a fixed order.
-pub const KILL_POINTS: &[KillPoint] =
-    &[KillPoint::Effect, KillPoint::AfterEffect, KillPoint::Stream];
-
-impl KillPoint {
-    /// The name used in traces and counters.
-    pub fn name(self) -> &'static str {
-        match self {
-            KillPoint::Effect => "effect",
-            KillPoint::AfterEffect => "after-effect",
-            KillPoint::Stream => "stream",
-        }
-    }
-
-    /// The point named `name`.
-    pub fn parse(name: &str) -> Option<KillPoint> {
-        KILL_POINTS.iter().copied().find(|p| p.name() == name)
-    }
-
-    /// How long after reaching the point the crash lands, drawn from `[0, max]` ms: long
-    /// enough for an effect's request to be on the wire or at the ledger, short enough that
-    /// the save after it has not happened.
-    pub fn delay_ms_max(self) -> u64 {
-        match self {
-            KillPoint::Effect => 12,
-            KillPoint::AfterEffect => 2,
-            KillPoint::Stream => 50,
-        }
-    }
-}
+use crate::faults::{KillPoint, Point};
 
 /// The run's fault points: which are on, the generator, the crashes owed and the counters.
 #[derive(Debug)]
@@ -254,6 +179,8 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
+        use crate::faults::buggify::POINTS;
+        use crate::faults::kill_point::KILL_POINTS;
         for p in POINTS {
             assert_eq!(Point::parse(p.name()), Some(*p));
         }

@@ -35,7 +35,7 @@ use proptest::sample::Index;
 use proptest::strategy::{BoxedStrategy, Union};
 
 use crate::error::InputError;
-use crate::faults::Action;
+use crate::faults::{heal, kill, lost_reply, partition};
 use crate::scenario::{Expect, ScenarioFile, Script, SendStep, Step, TaskStep, REPLICAS_MAX};
 
 /// The kinds of step a generated scenario may hold.
@@ -355,11 +355,13 @@ fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
             Draft::Get(c, t) => Step::Get(task(*c, t)),
             Draft::Cancel(c, t) => Step::Cancel(task(*c, t)),
             Draft::Wait(ms) => Step::WaitMs(*ms),
-            Draft::DropReply => Step::Fault(Action::DropNextReply),
-            Draft::Kill(i) => Step::Fault(Action::Kill(replica(i))),
-            Draft::Restart(i) => Step::Fault(Action::Restart(replica(i))),
-            Draft::Partition(i) => Step::Fault(Action::Partition(replica(i), "store".into())),
-            Draft::Heal => Step::Fault(Action::HealAll),
+            Draft::DropReply => Step::Fault(lost_reply::DropNextReply.into()),
+            Draft::Kill(i) => Step::Fault(kill::Kill(replica(i)).into()),
+            Draft::Restart(i) => Step::Fault(kill::Restart(replica(i)).into()),
+            Draft::Partition(i) => {
+                Step::Fault(partition::Partition(replica(i), "store".into()).into())
+            }
+            Draft::Heal => Step::Fault(heal::HealAll.into()),
         })
         .collect()
 }
@@ -457,6 +459,7 @@ pub fn with_faults(script: &Script, schedule: &[Step]) -> Result<Script, InputEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::faults::Action;
     use proptest::strategy::ValueTree;
     use proptest::test_runner::{Config, TestRng, TestRunner};
 
@@ -510,7 +513,9 @@ mod tests {
             want.map(|(c, t)| (c.to_string(), t)).to_vec(),
             "{steps:?}"
         );
-        assert!(matches!(&steps[4], Step::Fault(Action::Kill(h)) if h.starts_with("replica-")));
+        assert!(
+            matches!(&steps[4], Step::Fault(Action::Kill(kill::Kill(h))) if h.starts_with("replica-"))
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! run twice with the same seed.
 
 use a2a_chaos::check::{self, Verdict};
+use a2a_chaos::faults::{kill, partition, Action};
 use a2a_chaos::sweep::experiment::Experiment;
 use a2a_chaos::sweep::runner::spec_for;
 use a2a_chaos::world::{self, RunRecord};
@@ -48,7 +49,7 @@ fn run_twice(exp: &Experiment, seed: u64) -> RunRecord {
 fn applied(run: &RunRecord, prefix: &str) -> usize {
     run.faults
         .iter()
-        .filter(|(_, f)| f.starts_with(prefix))
+        .filter(|(_, f)| f.to_string().starts_with(prefix))
         .count()
 }
 
@@ -68,7 +69,7 @@ fn kill_store_fires_and_committed_state_survives_the_restart() {
     let first_kill = run
         .faults
         .iter()
-        .find(|(_, f)| f == "kill store")
+        .find(|(_, f)| matches!(f, Action::Kill(kill::Kill(h)) if h == "store"))
         .map(|(at, _)| *at)
         .unwrap();
     // Every task saved before the first kill is still in the store at the end.
@@ -97,13 +98,16 @@ fn link_partitions_cut_any_two_hosts_both_ways_and_one_way() {
     for seed in 0..3 {
         let run = run_twice(&experiment("link-partition", 4.0), seed);
         for (_, f) in &run.faults {
-            if let Some(rest) = f.strip_prefix("partition ") {
-                if rest.contains(" <-> ") {
+            match f {
+                Action::Partition(partition::Partition(a, b)) => {
                     both += 1;
-                } else {
-                    oneway += 1;
+                    pairs.insert(format!("{a} <-> {b}"));
                 }
-                pairs.insert(rest.to_string());
+                Action::PartitionOneway(partition::PartitionOneway(a, b)) => {
+                    oneway += 1;
+                    pairs.insert(format!("{a} -> {b}"));
+                }
+                _ => {}
             }
         }
     }

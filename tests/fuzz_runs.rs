@@ -388,7 +388,7 @@ fn a_run_that_outlasts_its_budget_is_cut_and_reported() {
 fn a_scenario_that_waits_forever_is_cut_at_its_budget() {
     let script = Script::parse(
         "name = \"w\"\nmodel = \"reference\"\n[[step]]\nsend = { conversation = \"c1\", turn = 1 }\n\
-         [[step]]\nwait-ms = 18446744073709551615\n",
+         [[step]]\nwait-ms = 9223372036854775807\n",
         "w.toml",
     )
     .unwrap();

@@ -9,7 +9,7 @@
 
 mod fuzz_support;
 
-use a2a_chaos::faults::Action;
+use a2a_chaos::faults::{kill, Action};
 use a2a_chaos::scenario::{Script, Step, REPLICAS_MAX, STEPS_MAX};
 use fuzz_support::{check_input_error, corpus, fuzz, mutate, mutation, pick, toml_noise};
 use proptest::prelude::*;
@@ -56,25 +56,18 @@ fn check_steps(steps: &[Step], replicas: usize) -> Result<(), TestCaseError> {
                 None
             }
             Step::Fault(action) => {
-                match action {
-                    Action::Kill(h) => {
-                        prop_assert!(host_ok(h, replicas) && h != "client", "kill {h}")
-                    }
-                    Action::Restart(h) => prop_assert!(host_ok(h, replicas), "restart {h}"),
-                    Action::Partition(a, b)
-                    | Action::PartitionOneway(a, b)
-                    | Action::Repair(a, b)
-                    | Action::LinkLatency(a, b, _)
-                    | Action::Hold(a, b)
-                    | Action::Release(a, b) => {
-                        prop_assert!(host_ok(a, replicas) && host_ok(b, replicas), "{action:?}")
-                    }
-                    Action::Buggify(_, p) | Action::KillAt(_, p) => {
-                        prop_assert!((0.0..=1.0).contains(p), "{action:?}")
-                    }
-                    Action::HealAll | Action::DropNextReply | Action::Card(_) => {}
-                    other => prop_assert!(false, "a scenario step became {other:?}"),
+                for h in action.hosts() {
+                    prop_assert!(host_ok(h, replicas), "{action:?} names {h}");
                 }
+                prop_assert!(
+                    !matches!(action, Action::Kill(kill::Kill(h)) if h == "client"),
+                    "the client was killed"
+                );
+                prop_assert!(action.validate().is_ok(), "{action:?}");
+                prop_assert!(
+                    action.to_step().is_some(),
+                    "a scenario step became {action:?}"
+                );
                 None
             }
             Step::WaitMs(_) | Step::UntilMs(_) | Step::Effect(..) => None,

@@ -27,7 +27,7 @@ use super::{
     TAMPER_HOST,
 };
 use crate::net::{self, BoxBody};
-use crate::trace::{Fnv, Trace};
+use crate::trace::{Event, Fnv, Trace};
 
 /// One card document the authority published or served.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -261,7 +261,7 @@ impl CardAuthority {
             let header = headers.get("authorization").and_then(|h| h.to_str().ok());
             if let Err(e) = crate::auth::verify(header, crate::auth::ISSUER, CARD_ORIGIN) {
                 self.trace
-                    .record("router", format!("card GET -> 401 ({e})"));
+                    .record("router", Event::plain(format!("card GET -> 401 ({e})")));
                 return net::json_response(
                     StatusCode::UNAUTHORIZED,
                     &json!({"error": e.to_string()}),
@@ -276,13 +276,13 @@ impl CardAuthority {
             .is_some_and(|h| h == v.etag);
         self.trace.record(
             "router",
-            format!(
+            Event::plain(format!(
                 "card GET -> {} revision {}{} etag {}",
                 if not_modified { 304 } else { 200 },
                 v.revision,
                 if v.legit { "" } else { " (tampered)" },
                 v.etag
-            ),
+            )),
         );
         let mut resp = if not_modified {
             Response::builder()

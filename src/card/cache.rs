@@ -39,7 +39,7 @@ use super::{CARD_ORIGIN, CARD_PATH};
 use crate::auth;
 use crate::model::{CardCache, CardKnobs, CardVerify};
 use crate::net::{self, Call};
-use crate::trace::{now_ms, Trace};
+use crate::trace::{now_ms, Event, Tone, Trace};
 
 /// One client call's card decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -304,10 +304,17 @@ impl CardClient {
         };
         self.trace.record(
             "client",
-            format!(
-                "card fetch -> {} {}",
-                log.status.map_or("-".to_string(), |s| s.to_string()),
-                log.outcome
+            Event::note(
+                if log.outcome.starts_with("refused") {
+                    Tone::Bad
+                } else {
+                    Tone::Plain
+                },
+                format!(
+                    "card fetch -> {} {}",
+                    log.status.map_or("-".to_string(), |s| s.to_string()),
+                    log.outcome
+                ),
             ),
         );
         self.authority.record_fetch(log);

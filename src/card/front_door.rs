@@ -11,7 +11,7 @@ use http::{Response, StatusCode};
 
 use super::{CardAuthority, FRONT_DOOR_PORT};
 use crate::net::{self, BoxBody, BoxError, Call};
-use crate::trace::{now_ms, Trace};
+use crate::trace::{now_ms, Event, Trace};
 
 /// One request an extra host received.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +57,7 @@ async fn forward(
     });
     trace.record(
         host,
-        format!(
+        Event::plain(format!(
             "{} {} with {}",
             parts.method,
             parts.uri.path(),
@@ -65,7 +65,7 @@ async fn forward(
                 Some(a) => format!("a bearer token for {a}"),
                 None => "no credential".into(),
             }
-        ),
+        )),
     );
     let body = net::read_request(body)
         .await

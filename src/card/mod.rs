@@ -26,11 +26,14 @@ pub mod authority;
 pub mod cache;
 pub mod front_door;
 
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::faults::card::{
+    valid_host, CardChange, CardStep, FOREIGN_HOST, MOVE_HOST, TAMPER_HOST,
+};
 pub use authority::{CardAuthority, CardVersion};
 
 /// Where the card is served.
@@ -41,17 +44,6 @@ pub const CARD_ORIGIN: &str = crate::auth::AGENT_AUDIENCE;
 
 /// The port every extra host a card names listens on.
 pub const FRONT_DOOR_PORT: u16 = 8080;
-
-/// Where `card-move` moves the execution URL: the agent's next deployment, on another
-/// origin.
-pub const MOVE_HOST: &str = "agent-v2.example";
-
-/// The execution origin of a `card-foreign-origin` card: signed by the agent's key, hosted
-/// by somebody else.
-pub const FOREIGN_HOST: &str = "agent.partner.example";
-
-/// Where a tampered card sends its callers.
-pub const TAMPER_HOST: &str = "mitm.example";
 
 /// The `[card]` table of a scenario: the publisher's settings. Its presence (or any `card`
 /// step) turns the card simulation on.
@@ -80,79 +72,6 @@ impl Default for CardSetup {
 /// Longest max-age a scenario may ask for (one simulated hour).
 pub const MAX_AGE_S_MAX: u64 = 3600;
 
-/// A scenario's `card = { ... }` step: one change, one key.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct CardStep {
-    /// `move-to = "agent-v2.example"`: a signed card naming `http://HOST:8080/`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub move_to: Option<String>,
-    /// `streaming = false`: a signed card with the streaming capability changed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub streaming: Option<bool>,
-    /// `revoke-key = true`: the signing key revoked, the card re-signed with a new one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub revoke_key: Option<bool>,
-    /// `tamper = true`: the served card altered (execution URL to `mitm.example`) and its
-    /// signatures stripped.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tamper: Option<bool>,
-}
-
-impl CardStep {
-    /// The change this step makes, or why it is not one.
-    pub fn change(&self) -> Result<CardChange, String> {
-        let mut found = Vec::new();
-        if let Some(h) = &self.move_to {
-            if !valid_host(h) {
-                return Err(format!(
-                    "card move-to = \"{h}\": a host name of lower-case letters, digits, `-` and `.`, not one of the simulation's hosts"
-                ));
-            }
-            found.push(CardChange::MoveTo(h.clone()));
-        }
-        if let Some(on) = self.streaming {
-            found.push(CardChange::Streaming(on));
-        }
-        if self.revoke_key == Some(true) {
-            found.push(CardChange::RevokeKey);
-        }
-        if self.tamper == Some(true) {
-            found.push(CardChange::Tamper);
-        }
-        match found.len() {
-            1 => Ok(found.pop().expect("one")),
-            0 => Err(
-                "a card step needs one of move-to, streaming, revoke-key = true, tamper = true"
-                    .into(),
-            ),
-            _ => Err("a card step makes one change; split it into several steps".into()),
-        }
-    }
-
-    /// The step that makes `change`.
-    pub fn of(change: &CardChange) -> CardStep {
-        let mut s = CardStep::default();
-        match change {
-            CardChange::MoveTo(h) => s.move_to = Some(h.clone()),
-            CardChange::Streaming(on) => s.streaming = Some(*on),
-            CardChange::RevokeKey => s.revoke_key = Some(true),
-            CardChange::Tamper => s.tamper = Some(true),
-        }
-        s
-    }
-
-    /// The step as an inline TOML table (host names need no escaping).
-    pub fn to_inline(&self) -> String {
-        match self.change() {
-            Ok(CardChange::MoveTo(h)) => format!("{{ move-to = \"{h}\" }}"),
-            Ok(CardChange::Streaming(on)) => format!("{{ streaming = {on} }}"),
-            Ok(CardChange::RevokeKey) => "{ revoke-key = true }".into(),
-            Ok(CardChange::Tamper) | Err(_) => "{ tamper = true }".into(),
-        }
-    }
-}
-
 /// Refuses a model without `[card]` knobs for a run that simulates the card.
 pub fn check_profile(
     profile: &crate::model::Profile,
@@ -168,141 +87,6 @@ pub fn check_profile(
             profile.name
         ),
     ))
-}
-
-/// Refuses a run that simulates the card with a model that has no `[card]` knobs (a
-/// `--model` given on the command line).
-pub fn check_spec(spec: &crate::world::RunSpec) -> Result<(), crate::error::InputError> {
-    match setup_for(&spec.workload, &spec.faults, &[]) {
-        Some(_) => check_profile(&spec.profile, "--model"),
-        None => Ok(()),
-    }
-}
-
-/// Whether a run simulates the card, its setup, and the extra hosts its changes name.
-///
-/// A scripted run's hosts are the ones its card steps name. A generated run simulates the
-/// card when any card fault is configured, but only the hosts named by the card changes
-/// this seed's `plan` actually schedules get a host: each host is one more runtime the
-/// simulation steps every tick, and most seeds never name them.
-pub fn setup_for(
-    workload: &crate::world::Workload,
-    faults: &crate::faults::FaultSpec,
-    plan: &[crate::faults::Scheduled],
-) -> Option<(CardSetup, BTreeSet<String>)> {
-    match workload {
-        crate::world::Workload::Scripted(script) => {
-            let setup = script.card_setup()?;
-            let mut hosts = BTreeSet::new();
-            collect_hosts(&script.steps, &mut hosts);
-            Some((setup, hosts))
-        }
-        crate::world::Workload::Generated(_) => {
-            if !crate::faults::any_card_fault(faults.rates.keys()) {
-                return None;
-            }
-            let hosts = plan
-                .iter()
-                .filter_map(|s| match &s.action {
-                    crate::faults::Action::Card(c) => c.names_host(),
-                    _ => None,
-                })
-                .map(str::to_string)
-                .collect();
-            Some((CardSetup::default(), hosts))
-        }
-    }
-}
-
-/// Whether any step (nested ones included) changes the card.
-pub fn has_card_steps(steps: &[crate::scenario::Step]) -> bool {
-    let mut hosts = BTreeSet::new();
-    collect_hosts(steps, &mut hosts) > 0
-}
-
-fn collect_hosts(steps: &[crate::scenario::Step], hosts: &mut BTreeSet<String>) -> usize {
-    use crate::scenario::Step;
-    let mut n = 0;
-    for s in steps {
-        match s {
-            Step::Fault(crate::faults::Action::Card(c)) => {
-                n += 1;
-                if let Some(h) = c.names_host() {
-                    hosts.insert(h.to_string());
-                }
-            }
-            Step::Concurrent(v) | Step::Sequence(v) => n += collect_hosts(v, hosts),
-            _ => {}
-        }
-    }
-    n
-}
-
-/// One change the publisher (or an attacker) makes to the card.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CardChange {
-    /// A new signed version naming `http://HOST:8080/` as the execution URL.
-    MoveTo(String),
-    /// A new signed version with the streaming capability set.
-    Streaming(bool),
-    /// The signing key is revoked and the card re-signed with a new key.
-    RevokeKey,
-    /// The served card is altered on its way (a compromised cache or proxy): the execution
-    /// URL names [`TAMPER_HOST`] and the signatures are stripped, since the tamperer cannot
-    /// sign. Not a version the publisher made.
-    Tamper,
-}
-
-impl std::fmt::Display for CardChange {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CardChange::MoveTo(h) => write!(f, "move-to {h}"),
-            CardChange::Streaming(true) => write!(f, "streaming on"),
-            CardChange::Streaming(false) => write!(f, "streaming off"),
-            CardChange::RevokeKey => write!(f, "revoke-key"),
-            CardChange::Tamper => write!(f, "tamper"),
-        }
-    }
-}
-
-impl CardChange {
-    /// Reads a change back from its words (`Display`).
-    pub fn parse(text: &str) -> Option<CardChange> {
-        match text {
-            "streaming on" => Some(CardChange::Streaming(true)),
-            "streaming off" => Some(CardChange::Streaming(false)),
-            "revoke-key" => Some(CardChange::RevokeKey),
-            "tamper" => Some(CardChange::Tamper),
-            _ => text
-                .strip_prefix("move-to ")
-                .filter(|h| valid_host(h))
-                .map(|h| CardChange::MoveTo(h.to_string())),
-        }
-    }
-
-    /// The extra host this change makes the card name, if any.
-    pub fn names_host(&self) -> Option<&str> {
-        match self {
-            CardChange::MoveTo(h) => Some(h),
-            CardChange::Tamper => Some(TAMPER_HOST),
-            _ => None,
-        }
-    }
-}
-
-/// A host name a card may move to: lower-case letters, digits, `-` and `.`, not one of the
-/// simulation's own hosts.
-pub fn valid_host(host: &str) -> bool {
-    !host.is_empty()
-        && host.len() <= 63
-        && host
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
-        && !matches!(
-            host,
-            "router" | "store" | "ledger" | "webhook" | "client" | "driver"
-        )
-        && !host.starts_with("replica-")
 }
 
 /// The origin (`scheme://host:port`) of an `http://` URL.
@@ -387,25 +171,32 @@ impl CardRecord {
         self.versions.iter().skip(1).map(|v| v.published_ms).min()
     }
 
-    /// Why the card version `v` is stale at `at_ms`: a later version the publisher made
-    /// whose deadline has passed, or its signing key revoked longer than max-age ago.
-    pub fn stale_at(&self, v: &CardVersion, at_ms: u64) -> Option<String> {
+    /// Why the card version `v` is stale at `at_ms`, and when that happened: a later
+    /// version the publisher made whose deadline has passed (its publication), or its
+    /// signing key revoked longer than max-age ago (the revocation).
+    pub fn stale_at(&self, v: &CardVersion, at_ms: u64) -> Option<(String, u64)> {
         if let Some(newer) = self
             .versions
             .iter()
             .find(|w| w.legit && w.revision > v.revision && w.deadline_ms <= at_ms)
         {
-            return Some(format!(
-                "revision {} ({}) was published at {} ms with a deadline of {} ms",
-                newer.revision, newer.change, newer.published_ms, newer.deadline_ms
+            return Some((
+                format!(
+                    "revision {} ({}) was published at {} ms with a deadline of {} ms",
+                    newer.revision, newer.change, newer.published_ms, newer.deadline_ms
+                ),
+                newer.published_ms,
             ));
         }
         let kid = v.kid.as_deref()?;
         let (_, at) = self.revoked.iter().find(|(k, _)| k == kid)?;
         (at + self.max_age_ms <= at_ms).then(|| {
-            format!(
-                "its signing key {kid} was revoked at {at} ms (deadline {} ms)",
-                at + self.max_age_ms
+            (
+                format!(
+                    "its signing key {kid} was revoked at {at} ms (deadline {} ms)",
+                    at + self.max_age_ms
+                ),
+                *at,
             )
         })
     }

@@ -97,13 +97,11 @@ impl Checker for AuthGrant {
                     OpKind::Send { message_id, .. } => Some((o.invoke_ms, message_id)),
                     _ => None,
                 })
-                .next_back()
-                .map(|(at, m)| format!("; the client had sent message {m} at {at} ms"))
-                .unwrap_or_default();
-            violations.push(Violation {
-                invariant: "",
-                detail: format!(
-                    "{} took effect ({} at {} ms) after task {} asked for authorisation (auth-required v{} by {} at {} ms), with no out-of-band grant{} before it{answer}",
+                .next_back();
+            let mut v = Violation::new(
+                "effect-without-grant",
+                format!(
+                    "{} took effect ({} at {} ms) after task {} asked for authorisation (auth-required v{} by {} at {} ms), with no out-of-band grant{} before it{}",
                     turn_label(&r.conversation, r.turn),
                     r.replica,
                     e.at_ms,
@@ -112,8 +110,20 @@ impl Checker for AuthGrant {
                     save.replica,
                     save.at_ms,
                     owner.map(|o| format!(" by {o}")).unwrap_or_default(),
+                    answer
+                        .map(|(at, m)| format!("; the client had sent message {m} at {at} ms"))
+                        .unwrap_or_default(),
                 ),
-            });
+            )
+            .about(&r.conversation, r.turn)
+            .task(&r.task_id)
+            .host(&r.replica)
+            .at(e.at_ms)
+            .at(save.at_ms);
+            if let Some((at, _)) = answer {
+                v = v.at(at);
+            }
+            violations.push(v);
         }
         Finding {
             invariant: "auth-grant",

@@ -53,13 +53,18 @@ impl Checker for CancelIdempotent {
                 message,
             } = &op.outcome
             {
-                violations.push(Violation {
-                    invariant: "",
-                    detail: format!(
-                        "a second cancel of task {task_id} (canceled at {at} ms) was refused by {} with {code} {message}",
-                        op.replica.as_deref().unwrap_or("?")
-                    ),
-                });
+                let by = op.replica.as_deref().unwrap_or("?");
+                violations.push(
+                    Violation::new(
+                        "second-cancel-refused",
+                        format!(
+                            "a second cancel of task {task_id} (canceled at {at} ms) was refused by {by} with {code} {message}"
+                        ),
+                    )
+                    .task(task_id)
+                    .host(by)
+                    .at(at),
+                );
             }
         }
         Finding {

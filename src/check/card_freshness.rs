@@ -44,16 +44,16 @@ impl Checker for CardFreshness {
             let Some(v) = u.etag.as_deref().and_then(|e| cards.version(e)) else {
                 continue;
             };
-            if let Some(why) = cards.stale_at(v, u.invoke_ms) {
+            if let Some((why, stale_since)) = cards.stale_at(v, u.invoke_ms) {
                 let fetched = cards
                     .fetches
                     .iter()
                     .filter(|f| f.etag.as_deref() == Some(&v.etag) && f.at_ms <= u.invoke_ms)
                     .map(|f| f.at_ms)
                     .next_back();
-                violations.push(Violation {
-                    invariant: "",
-                    detail: format!(
+                let mut found = Violation::new(
+                    "stale-card",
+                    format!(
                         "{} ({}) at {} ms used card revision {} ({}{}) although {why}",
                         u.label,
                         u.method,
@@ -65,7 +65,13 @@ impl Checker for CardFreshness {
                             None => String::new(),
                         }
                     ),
-                });
+                )
+                .url(&v.execution_url)
+                .at(u.invoke_ms);
+                if let Some(at) = fetched {
+                    found = found.at(at);
+                }
+                violations.push(found.at(stale_since));
             }
         }
         Finding {

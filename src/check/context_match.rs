@@ -40,30 +40,37 @@ impl Checker for ContextMatch {
             let what = turn_label(conversation, *turn);
             let on = op.replica.as_deref().unwrap_or("a replica");
             if op.outcome == Outcome::Ok {
-                violations.push(Violation {
-                    invariant: "",
-                    detail: format!(
-                        "{on} accepted {what} sent with another conversation's contextId"
-                    ),
-                });
+                violations.push(
+                    Violation::new(
+                        "accepted",
+                        format!("{on} accepted {what} sent with another conversation's contextId"),
+                    )
+                    .names_turn(conversation)
+                    .host(on),
+                );
             }
             for e in run.effects.iter().filter(|e| {
                 e.applied
                     && &e.request.message_id == message_id
                     && (op.invoke_ms..=op.complete_ms).contains(&e.at_ms)
             }) {
-                violations.push(Violation {
-                    invariant: "",
-                    detail: format!(
-                        "{what}, sent with another conversation's contextId, ran its business effect on {} at {} ms before the answer ({})",
-                        e.request.replica,
-                        e.at_ms,
-                        match &op.outcome {
-                            Outcome::Fail { code, message } => format!("{code} {message}"),
-                            other => other.word().to_string(),
-                        }
-                    ),
-                });
+                violations.push(
+                    Violation::new(
+                        "effect-before-refusal",
+                        format!(
+                            "{what}, sent with another conversation's contextId, ran its business effect on {} at {} ms before the answer ({})",
+                            e.request.replica,
+                            e.at_ms,
+                            match &op.outcome {
+                                Outcome::Fail { code, message } => format!("{code} {message}"),
+                                other => other.word().to_string(),
+                            }
+                        ),
+                    )
+                    .about(conversation, *turn)
+                    .host(&e.request.replica)
+                    .at(e.at_ms),
+                );
             }
         }
         Finding {

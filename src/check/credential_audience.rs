@@ -63,9 +63,9 @@ impl Checker for CredentialAudience {
                 .iter()
                 .filter(|i| Some(&i.host) == host.as_ref() && i.at_ms >= u.invoke_ms)
                 .find(|i| i.credential_audience.as_deref() == Some(audience));
-            violations.push(Violation {
-                invariant: "",
-                detail: format!(
+            let mut v = Violation::new(
+                "token-to-foreign-origin",
+                format!(
                     "{} at {} ms carried {}'s bearer token (audience {audience}) to {origin}, the execution origin named by {card}{}",
                     u.label,
                     u.invoke_ms,
@@ -75,7 +75,13 @@ impl Checker for CredentialAudience {
                         None => String::new(),
                     }
                 ),
-            });
+            )
+            .url(origin)
+            .at(u.invoke_ms);
+            if let Some(i) = received {
+                v = v.host(&i.host).at(i.at_ms);
+            }
+            violations.push(v);
         }
         Finding {
             invariant: "credential-audience",

@@ -94,12 +94,18 @@ impl Checker for DedupContract {
             };
             if let Some((done_at, how)) = &completed {
                 for (at, replica) in runs.iter().filter(|(at, _)| at > done_at) {
-                    violations.push(Violation {
-                        invariant: "",
-                        detail: format!(
-                            "{what} ran again on {replica} at {at} ms although it had completed ({how})"
-                        ),
-                    });
+                    violations.push(
+                        Violation::new(
+                            "ran-again",
+                            format!(
+                                "{what} ran again on {replica} at {at} ms although it had completed ({how})"
+                            ),
+                        )
+                        .about(conversation, *turn)
+                        .host(replica)
+                        .at(*at)
+                        .at(*done_at),
+                    );
                 }
             }
             if let Some(first) = acked {
@@ -114,14 +120,18 @@ impl Checker for DedupContract {
                 {
                     if let Some(t) = &other.task {
                         if t.id != task {
-                            violations.push(Violation {
-                                invariant: "",
-                                detail: format!(
-                                    "a retry of {what} was answered by {} with task {} instead of {task}",
-                                    other.replica.as_deref().unwrap_or("?"),
-                                    t.id
-                                ),
-                            });
+                            violations.push(
+                                Violation::new(
+                                    "another-task",
+                                    format!(
+                                        "a retry of {what} was answered by {} with task {} instead of {task}",
+                                        other.replica.as_deref().unwrap_or("?"),
+                                        t.id
+                                    ),
+                                )
+                                .names_turn(conversation)
+                                .task(&t.id),
+                            );
                         }
                     }
                 }
@@ -145,9 +155,9 @@ impl Checker for DedupContract {
                         .filter(|(at, _)| *at >= lo && *at <= hi)
                         .collect();
                     if during.len() > 1 {
-                        violations.push(Violation {
-                            invariant: "",
-                            detail: format!(
+                        let mut v = Violation::new(
+                            "concurrent-duplicates-ran",
+                            format!(
                                 "concurrent duplicates of {what} ran {} times ({})",
                                 during.len(),
                                 during
@@ -156,7 +166,12 @@ impl Checker for DedupContract {
                                     .collect::<Vec<_>>()
                                     .join(", ")
                             ),
-                        });
+                        )
+                        .names_turn(conversation);
+                        for (at, r) in &during {
+                            v = v.host(r).at(*at);
+                        }
+                        violations.push(v);
                     }
                 }
             }

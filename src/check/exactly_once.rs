@@ -49,13 +49,26 @@ impl Checker for ExactlyOnce {
                     .push(outcome);
             }
         }
-        let mut effects: BTreeMap<(String, u32), Vec<String>> = BTreeMap::new();
+        let mut effects: BTreeMap<(String, u32), Vec<(&str, u64)>> = BTreeMap::new();
         for e in run.effects.iter().filter(|e| e.applied) {
             effects
                 .entry((e.request.conversation.clone(), e.request.turn))
                 .or_default()
-                .push(format!("{} at {} ms", e.request.replica, e.at_ms));
+                .push((e.request.replica.as_str(), e.at_ms));
         }
+        // `replica-0 at 12 ms, replica-1 at 40 ms`, and the violation's anchors for them.
+        let listed = |list: &[(&str, u64)]| {
+            list.iter()
+                .map(|(r, at)| format!("{r} at {at} ms"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let anchored = |mut v: Violation, list: &[(&str, u64)]| {
+            for (r, at) in list {
+                v = v.host(r).at(*at);
+            }
+            v
+        };
         let mut violations = Vec::new();
         let mut exercised = 0;
         for ((conversation, turn), outcomes) in &attempts {
@@ -68,23 +81,26 @@ impl Checker for ExactlyOnce {
             if outcomes.len() > 1 || !ok {
                 exercised += 1;
             }
-            let at = || done.map(|d| d.join(", ")).unwrap_or_default();
+            let done: &[(&str, u64)] = done.map_or(&[], Vec::as_slice);
             if n > 1 {
-                violations.push(Violation {
-                    invariant: "",
-                    detail: format!(
+                let v = Violation::new(
+                    "double-effect",
+                    format!(
                         "{what} took effect {n} times ({}); the client saw [{}]",
-                        at(),
+                        listed(done),
                         words.join(", ")
                     ),
-                });
+                )
+                .about(conversation, *turn);
+                violations.push(anchored(v, done));
             } else if ok && n == 0 {
-                violations.push(Violation {
-                    invariant: "",
-                    detail: format!(
-                        "{what} was acknowledged ok but never took effect at the ledger"
-                    ),
-                });
+                violations.push(
+                    Violation::new(
+                        "acknowledged-without-effect",
+                        format!("{what} was acknowledged ok but never took effect at the ledger"),
+                    )
+                    .about(conversation, *turn),
+                );
             } else if !ok && !info && n == 1 {
                 let refusal = outcomes
                     .iter()
@@ -93,26 +109,30 @@ impl Checker for ExactlyOnce {
                         _ => None,
                     })
                     .unwrap_or_default();
-                violations.push(Violation {
-                    invariant: "",
-                    detail: format!(
+                let v = Violation::new(
+                    "effect-after-refusal",
+                    format!(
                         "{what} was refused ({refusal}) yet took effect ({}): a client that retries does it twice",
-                        at()
+                        listed(done)
                     ),
-                });
+                )
+                .about(conversation, *turn);
+                violations.push(anchored(v, done));
             }
         }
         // Effects no client operation accounts for (a turn the client never sent).
         for ((conversation, turn), list) in &effects {
             if !attempts.contains_key(&(conversation.clone(), *turn)) {
-                violations.push(Violation {
-                    invariant: "",
-                    detail: format!(
+                let v = Violation::new(
+                    "effect-never-sent",
+                    format!(
                         "{} took effect ({}) but the client never sent it",
                         turn_label(conversation, *turn),
-                        list.join(", ")
+                        listed(list)
                     ),
-                });
+                )
+                .about(conversation, *turn);
+                violations.push(anchored(v, list));
             }
         }
         Finding {

@@ -31,9 +31,19 @@ fn failed<'a>(findings: &'a [Finding], invariant: &str) -> Option<&'a Finding> {
         .find(|f| f.invariant == invariant && f.verdict() == Verdict::Fail)
 }
 
-fn any_detail(findings: &[Finding], invariant: &str, needle: &str) -> bool {
+/// Whether `invariant` failed with a violation of one of `kinds`.
+fn any_kind(findings: &[Finding], invariant: &str, kinds: &[&str]) -> bool {
     failed(findings, invariant)
-        .is_some_and(|f| f.violations.iter().any(|v| v.detail.contains(needle)))
+        .is_some_and(|f| f.violations.iter().any(|v| kinds.contains(&v.kind)))
+}
+
+/// Whether `invariant` failed with a violation whose URL contains `needle`.
+fn any_url(findings: &[Finding], invariant: &str, needle: &str) -> bool {
+    failed(findings, invariant).is_some_and(|f| {
+        f.violations
+            .iter()
+            .any(|v| v.anchors.url.as_deref().is_some_and(|u| u.contains(needle)))
+    })
 }
 
 /// The hazards, by §6 number.
@@ -59,7 +69,11 @@ pub const HAZARDS: &[Hazard] = &[
         shows: |run, f| {
             failed(f, "dedup-contract").is_some()
                 || (run.profile.dedup.scope != DedupScope::Shared
-                    && any_detail(f, "exactly-once-effects", "took effect"))
+                    && any_kind(
+                        f,
+                        "exactly-once-effects",
+                        &["double-effect", "effect-after-refusal", "effect-never-sent"],
+                    ))
         },
     },
     Hazard {
@@ -77,7 +91,7 @@ pub const HAZARDS: &[Hazard] = &[
                 .iter()
                 .any(|d| (300..400).contains(&d.status));
             (redirected && failed(f, "push-accounted").is_some())
-                || any_detail(
+                || any_url(
                     f,
                     "push-egress-safe",
                     crate::ground::webhook::REDIRECT_TARGET,
@@ -87,7 +101,7 @@ pub const HAZARDS: &[Hazard] = &[
     Hazard {
         number: 6,
         title: "DNS rebinding: public at the check, private at the send",
-        shows: |_, f| any_detail(f, "push-egress-safe", "rebind.example"),
+        shows: |_, f| any_url(f, "push-egress-safe", "rebind.example"),
     },
     Hazard {
         number: 7,
@@ -123,7 +137,7 @@ pub const HAZARDS: &[Hazard] = &[
         title: "Mastra: a non-blocking follow-up is dropped; concurrent follow-ups both run",
         shows: |run, f| {
             (run.profile.handler.nonblocking_to_working == NonBlockingToWorking::ReturnCurrent
-                && any_detail(f, "liveness", "never processed"))
+                && any_kind(f, "liveness", &["never-processed"]))
                 || (!run.profile.handler.per_task_lock && failed(f, "no-lost-writes").is_some())
         },
     },

@@ -14,6 +14,7 @@ use a2a::TaskState;
 
 use crate::check::{turn_label, Checker, Finding, Violation};
 use crate::client::history::{OpKind, Outcome};
+use crate::faults::{kill, Action};
 use crate::store::SaveRecord;
 use crate::world::RunRecord;
 
@@ -58,6 +59,8 @@ impl Checker for Liveness {
             if settled(&task.status.state) {
                 continue;
             }
+            let mut times = Vec::new();
+            let mut hosts = Vec::new();
             let why = match saves.get(id.as_str()).and_then(|l| l.last()) {
                 Some(SaveRecord {
                     version: v,
@@ -65,11 +68,16 @@ impl Checker for Liveness {
                     at_ms: at,
                     ..
                 }) => {
+                    times.push(*at);
+                    hosts.push(replica.as_str());
                     let killed = run
                         .faults
                         .iter()
-                        .find(|(k, what)| *k >= *at && what == &format!("kill {replica}"))
+                        .find(|(k, what)| {
+                            *k >= *at && matches!(what, Action::Kill(kill::Kill(h)) if h == replica)
+                        })
                         .map(|(k, _)| {
+                            times.push(*k);
                             format!(
                                 "; {replica} was killed at {k} ms and nothing took the task over"
                             )
@@ -79,14 +87,22 @@ impl Checker for Liveness {
                 }
                 None => "it was never saved".into(),
             };
-            violations.push(Violation {
-                invariant: "",
-                detail: format!(
+            let mut v = Violation::new(
+                "unsettled",
+                format!(
                     "task {id} is still {:?} at the end of the run ({} ms after everything was healed): {why}",
                     task.status.state,
                     run.sim_ms.saturating_sub(run.healed_at_ms)
                 ),
-            });
+            )
+            .task(id);
+            for h in hosts {
+                v = v.host(h);
+            }
+            for at in times {
+                v = v.at(at);
+            }
+            violations.push(v);
         }
         for op in &run.history {
             let (
@@ -115,18 +131,24 @@ impl Checker for Liveness {
             }
             let names = crate::store::artifact_names(task);
             if !names.contains(&format!("turn-{turn}")) {
-                violations.push(Violation {
-                    invariant: "",
-                    detail: format!(
-                        "{} (message {message_id}) was accepted by {} at {} ms without waiting, but never processed: task {} ended {:?} with artifacts [{}]",
-                        turn_label(conversation, *turn),
-                        op.replica.as_deref().unwrap_or("?"),
-                        op.complete_ms,
-                        view.id,
-                        task.status.state,
-                        names.join(", ")
-                    ),
-                });
+                let by = op.replica.as_deref().unwrap_or("?");
+                violations.push(
+                    Violation::new(
+                        "never-processed",
+                        format!(
+                            "{} (message {message_id}) was accepted by {by} at {} ms without waiting, but never processed: task {} ended {:?} with artifacts [{}]",
+                            turn_label(conversation, *turn),
+                            op.complete_ms,
+                            view.id,
+                            task.status.state,
+                            names.join(", ")
+                        ),
+                    )
+                    .about(conversation, *turn)
+                    .task(&view.id)
+                    .host(by)
+                    .at(op.complete_ms),
+                );
             }
         }
         Finding {

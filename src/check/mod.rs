@@ -39,8 +39,80 @@ use crate::world::RunRecord;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Violation {
     pub invariant: &'static str,
+    /// Which way the promise broke, within its invariant (`double-effect`, `lost`, ...):
+    /// what hazard recognition and reports match on.
+    pub kind: &'static str,
     /// What broke, naming turns, replicas and versions.
     pub detail: String,
+    /// What the sentence points at, for the timeline and shrink.
+    pub anchors: Anchors,
+}
+
+/// What a violation points at, beside its sentence.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Anchors {
+    /// The turn the sentence is about (it begins with it), when it is about one.
+    pub turn: Option<(String, u32)>,
+    /// Every conversation whose turn the sentence names, in order.
+    pub conversations: Vec<String>,
+    /// The task it is about.
+    pub task: Option<String>,
+    /// The hosts it names (replicas, card hosts).
+    pub hosts: Vec<String>,
+    /// A URL it names (a push target).
+    pub url: Option<String>,
+    /// The simulated times it cites, in order.
+    pub times_ms: Vec<u64>,
+}
+
+impl Violation {
+    /// A violation of `kind`, in words; [`check_all`] fills in the invariant.
+    pub fn new(kind: &'static str, detail: impl Into<String>) -> Violation {
+        Violation {
+            invariant: "",
+            kind,
+            detail: detail.into(),
+            anchors: Anchors::default(),
+        }
+    }
+
+    /// The turn the sentence is about.
+    pub fn about(mut self, conversation: &str, turn: u32) -> Violation {
+        self.anchors.turn = Some((conversation.to_string(), turn));
+        self.names_turn(conversation)
+    }
+
+    /// A conversation whose turn the sentence names.
+    pub fn names_turn(mut self, conversation: &str) -> Violation {
+        if !self.anchors.conversations.iter().any(|c| c == conversation) {
+            self.anchors.conversations.push(conversation.to_string());
+        }
+        self
+    }
+
+    /// The task it is about.
+    pub fn task(mut self, id: &str) -> Violation {
+        self.anchors.task = Some(id.to_string());
+        self
+    }
+
+    /// A host it names.
+    pub fn host(mut self, host: &str) -> Violation {
+        self.anchors.hosts.push(host.to_string());
+        self
+    }
+
+    /// A URL it names.
+    pub fn url(mut self, url: &str) -> Violation {
+        self.anchors.url = Some(url.to_string());
+        self
+    }
+
+    /// A simulated time it cites.
+    pub fn at(mut self, ms: u64) -> Violation {
+        self.anchors.times_ms.push(ms);
+        self
+    }
 }
 
 /// `pass`, `fail` or `unknown` (nothing exercised the invariant).

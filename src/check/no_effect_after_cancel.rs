@@ -55,18 +55,25 @@ impl Checker for NoEffectAfterCancel {
                 .iter()
                 .filter(|e| e.request.sent_ms > cancel.complete_ms)
             {
-                violations.push(Violation {
-                    invariant: "",
-                    detail: format!(
-                        "task {} was canceled (acknowledged by {} at {} ms), yet {} on {} started its effect at {} ms",
-                        view.id,
-                        cancel.replica.as_deref().unwrap_or("?"),
-                        cancel.complete_ms,
-                        turn_label(&e.request.conversation, e.request.turn),
-                        e.request.replica,
-                        e.request.sent_ms
-                    ),
-                });
+                violations.push(
+                    Violation::new(
+                        "effect-after-cancel",
+                        format!(
+                            "task {} was canceled (acknowledged by {} at {} ms), yet {} on {} started its effect at {} ms",
+                            view.id,
+                            cancel.replica.as_deref().unwrap_or("?"),
+                            cancel.complete_ms,
+                            turn_label(&e.request.conversation, e.request.turn),
+                            e.request.replica,
+                            e.request.sent_ms
+                        ),
+                    )
+                    .names_turn(&e.request.conversation)
+                    .task(&view.id)
+                    .host(&e.request.replica)
+                    .at(cancel.complete_ms)
+                    .at(e.request.sent_ms),
+                );
             }
         }
         Finding {

@@ -63,28 +63,42 @@ impl Checker for NoLostWrites {
             for read in later {
                 let seen = read.task.as_ref().expect("filtered");
                 if !seen.artifacts.contains(&artifact) {
-                    violations.push(Violation {
-                        invariant: "",
-                        detail: format!(
-                            "{what}, acknowledged by {by} at {} ms, is missing from a later answer ({} at {} ms from {}): task {} has artifacts [{}]",
-                            ack.complete_ms,
-                            read.kind.label(),
-                            read.complete_ms,
-                            read.replica.as_deref().unwrap_or("?"),
-                            seen.id,
-                            seen.artifacts.join(", ")
-                        ),
-                    });
+                    let from = read.replica.as_deref().unwrap_or("?");
+                    violations.push(
+                        Violation::new(
+                            "missing-from-a-read",
+                            format!(
+                                "{what}, acknowledged by {by} at {} ms, is missing from a later answer ({} at {} ms from {from}): task {} has artifacts [{}]",
+                                ack.complete_ms,
+                                read.kind.label(),
+                                read.complete_ms,
+                                seen.id,
+                                seen.artifacts.join(", ")
+                            ),
+                        )
+                        .about(conversation, *turn)
+                        .task(&seen.id)
+                        .host(by)
+                        .host(from)
+                        .at(ack.complete_ms)
+                        .at(read.complete_ms),
+                    );
                 }
             }
             match run.final_tasks.get(&view.id) {
-                None => violations.push(Violation {
-                    invariant: "",
-                    detail: format!(
-                        "{what}, acknowledged by {by} at {} ms, is lost: task {} no longer exists anywhere at the end of the run",
-                        ack.complete_ms, view.id
-                    ),
-                }),
+                None => violations.push(
+                    Violation::new(
+                        "task-lost",
+                        format!(
+                            "{what}, acknowledged by {by} at {} ms, is lost: task {} no longer exists anywhere at the end of the run",
+                            ack.complete_ms, view.id
+                        ),
+                    )
+                    .about(conversation, *turn)
+                    .task(&view.id)
+                    .host(by)
+                    .at(ack.complete_ms),
+                ),
                 Some(task) => {
                     let names = crate::store::artifact_names(task);
                     let has_message = task
@@ -93,16 +107,22 @@ impl Checker for NoLostWrites {
                         .flatten()
                         .any(|m| &m.message_id == message_id);
                     if !names.contains(&artifact) || !has_message {
-                        violations.push(Violation {
-                            invariant: "",
-                            detail: format!(
-                                "{what}, acknowledged by {by} at {} ms, is missing from the final task {} (artifacts [{}]{})",
-                                ack.complete_ms,
-                                view.id,
-                                names.join(", "),
-                                if has_message { "" } else { "; its message is gone from the history" }
-                            ),
-                        });
+                        violations.push(
+                            Violation::new(
+                                "missing-from-the-final-task",
+                                format!(
+                                    "{what}, acknowledged by {by} at {} ms, is missing from the final task {} (artifacts [{}]{})",
+                                    ack.complete_ms,
+                                    view.id,
+                                    names.join(", "),
+                                    if has_message { "" } else { "; its message is gone from the history" }
+                                ),
+                            )
+                            .about(conversation, *turn)
+                            .task(&view.id)
+                            .host(by)
+                            .at(ack.complete_ms),
+                        );
                     }
                 }
             }

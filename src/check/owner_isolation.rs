@@ -45,36 +45,53 @@ impl Checker for OwnerIsolation {
             let who = &op.principal;
             let on = op.replica.as_deref().unwrap_or("a replica");
             let leaked = match (&op.kind, &op.outcome) {
-                (OpKind::Subscribe { .. }, _) if !op.stream_states.is_empty() => Some(format!(
-                    "{on} streamed {} event(s) of {owner}'s task {task_id} to {who}",
-                    op.stream_states.len()
+                (OpKind::Subscribe { .. }, _) if !op.stream_states.is_empty() => Some((
+                    "foreign-subscribe",
+                    format!(
+                        "{on} streamed {} event(s) of {owner}'s task {task_id} to {who}",
+                        op.stream_states.len()
+                    ),
+                    None,
                 )),
-                (OpKind::Get { .. }, Outcome::Ok) => Some(format!(
-                    "{on} served {owner}'s task {task_id} to {who} (GetTask)"
+                (OpKind::Get { .. }, Outcome::Ok) => Some((
+                    "foreign-read",
+                    format!("{on} served {owner}'s task {task_id} to {who} (GetTask)"),
+                    None,
                 )),
-                (OpKind::Cancel { .. }, Outcome::Ok) => Some(format!(
-                    "{on} canceled {owner}'s task {task_id} for {who}"
+                (OpKind::Cancel { .. }, Outcome::Ok) => Some((
+                    "foreign-cancel",
+                    format!("{on} canceled {owner}'s task {task_id} for {who}"),
+                    None,
                 )),
-                (OpKind::SetPush { .. }, Outcome::Ok) => Some(format!(
-                    "{on} took {who}'s push config for {owner}'s task {task_id}"
+                (OpKind::SetPush { .. }, Outcome::Ok) => Some((
+                    "foreign-push-config",
+                    format!("{on} took {who}'s push config for {owner}'s task {task_id}"),
+                    None,
                 )),
-                (OpKind::Send { turn, .. }, Outcome::Ok) => Some(format!(
-                    "{on} ran turn {turn} from {who} on {owner}'s task {task_id}"
+                (OpKind::Send { turn, .. }, Outcome::Ok) => Some((
+                    "foreign-turn",
+                    format!("{on} ran turn {turn} from {who} on {owner}'s task {task_id}"),
+                    None,
                 )),
                 (OpKind::Cancel { .. }, Outcome::Info { .. }) => {
                     foreign_cancel_landed(run, op, owner, task_id).map(|at| {
-                        format!(
-                            "{who}'s cancel of {owner}'s task {task_id} got no answer, yet the store canceled the task at {at} ms and {owner} never asked"
+                        (
+                            "foreign-cancel-landed",
+                            format!(
+                                "{who}'s cancel of {owner}'s task {task_id} got no answer, yet the store canceled the task at {at} ms and {owner} never asked"
+                            ),
+                            Some(at),
                         )
                     })
                 }
                 _ => None,
             };
-            if let Some(detail) = leaked {
-                violations.push(Violation {
-                    invariant: "",
-                    detail,
-                });
+            if let Some((kind, detail, at)) = leaked {
+                let mut v = Violation::new(kind, detail).task(task_id).host(on);
+                if let Some(at) = at {
+                    v = v.at(at);
+                }
+                violations.push(v);
             }
         }
         Finding {

@@ -75,13 +75,17 @@ impl Checker for PushAccounted {
                     .iter()
                     .any(|(t, s)| t == task_id && *s == task.status.state);
             if !ok && !reported {
-                violations.push(Violation {
-                    invariant: "",
-                    detail: format!(
-                        "task {task_id} ended {:?} with a push config registered on {registered_on}, but no notification reached the webhook and no replica recorded a failure",
-                        task.status.state
-                    ),
-                });
+                violations.push(
+                    Violation::new(
+                        "unaccounted",
+                        format!(
+                            "task {task_id} ended {:?} with a push config registered on {registered_on}, but no notification reached the webhook and no replica recorded a failure",
+                            task.status.state
+                        ),
+                    )
+                    .task(task_id)
+                    .host(registered_on),
+                );
             }
         }
         Finding {

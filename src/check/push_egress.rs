@@ -22,12 +22,18 @@ impl Checker for PushEgressSafe {
             .push_egress
             .iter()
             .filter(|e| e.address.private)
-            .map(|e| Violation {
-                invariant: "",
-                detail: format!(
-                    "{} opened a push connection for task {} to private address {} (URL {}) at {} ms",
-                    e.replica, e.task_id, e.address.ip, e.url, e.at_ms
-                ),
+            .map(|e| {
+                Violation::new(
+                    "private-egress",
+                    format!(
+                        "{} opened a push connection for task {} to private address {} (URL {}) at {} ms",
+                        e.replica, e.task_id, e.address.ip, e.url, e.at_ms
+                    ),
+                )
+                .task(&e.task_id)
+                .host(&e.replica)
+                .url(&e.url)
+                .at(e.at_ms)
             })
             .collect();
         Finding {

@@ -61,28 +61,39 @@ impl Checker for StreamContinuity {
                     let holder = last_before
                         .map(|s| format!(" (last saved by {} at {} ms)", s.replica, s.at_ms))
                         .unwrap_or_default();
-                    violations.push(Violation {
-                        invariant: "",
-                        detail: format!("SubscribeToTask for {task_id} on {by} answered TaskNotFound, but the task exists{holder}"),
-                    });
+                    let mut v = Violation::new(
+                        "not-found",
+                        format!("SubscribeToTask for {task_id} on {by} answered TaskNotFound, but the task exists{holder}"),
+                    )
+                    .task(task_id)
+                    .host(by);
+                    if let Some(s) = last_before {
+                        v = v.host(&s.replica).at(s.at_ms);
+                    }
+                    violations.push(v);
                     continue;
                 }
                 Outcome::Fail { .. } => continue,
                 _ => {}
             }
             if op.stream_states.is_empty() || !op.stream_snapshot_first {
-                violations.push(Violation {
-                    invariant: "",
-                    detail: format!(
-                        "SubscribeToTask for {task_id} on {by} at {} ms {}",
-                        op.invoke_ms,
-                        if op.stream_states.is_empty() {
-                            "got an empty stream: no snapshot, no events"
-                        } else {
-                            "did not start with a Task snapshot"
-                        }
-                    ),
-                });
+                violations.push(
+                    Violation::new(
+                        "no-snapshot",
+                        format!(
+                            "SubscribeToTask for {task_id} on {by} at {} ms {}",
+                            op.invoke_ms,
+                            if op.stream_states.is_empty() {
+                                "got an empty stream: no snapshot, no events"
+                            } else {
+                                "did not start with a Task snapshot"
+                            }
+                        ),
+                    )
+                    .task(task_id)
+                    .host(by)
+                    .at(op.invoke_ms),
+                );
                 continue;
             }
             // Progress is owed once the path is quiet: a fault during the subscription (a
@@ -104,24 +115,34 @@ impl Checker for StreamContinuity {
             });
             if op.stream_states.len() == 1 {
                 if let Some(s) = changed {
-                    violations.push(Violation {
-                        invariant: "",
-                        detail: format!(
-                            "the stream for {task_id} on {by} never advanced: the task became {:?} (v{} by {} at {} ms) but the subscriber saw only the snapshot until {} ms",
-                            s.state, s.version, s.replica, s.at_ms, op.complete_ms
-                        ),
-                    });
+                    violations.push(
+                        Violation::new(
+                            "never-advanced",
+                            format!(
+                                "the stream for {task_id} on {by} never advanced: the task became {:?} (v{} by {} at {} ms) but the subscriber saw only the snapshot until {} ms",
+                                s.state, s.version, s.replica, s.at_ms, op.complete_ms
+                            ),
+                        )
+                        .task(task_id)
+                        .host(by)
+                        .host(&s.replica)
+                        .at(s.at_ms),
+                    );
                 }
             }
             for pair in op.stream_states.windows(2).skip(1) {
                 if pair[0] == pair[1] {
-                    violations.push(Violation {
-                        invariant: "",
-                        detail: format!(
-                            "the stream for {task_id} on {by} delivered {:?} twice in a row",
-                            pair[0]
-                        ),
-                    });
+                    violations.push(
+                        Violation::new(
+                            "repeated-state",
+                            format!(
+                                "the stream for {task_id} on {by} delivered {:?} twice in a row",
+                                pair[0]
+                            ),
+                        )
+                        .task(task_id)
+                        .host(by),
+                    );
                     break;
                 }
             }

@@ -76,12 +76,17 @@ impl Checker for TerminalIsFinal {
                 if let Some((first, where_, when)) = terminal.get(task) {
                     exercised += 1;
                     if state != *first {
-                        violations.push(Violation {
-                            invariant: "",
-                            detail: format!(
-                                "task {task} was {first:?} ({where_} at {when} ms) and later {state:?} ({label} at {at} ms)"
-                            ),
-                        });
+                        violations.push(
+                            Violation::new(
+                                "left-terminal",
+                                format!(
+                                    "task {task} was {first:?} ({where_} at {when} ms) and later {state:?} ({label} at {at} ms)"
+                                ),
+                            )
+                            .task(task)
+                            .at(*when)
+                            .at(at),
+                        );
                     }
                 }
             }

@@ -29,19 +29,24 @@ impl Checker for VersionsMonotonic {
         for s in &run.saves {
             if let Some((v, writer)) = last.get(s.task_id.as_str()) {
                 if s.version <= *v {
-                    violations.push(Violation {
-                        invariant: "",
-                        detail: format!("task {} went from v{v} back to v{}", s.task_id, s.version),
-                    });
+                    violations.push(
+                        Violation::new(
+                            "went-back",
+                            format!("task {} went from v{v} back to v{}", s.task_id, s.version),
+                        )
+                        .task(&s.task_id)
+                        .host(&s.replica),
+                    );
                 }
                 if *writer != s.replica {
                     exercised += 1;
                 }
             }
             if s.mode != SaveMode::Cancel && s.based_on != s.before {
-                violations.push(Violation {
-                    invariant: "",
-                    detail: format!(
+                violations.push(
+                    Violation::new(
+                    "stale-base",
+                    format!(
                         "{} saved task {} as v{} built on {} while the store held {}: {} overwritten",
                         s.replica,
                         s.task_id,
@@ -53,7 +58,9 @@ impl Checker for VersionsMonotonic {
                             _ => "a write was".into(),
                         }
                     ),
-                });
+                )
+                .task(&s.task_id)
+                .host(&s.replica));
             }
             last.insert(&s.task_id, (s.version, &s.replica));
         }

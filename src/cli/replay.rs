@@ -51,7 +51,7 @@ pub fn cmd_replay(
             runner::spec_for(exp, &profile, &routing, seed, true)
         }
     };
-    crate::card::check_spec(&spec)?;
+    crate::world::check_card_profile(&spec)?;
     let started = Instant::now();
     let record = world::run(&spec);
     // The header uses the fault mix the run resolved, not a second derivation of it.

@@ -25,7 +25,7 @@ use crate::client::history::{History, Op, OpKind, Outcome, TaskView};
 use crate::net::{self, Call};
 use crate::replica::{TurnInfo, REPLICA_HEADER};
 use crate::router::{self, CONTEXT_HEADER, TARGET_HEADER};
-use crate::trace::{now_ms, Trace};
+use crate::trace::{now_ms, Event, Reply, Trace};
 
 /// How to reach the cluster.
 pub struct Client {
@@ -76,7 +76,9 @@ impl Client {
         self.grants.grant(task_id, principal, now_ms());
         self.trace.record(
             "client",
-            format!("authorize {conversation} ({task_id}) as {principal}, out of band"),
+            Event::plain(format!(
+                "authorize {conversation} ({task_id}) as {principal}, out of band"
+            )),
         );
     }
 
@@ -112,8 +114,15 @@ impl Client {
         invoke_ms: u64,
         outcome: Outcome,
     ) -> Answer {
-        self.trace
-            .record("client", format!("{} -> {}", kind.label(), outcome.word()));
+        self.trace.record(
+            "client",
+            Event::Answered {
+                op: kind.label(),
+                reply: Reply::NotSent,
+                events: None,
+                via: None,
+            },
+        );
         self.history.complete(Op {
             id: op_id,
             kind,
@@ -235,17 +244,12 @@ impl Client {
         };
         self.trace.record(
             "client",
-            format!(
-                "{} -> {}{}{}",
-                kind.label(),
-                outcome.word(),
-                match &outcome {
-                    Outcome::Fail { code, .. } => format!(" {code}"),
-                    Outcome::Info { why } => format!(" ({why})"),
-                    Outcome::Ok => String::new(),
-                },
-                via(route.as_ref())
-            ),
+            Event::Answered {
+                op: kind.label(),
+                reply: reply_of(&outcome),
+                events: None,
+                via: via(route.as_ref()),
+            },
         );
         self.history.complete(Op {
             id: op_id,
@@ -378,13 +382,12 @@ impl Client {
         };
         self.trace.record(
             "client",
-            format!(
-                "{} -> {} ({} events){}",
-                kind.label(),
-                outcome.word(),
-                states.len(),
-                via(route.as_ref())
-            ),
+            Event::Answered {
+                op: kind.label(),
+                reply: reply_of(&outcome),
+                events: Some(states.len()),
+                via: via(route.as_ref()),
+            },
         );
         self.history.complete(Op {
             id: op_id,
@@ -404,8 +407,17 @@ impl Client {
 
 /// ` via ORIGIN` for a call routed by the card; nothing otherwise (traces of runs without
 /// the card stay as they were).
-fn via(route: Option<&Route>) -> String {
-    route.map_or_else(String::new, |r| format!(" via {}", r.origin))
+fn via(route: Option<&Route>) -> Option<String> {
+    route.map(|r| r.origin.clone())
+}
+
+/// How the trace line of a call says it ended.
+fn reply_of(outcome: &Outcome) -> Reply {
+    match outcome {
+        Outcome::Ok => Reply::Ok,
+        Outcome::Fail { code, .. } => Reply::Fail { code: *code },
+        Outcome::Info { why } => Reply::Info { why: why.clone() },
+    }
 }
 
 /// Folds one stream event into the running view of the task.

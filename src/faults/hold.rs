@@ -5,16 +5,89 @@
 //! releases them, so a burst of stale requests and answers lands together: a late save after
 //! a newer one, a retry that overtakes its original, an effect that arrives after a cancel.
 //! Nothing is lost, which is what makes it different from a partition.
+//!
+//! The actions: [`Hold`] (`hold = ["replica-0", "store"]`) and [`Release`] (`release =
+//! [...]`).
+
+use std::fmt;
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{arrivals, hosts, Action, Fault, PlanInput, Scheduled};
+use super::{arrivals, hosts, step, ActionKind, FaultKind, PlanInput, Scheduled, Target};
 
-/// The hold fault.
-pub struct Hold;
+/// Hold every message between two hosts until released.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hold(pub String, pub String);
 
-impl Fault for Hold {
+impl fmt::Display for Hold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "hold {} <-> {}", self.0, self.1)
+    }
+}
+
+impl ActionKind for Hold {
+    const STEP: Option<&'static str> = Some("hold");
+
+    fn from_step(value: &toml::Value) -> Result<Self, String> {
+        step::pair(value).map(|(a, b)| Hold(a, b))
+    }
+
+    fn to_step(&self) -> toml::Value {
+        step::pair_value(&self.0, &self.1)
+    }
+
+    fn apply(&self, target: &mut dyn Target) {
+        target.hold(&self.0, &self.1);
+    }
+
+    fn hosts(&self) -> Vec<&str> {
+        vec![&self.0, &self.1]
+    }
+
+    fn renamed(&self, rename: &dyn Fn(&str) -> String) -> Self {
+        Hold(rename(&self.0), rename(&self.1))
+    }
+}
+
+/// Deliver the messages held between two hosts, and stop holding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Release(pub String, pub String);
+
+impl fmt::Display for Release {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "release {} <-> {}", self.0, self.1)
+    }
+}
+
+impl ActionKind for Release {
+    const STEP: Option<&'static str> = Some("release");
+
+    fn from_step(value: &toml::Value) -> Result<Self, String> {
+        step::pair(value).map(|(a, b)| Release(a, b))
+    }
+
+    fn to_step(&self) -> toml::Value {
+        step::pair_value(&self.0, &self.1)
+    }
+
+    fn apply(&self, target: &mut dyn Target) {
+        target.release(&self.0, &self.1);
+    }
+
+    fn hosts(&self) -> Vec<&str> {
+        vec![&self.0, &self.1]
+    }
+
+    fn renamed(&self, rename: &dyn Fn(&str) -> String) -> Self {
+        Release(rename(&self.0), rename(&self.1))
+    }
+}
+
+/// The `hold` fault.
+pub struct HoldLinks;
+
+impl FaultKind for HoldLinks {
     fn describe(&self) -> &'static str {
         "holds of the messages between any two hosts per simulated second, released after 100-1000 ms"
     }
@@ -27,11 +100,11 @@ impl Fault for Hold {
             let length_ms = rng.random_range(100..=1000);
             out.push(Scheduled {
                 at_ms,
-                action: Action::Hold(a.clone(), b.clone()),
+                action: Hold(a.clone(), b.clone()).into(),
             });
             out.push(Scheduled {
                 at_ms: at_ms + length_ms,
-                action: Action::Release(a, b),
+                action: Release(a, b).into(),
             });
         }
         out

@@ -3,16 +3,132 @@
 //! Rate: kills per simulated second. Each kill picks a replica uniformly and restarts it
 //! after 200 to 1000 ms (choice: about the time a Kubernetes pod takes to be replaced on a
 //! warm node, scaled to the short runs here).
+//!
+//! The actions: [`Kill`] (`kill = "replica-1"`) crashes any host but the client, and
+//! [`Restart`] (`restart = "replica-1"`) starts it again. A live run kills a replica with
+//! SIGKILL and restarts its process.
+
+use std::fmt;
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{arrivals, Action, Fault, PlanInput, Scheduled};
+use super::{arrivals, step, ActionKind, FaultKind, PeriodChange, PlanInput, Scheduled, Target};
 
-/// The kill fault.
-pub struct Kill;
+/// Crash a host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kill(pub String);
 
-impl Fault for Kill {
+impl fmt::Display for Kill {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "kill {}", self.0)
+    }
+}
+
+impl ActionKind for Kill {
+    const STEP: Option<&'static str> = Some("kill");
+
+    fn from_step(value: &toml::Value) -> Result<Self, String> {
+        step::host(value).map(Kill)
+    }
+
+    fn to_step(&self) -> toml::Value {
+        self.0.as_str().into()
+    }
+
+    fn apply(&self, target: &mut dyn Target) {
+        target.crash(&self.0);
+    }
+
+    fn hosts(&self) -> Vec<&str> {
+        vec![&self.0]
+    }
+
+    fn renamed(&self, rename: &dyn Fn(&str) -> String) -> Self {
+        Kill(rename(&self.0))
+    }
+
+    fn periods(&self) -> Vec<PeriodChange> {
+        vec![PeriodChange::Open {
+            lane: self.0.clone(),
+            kind: "down",
+            link: String::new(),
+        }]
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.0 == "client" {
+            return Err("the client cannot be killed: it runs the script".into());
+        }
+        Ok(())
+    }
+
+    fn live(&self) -> Result<(), String> {
+        live_replica(&self.to_string(), &self.0)
+    }
+}
+
+/// Start a crashed host again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Restart(pub String);
+
+impl fmt::Display for Restart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "restart {}", self.0)
+    }
+}
+
+impl ActionKind for Restart {
+    const STEP: Option<&'static str> = Some("restart");
+
+    fn from_step(value: &toml::Value) -> Result<Self, String> {
+        step::host(value).map(Restart)
+    }
+
+    fn to_step(&self) -> toml::Value {
+        self.0.as_str().into()
+    }
+
+    fn apply(&self, target: &mut dyn Target) {
+        target.restart(&self.0);
+    }
+
+    fn hosts(&self) -> Vec<&str> {
+        vec![&self.0]
+    }
+
+    fn renamed(&self, rename: &dyn Fn(&str) -> String) -> Self {
+        Restart(rename(&self.0))
+    }
+
+    fn periods(&self) -> Vec<PeriodChange> {
+        vec![PeriodChange::Close {
+            lane: self.0.clone(),
+            kind: "down",
+            link: String::new(),
+        }]
+    }
+
+    fn live(&self) -> Result<(), String> {
+        live_replica(&self.to_string(), &self.0)
+    }
+}
+
+/// A live run kills and restarts replica processes only.
+fn live_replica(what: &str, host: &str) -> Result<(), String> {
+    if host.starts_with("replica-") {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{what}` is unsupported in live mode: only replica processes can be killed and restarted"
+        ))
+    }
+}
+
+/// The `kill` fault: replica kills, each followed by a restart.
+pub struct KillReplicas;
+
+impl FaultKind for KillReplicas {
     fn describe(&self) -> &'static str {
         "replica kills per simulated second; each restarts after 200-1000 ms"
     }
@@ -24,11 +140,11 @@ impl Fault for Kill {
             let down_ms = rng.random_range(200..=1000);
             out.push(Scheduled {
                 at_ms,
-                action: Action::Kill(host.clone()),
+                action: Kill(host.clone()).into(),
             });
             out.push(Scheduled {
                 at_ms: at_ms + down_ms,
-                action: Action::Restart(host),
+                action: Restart(host).into(),
             });
         }
         out

@@ -8,12 +8,12 @@
 
 use rand_chacha::ChaCha8Rng;
 
-use super::{Fault, PlanInput, Scheduled};
+use super::{FaultKind, PlanInput, Scheduled};
 
 /// The kill-router fault.
 pub struct KillRouter;
 
-impl Fault for KillRouter {
+impl FaultKind for KillRouter {
     fn describe(&self) -> &'static str {
         "router kills per simulated second; each restarts after 100-600 ms with fresh strategy state"
     }

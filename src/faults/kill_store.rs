@@ -7,12 +7,12 @@
 
 use rand_chacha::ChaCha8Rng;
 
-use super::{Fault, PlanInput, Scheduled};
+use super::{FaultKind, PlanInput, Scheduled};
 
 /// The kill-store fault.
 pub struct KillStore;
 
-impl Fault for KillStore {
+impl FaultKind for KillStore {
     fn describe(&self) -> &'static str {
         "store host kills per simulated second; each restarts after 200-1000 ms, its committed state intact"
     }

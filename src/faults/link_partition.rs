@@ -11,12 +11,13 @@
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{arrivals, hosts, Action, Fault, PlanInput, Scheduled};
+use super::partition::{Partition, PartitionOneway, Repair};
+use super::{arrivals, hosts, FaultKind, PlanInput, Scheduled};
 
 /// The link-partition fault.
 pub struct LinkPartition;
 
-impl Fault for LinkPartition {
+impl FaultKind for LinkPartition {
     fn describe(&self) -> &'static str {
         "partitions between any two hosts per simulated second, half of them one-way; each lasts 200-800 ms"
     }
@@ -31,14 +32,14 @@ impl Fault for LinkPartition {
             out.push(Scheduled {
                 at_ms,
                 action: if oneway {
-                    Action::PartitionOneway(a.clone(), b.clone())
+                    PartitionOneway(a.clone(), b.clone()).into()
                 } else {
-                    Action::Partition(a.clone(), b.clone())
+                    Partition(a.clone(), b.clone()).into()
                 },
             });
             out.push(Scheduled {
                 at_ms: at_ms + length_ms,
-                action: Action::Repair(a, b),
+                action: Repair(a, b).into(),
             });
         }
         out

@@ -1,94 +1,253 @@
 //! Faults: what the driver does to the cluster, when, drawn from the seed.
 //!
-//! A fault plans [`Scheduled`] actions inside the fault window from its rate and the run's
-//! generator. With swarm testing on (the default), each seed first draws its own fault mix:
-//! every fault is kept with probability 3/4 and its rate scaled by a factor in [0.25, 1.75],
-//! so some seeds run with no kills and many partitions, others the reverse (TigerBeetle's
-//! VOPR does the same). The resolved mix is printed with the seed.
+//! Two registries, one in each direction:
+//!
+//! - [`Action`]s are what the driver applies at a simulated time: kill a host, partition a
+//!   link, hold messages, arm a fault point, change the agent card. Each kind of action is a
+//!   type in this folder that implements [`ActionKind`]: its scenario step (`kill =
+//!   "replica-1"`), how it acts on a world (through [`Target`], which the simulated driver
+//!   and the live driver implement), the hosts it names, what it shades on a timeline and
+//!   whether a live run can do it. The [`actions!`] invocation below is their registry.
+//! - [`FaultKind`]s are what an experiment's `[faults]` table names (`kill = 0.5`): each
+//!   plans [`Scheduled`] actions inside the fault window from its rate and the run's
+//!   generator. [`FAULTS`] is their registry.
+//!
+//! With swarm testing on (the default), each seed first draws its own fault mix: every fault
+//! is kept with probability 3/4 and its rate scaled by a factor in [0.25, 1.75], so some
+//! seeds run with no kills and many partitions, others the reverse (TigerBeetle's VOPR does
+//! the same). The resolved mix is printed with the seed.
 //!
 //! Each fault has a probability or rate and a stability window (how long what it breaks
 //! stays broken); its file says both. After the window the driver heals everything, turns
 //! every rate and fault point off, and restarts what is down (the liveness phase,
 //! [`heal_all`]).
 //!
-//! Adding a fault is one file in this folder plus one line in [`FAULTS`].
+//! Adding a fault kind that plans existing actions is one file in this folder plus one line
+//! in [`FAULTS`]; adding an action is one file plus one line in the `actions!` registry.
 
-mod buggify;
-mod card;
-mod hold;
-mod kill;
-mod kill_point;
+pub mod buggify;
+pub mod card;
+pub mod heal;
+pub mod hold;
+pub mod kill;
+pub mod kill_point;
 mod kill_router;
 mod kill_store;
-mod latency;
+pub mod latency;
 mod link_partition;
-mod lost_reply;
-mod partition;
+pub mod lost_reply;
+pub mod partition;
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::buggify::{KillPoint, Point};
 use crate::error::InputError;
 
-pub use kill_point::{DOWN_MS as KILL_POINT_DOWN_MS, STABILITY_MS as KILL_POINT_STABILITY_MS};
+pub use self::buggify::Point;
+pub use self::card::CardChange;
+pub use self::kill_point::{
+    KillPoint, DOWN_MS as KILL_POINT_DOWN_MS, STABILITY_MS as KILL_POINT_STABILITY_MS,
+};
 
-/// One thing the driver does to the cluster.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Action {
-    /// Crash a host (`replica-1`, `store`, `router`, ...).
-    Kill(String),
-    /// Restart a crashed host (its software starts again from scratch).
-    Restart(String),
-    /// Drop all traffic between two hosts, both ways.
-    Partition(String, String),
-    /// Drop traffic from the first host to the second only.
-    PartitionOneway(String, String),
-    /// Restore traffic between two hosts.
-    Repair(String, String),
-    /// Restore every link and restart every crashed host.
-    HealAll,
-    /// Set the probability that the router loses a reply.
-    LostReplyRate(f64),
-    /// Lose the next reply the router forwards.
-    DropNextReply,
-    /// Set the maximum latency between two hosts (`None` restores the default).
-    LinkLatency(String, String, Option<u64>),
+/// What a fault action may do to a world: the simulated driver (turmoil) and the live driver
+/// (real processes on loopback) implement it. Each method is one primitive; an action is a
+/// call of one or more of them.
+pub trait Target {
+    /// Crash a host: its software stops and its memory is gone.
+    fn crash(&mut self, host: &str);
+    /// Start a crashed host again, from scratch.
+    fn restart(&mut self, host: &str);
+    /// Drop traffic between two hosts: both ways, or from `from` to `to` only.
+    fn partition(&mut self, from: &str, to: &str, oneway: bool);
+    /// Restore traffic between two hosts, both ways.
+    fn repair(&mut self, a: &str, b: &str);
     /// Hold every message between two hosts until released.
-    Hold(String, String),
-    /// Deliver the messages held between two hosts, and stop holding.
-    Release(String, String),
+    fn hold(&mut self, a: &str, b: &str);
+    /// Deliver what was held between two hosts, and stop holding.
+    fn release(&mut self, a: &str, b: &str);
+    /// Set a link's maximum latency (`None`: back to normal).
+    fn link_latency(&mut self, a: &str, b: &str, max_ms: Option<u64>);
+    /// Undo every fault: links back, holds released, points off, crashed hosts restarted.
+    fn heal_all(&mut self);
+    /// Set the probability that the router loses a reply.
+    fn lost_reply_rate(&mut self, probability: f64);
+    /// Lose the next reply the router forwards.
+    fn drop_next_reply(&mut self);
     /// Set how often a BUGGIFY point fires (0 turns it off).
-    Buggify(Point, f64),
-    /// Arm a kill point with a probability (0 disarms it).
-    KillAt(KillPoint, f64),
-    /// Change the agent card the router serves (runs that simulate the card).
-    Card(crate::card::CardChange),
+    fn buggify(&mut self, point: Point, probability: f64);
+    /// Arm a kill point (0 disarms it).
+    fn kill_at(&mut self, point: KillPoint, probability: f64);
+    /// Change the agent card the router serves.
+    fn card(&mut self, change: &CardChange);
 }
 
-impl std::fmt::Display for Action {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Action::Kill(h) => write!(f, "kill {h}"),
-            Action::Restart(h) => write!(f, "restart {h}"),
-            Action::Partition(a, b) => write!(f, "partition {a} <-> {b}"),
-            Action::PartitionOneway(a, b) => write!(f, "partition {a} -> {b}"),
-            Action::Repair(a, b) => write!(f, "repair {a} <-> {b}"),
-            Action::HealAll => write!(f, "heal all"),
-            Action::LostReplyRate(p) => write!(f, "lost-reply rate {p:.3}"),
-            Action::DropNextReply => write!(f, "drop next reply"),
-            Action::LinkLatency(a, b, Some(ms)) => write!(f, "latency {a} <-> {b} up to {ms} ms"),
-            Action::LinkLatency(a, b, None) => write!(f, "latency {a} <-> {b} back to normal"),
-            Action::Hold(a, b) => write!(f, "hold {a} <-> {b}"),
-            Action::Release(a, b) => write!(f, "release {a} <-> {b}"),
-            Action::Buggify(p, rate) => write!(f, "buggify {} {rate:.3}", p.name()),
-            Action::KillAt(p, rate) => write!(f, "kill-at {} {rate:.3}", p.name()),
-            Action::Card(c) => write!(f, "card {c}"),
-        }
+/// What an action does to the fault periods a timeline shades on a host's lane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PeriodChange {
+    /// A period of `kind` (`down`, `partition`, `latency`, `lost-reply`) begins on `lane`;
+    /// `link` tells periods of one kind on one lane apart (`replica-0|store`).
+    Open {
+        lane: String,
+        kind: &'static str,
+        link: String,
+    },
+    /// The period of `kind` on `lane` for `link` ends.
+    Close {
+        lane: String,
+        kind: &'static str,
+        link: String,
+    },
+    /// Every open period ends.
+    CloseAll,
+}
+
+/// One kind of fault action. See the module documentation.
+pub trait ActionKind: Clone + PartialEq + fmt::Debug + fmt::Display + Sized {
+    /// The scenario step key that writes it (`kill`); `None` when no step writes it.
+    const STEP: Option<&'static str>;
+    /// Reads the step's value (`"replica-1"`, `["replica-0", "store"]`, `{ point = ... }`).
+    fn from_step(value: &toml::Value) -> Result<Self, String>;
+    /// The step's value (the inverse of [`ActionKind::from_step`]).
+    fn to_step(&self) -> toml::Value;
+    /// Makes it happen.
+    fn apply(&self, target: &mut dyn Target);
+    /// The hosts it names.
+    fn hosts(&self) -> Vec<&str> {
+        Vec::new()
     }
+    /// A copy with every host it names renamed.
+    fn renamed(&self, _rename: &dyn Fn(&str) -> String) -> Self {
+        self.clone()
+    }
+    /// What it does to a timeline's fault periods.
+    fn periods(&self) -> Vec<PeriodChange> {
+        Vec::new()
+    }
+    /// Checks its values beyond the hosts it names (probabilities, bounds).
+    fn validate(&self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Whether a live run (real processes on loopback) can make it; why not otherwise.
+    fn live(&self) -> Result<(), String> {
+        Err(format!(
+            "`{self}` is unsupported in live mode: only kill and restart of a replica, drop-reply and heal = \"all\" can be done on real processes"
+        ))
+    }
+}
+
+/// Declares the registry of action kinds: one line per kind, `Variant(module::Type)`.
+macro_rules! actions {
+    ($( $(#[$doc:meta])* $variant:ident($ty:ty), )*) => {
+        /// One thing the driver does to the cluster (see the module documentation).
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Action {
+            $( $(#[$doc])* $variant($ty), )*
+        }
+
+        impl Action {
+            /// The step keys of every action a step can write, in registry order.
+            pub fn step_keys() -> Vec<&'static str> {
+                [$( <$ty as ActionKind>::STEP, )*].into_iter().flatten().collect()
+            }
+
+            /// The action a scenario step `key = value` writes; `None` when `key` is not an
+            /// action's step.
+            pub fn from_step(key: &str, value: &toml::Value) -> Option<Result<Action, String>> {
+                $(
+                    if <$ty as ActionKind>::STEP == Some(key) {
+                        return Some(<$ty as ActionKind>::from_step(value).map(Action::$variant));
+                    }
+                )*
+                None
+            }
+
+            /// The scenario step that writes this action, as key and value.
+            pub fn to_step(&self) -> Option<(&'static str, toml::Value)> {
+                match self {
+                    $( Action::$variant(a) => <$ty as ActionKind>::STEP.map(|k| (k, a.to_step())), )*
+                }
+            }
+
+            /// Makes it happen.
+            pub fn apply(&self, target: &mut dyn Target) {
+                match self { $( Action::$variant(a) => a.apply(target), )* }
+            }
+
+            /// The hosts it names.
+            pub fn hosts(&self) -> Vec<&str> {
+                match self { $( Action::$variant(a) => a.hosts(), )* }
+            }
+
+            /// A copy with every host renamed.
+            pub fn renamed(&self, rename: &dyn Fn(&str) -> String) -> Action {
+                match self { $( Action::$variant(a) => Action::$variant(a.renamed(rename)), )* }
+            }
+
+            /// What it does to a timeline's fault periods.
+            pub fn periods(&self) -> Vec<PeriodChange> {
+                match self { $( Action::$variant(a) => a.periods(), )* }
+            }
+
+            /// Checks its values beyond the hosts it names.
+            pub fn validate(&self) -> Result<(), String> {
+                match self { $( Action::$variant(a) => a.validate(), )* }
+            }
+
+            /// Whether a live run can make it.
+            pub fn live(&self) -> Result<(), String> {
+                match self { $( Action::$variant(a) => a.live(), )* }
+            }
+        }
+
+        impl fmt::Display for Action {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self { $( Action::$variant(a) => fmt::Display::fmt(a, f), )* }
+            }
+        }
+
+        $(
+            impl From<$ty> for Action {
+                fn from(a: $ty) -> Action {
+                    Action::$variant(a)
+                }
+            }
+        )*
+    };
+}
+
+actions! {
+    /// Crash a host (`replica-1`, `store`, `router`, ...).
+    Kill(kill::Kill),
+    /// Restart a crashed host (its software starts again from scratch).
+    Restart(kill::Restart),
+    /// Drop all traffic between two hosts, both ways.
+    Partition(partition::Partition),
+    /// Drop traffic from the first host to the second only.
+    PartitionOneway(partition::PartitionOneway),
+    /// Restore traffic between two hosts.
+    Repair(partition::Repair),
+    /// Restore every link and restart every crashed host.
+    HealAll(heal::HealAll),
+    /// Set the probability that the router loses a reply.
+    LostReplyRate(lost_reply::LostReplyRate),
+    /// Lose the next reply the router forwards.
+    DropNextReply(lost_reply::DropNextReply),
+    /// Set the maximum latency between two hosts (`None` restores the default).
+    LinkLatency(latency::LinkLatency),
+    /// Hold every message between two hosts until released.
+    Hold(hold::Hold),
+    /// Deliver the messages held between two hosts, and stop holding.
+    Release(hold::Release),
+    /// Set how often a BUGGIFY point fires (0 turns it off).
+    Buggify(buggify::Buggify),
+    /// Arm a kill point with a probability (0 disarms it).
+    KillAt(kill_point::KillAt),
+    /// Change the agent card the router serves (runs that simulate the card).
+    Card(card::Card),
 }
 
 /// An action at a simulated time.
@@ -104,8 +263,8 @@ pub struct PlanInput {
     pub window_ms: u64,
 }
 
-/// A kind of fault.
-pub trait Fault {
+/// A kind of fault an experiment's `[faults]` table names.
+pub trait FaultKind {
     /// What the rate means, for `a2a-chaos list`.
     fn describe(&self) -> &'static str;
     /// Plans this fault's actions for one run.
@@ -114,17 +273,17 @@ pub trait Fault {
 
 /// The faults, by the name used in experiment files.
 #[rustfmt::skip]
-pub const FAULTS: &[(&str, &dyn Fault)] = &[
-    ("kill", &kill::Kill),
-    ("partition", &partition::Partition),
+pub const FAULTS: &[(&str, &dyn FaultKind)] = &[
+    ("kill", &kill::KillReplicas),
+    ("partition", &partition::ReplicaStorePartition),
     ("lost-reply", &lost_reply::LostReply),
     ("latency", &latency::Latency),
     ("kill-store", &kill_store::KillStore),
     ("kill-router", &kill_router::KillRouter),
     ("link-partition", &link_partition::LinkPartition),
-    ("hold", &hold::Hold),
-    ("kill-at-point", &kill_point::KillPoint),
-    ("buggify", &buggify::Buggify),
+    ("hold", &hold::HoldLinks),
+    ("kill-at-point", &kill_point::KillAtPoint),
+    ("buggify", &buggify::BuggifyPoints),
     ("card-move", &card::CardMove),
     ("card-no-streaming", &card::CardNoStreaming),
     ("card-key-revoked", &card::CardKeyRevoked),
@@ -186,6 +345,16 @@ impl Default for FaultSpec {
 }
 
 impl FaultSpec {
+    /// No faults at all, and no fault window or liveness phase (a scripted run).
+    pub fn none() -> FaultSpec {
+        FaultSpec {
+            swarm: false,
+            window_ms: 0,
+            liveness_ms: 0,
+            rates: BTreeMap::new(),
+        }
+    }
+
     /// Refuses unknown fault names, rates that are not finite and non-negative, and windows
     /// longer than [`PHASE_MS_MAX`].
     pub fn validate(&self, origin: &str) -> Result<(), InputError> {
@@ -266,7 +435,7 @@ impl FaultSpec {
 pub fn heal_all(at_ms: u64) -> Scheduled {
     Scheduled {
         at_ms,
-        action: Action::HealAll,
+        action: heal::HealAll.into(),
     }
 }
 
@@ -302,11 +471,11 @@ pub fn kill_and_restart(
         let down = rng.random_range(down_ms.0..=down_ms.1);
         out.push(Scheduled {
             at_ms,
-            action: Action::Kill(host.to_string()),
+            action: kill::Kill(host.to_string()).into(),
         });
         out.push(Scheduled {
             at_ms: at_ms + down,
-            action: Action::Restart(host.to_string()),
+            action: kill::Restart(host.to_string()).into(),
         });
     }
     out
@@ -326,5 +495,130 @@ pub fn arrivals(rate_per_s: f64, window_ms: u64, rng: &mut ChaCha8Rng) -> Vec<u6
             return out;
         }
         out.push(t as u64);
+    }
+}
+
+/// Step-value helpers shared by the action kinds.
+pub mod step {
+    /// A host name.
+    pub fn host(value: &toml::Value) -> Result<String, String> {
+        value
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| format!("expected a host name, found `{value}`"))
+    }
+
+    /// Two host names, `["replica-0", "store"]`.
+    pub fn pair(value: &toml::Value) -> Result<(String, String), String> {
+        match value.as_array().map(Vec::as_slice) {
+            Some([a, b]) => Ok((host(a)?, host(b)?)),
+            _ => Err(format!(
+                "expected two host names such as [\"replica-0\", \"store\"], found `{value}`"
+            )),
+        }
+    }
+
+    /// The value `["a", "b"]`.
+    pub fn pair_value(a: &str, b: &str) -> toml::Value {
+        toml::Value::Array(vec![a.into(), b.into()])
+    }
+
+    /// A probability in [0, 1].
+    pub fn probability(what: &str, p: f64) -> Result<(), String> {
+        if (0.0..=1.0).contains(&p) {
+            Ok(())
+        } else {
+            Err(format!("{what} probability = {p} must be in [0, 1]"))
+        }
+    }
+
+    /// A typed value read with serde (a step's inline table).
+    pub fn table<T: serde::de::DeserializeOwned>(value: &toml::Value) -> Result<T, String> {
+        value.clone().try_into().map_err(|e: toml::de::Error| {
+            let text = e.to_string();
+            text.trim().to_string()
+        })
+    }
+
+    /// A serde value as a TOML value.
+    pub fn value_of<T: serde::Serialize>(t: &T) -> toml::Value {
+        toml::Value::try_from(t).expect("a step's fields serialise")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_kind() -> Vec<Action> {
+        let h = |s: &str| s.to_string();
+        vec![
+            kill::Kill(h("replica-1")).into(),
+            kill::Restart(h("replica-1")).into(),
+            partition::Partition(h("replica-0"), h("store")).into(),
+            partition::PartitionOneway(h("replica-0"), h("store")).into(),
+            partition::Repair(h("replica-0"), h("store")).into(),
+            heal::HealAll.into(),
+            lost_reply::LostReplyRate(0.125).into(),
+            lost_reply::DropNextReply.into(),
+            latency::LinkLatency(h("replica-2"), h("store"), Some(120)).into(),
+            latency::LinkLatency(h("replica-2"), h("store"), None).into(),
+            hold::Hold(h("client"), h("router")).into(),
+            hold::Release(h("client"), h("router")).into(),
+            buggify::Buggify(Point::ConflictOnSave, 0.25).into(),
+            kill_point::KillAt(KillPoint::AfterEffect, 0.5).into(),
+            card::Card(CardChange::MoveTo(h("agent-v2.example"))).into(),
+            card::Card(CardChange::RevokeKey).into(),
+        ]
+    }
+
+    #[test]
+    fn every_action_with_a_step_reads_back_from_it() {
+        for a in every_kind() {
+            match a.to_step() {
+                Some((key, value)) => {
+                    let back = Action::from_step(key, &value)
+                        .unwrap_or_else(|| panic!("`{key}` is not a step key"));
+                    assert_eq!(back, Ok(a.clone()), "{a}: {key} = {value}");
+                }
+                None => assert!(matches!(a, Action::LostReplyRate(_)), "{a} has no step"),
+            }
+        }
+        assert!(Action::from_step("juggle", &toml::Value::from("replica-0")).is_none());
+    }
+
+    #[test]
+    fn every_action_prints_the_words_the_trace_has_always_had() {
+        let words: Vec<String> = every_kind().iter().map(Action::to_string).collect();
+        assert_eq!(
+            words,
+            [
+                "kill replica-1",
+                "restart replica-1",
+                "partition replica-0 <-> store",
+                "partition replica-0 -> store",
+                "repair replica-0 <-> store",
+                "heal all",
+                "lost-reply rate 0.125",
+                "drop next reply",
+                "latency replica-2 <-> store up to 120 ms",
+                "latency replica-2 <-> store back to normal",
+                "hold client <-> router",
+                "release client <-> router",
+                "buggify conflict-on-save 0.250",
+                "kill-at after-effect 0.500",
+                "card move-to agent-v2.example",
+                "card revoke-key",
+            ]
+        );
+    }
+
+    #[test]
+    fn renaming_reaches_every_host_an_action_names() {
+        for a in every_kind() {
+            let renamed = a.renamed(&|h| format!("{h}-x"));
+            let want: Vec<String> = a.hosts().iter().map(|h| format!("{h}-x")).collect();
+            assert_eq!(renamed.hosts(), want, "{a}");
+        }
     }
 }

@@ -4,16 +4,166 @@
 //! store still answers clients, which is exactly when stale reads and half-done turns
 //! happen. TCP streams that lost data during the cut are dead after it (turmoil has no
 //! retransmit), so every store call is a fresh connection with a timeout.
+//!
+//! The actions: [`Partition`] (`partition = ["replica-0", "store"]`, both ways),
+//! [`PartitionOneway`] (`partition-oneway = [...]`, from the first host to the second) and
+//! [`Repair`] (`repair = [...]`, one link back, both ways). Partitions cannot be made on
+//! loopback, so live runs refuse them.
+
+use std::fmt;
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{arrivals, Action, Fault, PlanInput, Scheduled};
+use super::{arrivals, step, ActionKind, FaultKind, PeriodChange, PlanInput, Scheduled, Target};
 
-/// The partition fault.
-pub struct Partition;
+/// The two hosts of a link.
+fn link_hosts<'a>(a: &'a str, b: &'a str) -> Vec<&'a str> {
+    vec![a, b]
+}
 
-impl Fault for Partition {
+/// A partition period opens on both hosts' lanes.
+fn opens(a: &str, b: &str) -> Vec<PeriodChange> {
+    let link = format!("{a}|{b}");
+    [a, b]
+        .into_iter()
+        .map(|h| PeriodChange::Open {
+            lane: h.to_string(),
+            kind: "partition",
+            link: link.clone(),
+        })
+        .collect()
+}
+
+/// Drop all traffic between two hosts, both ways.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partition(pub String, pub String);
+
+impl fmt::Display for Partition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "partition {} <-> {}", self.0, self.1)
+    }
+}
+
+impl ActionKind for Partition {
+    const STEP: Option<&'static str> = Some("partition");
+
+    fn from_step(value: &toml::Value) -> Result<Self, String> {
+        step::pair(value).map(|(a, b)| Partition(a, b))
+    }
+
+    fn to_step(&self) -> toml::Value {
+        step::pair_value(&self.0, &self.1)
+    }
+
+    fn apply(&self, target: &mut dyn Target) {
+        target.partition(&self.0, &self.1, false);
+    }
+
+    fn hosts(&self) -> Vec<&str> {
+        link_hosts(&self.0, &self.1)
+    }
+
+    fn renamed(&self, rename: &dyn Fn(&str) -> String) -> Self {
+        Partition(rename(&self.0), rename(&self.1))
+    }
+
+    fn periods(&self) -> Vec<PeriodChange> {
+        opens(&self.0, &self.1)
+    }
+}
+
+/// Drop traffic from the first host to the second only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionOneway(pub String, pub String);
+
+impl fmt::Display for PartitionOneway {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "partition {} -> {}", self.0, self.1)
+    }
+}
+
+impl ActionKind for PartitionOneway {
+    const STEP: Option<&'static str> = Some("partition-oneway");
+
+    fn from_step(value: &toml::Value) -> Result<Self, String> {
+        step::pair(value).map(|(a, b)| PartitionOneway(a, b))
+    }
+
+    fn to_step(&self) -> toml::Value {
+        step::pair_value(&self.0, &self.1)
+    }
+
+    fn apply(&self, target: &mut dyn Target) {
+        target.partition(&self.0, &self.1, true);
+    }
+
+    fn hosts(&self) -> Vec<&str> {
+        link_hosts(&self.0, &self.1)
+    }
+
+    fn renamed(&self, rename: &dyn Fn(&str) -> String) -> Self {
+        PartitionOneway(rename(&self.0), rename(&self.1))
+    }
+
+    fn periods(&self) -> Vec<PeriodChange> {
+        opens(&self.0, &self.1)
+    }
+}
+
+/// Restore traffic between two hosts, both ways.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repair(pub String, pub String);
+
+impl fmt::Display for Repair {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "repair {} <-> {}", self.0, self.1)
+    }
+}
+
+impl ActionKind for Repair {
+    const STEP: Option<&'static str> = Some("repair");
+
+    fn from_step(value: &toml::Value) -> Result<Self, String> {
+        step::pair(value).map(|(a, b)| Repair(a, b))
+    }
+
+    fn to_step(&self) -> toml::Value {
+        step::pair_value(&self.0, &self.1)
+    }
+
+    fn apply(&self, target: &mut dyn Target) {
+        target.repair(&self.0, &self.1);
+    }
+
+    fn hosts(&self) -> Vec<&str> {
+        link_hosts(&self.0, &self.1)
+    }
+
+    fn renamed(&self, rename: &dyn Fn(&str) -> String) -> Self {
+        Repair(rename(&self.0), rename(&self.1))
+    }
+
+    fn periods(&self) -> Vec<PeriodChange> {
+        let (a, b) = (&self.0, &self.1);
+        let mut out = Vec::new();
+        for link in [format!("{a}|{b}"), format!("{b}|{a}")] {
+            for h in [a, b] {
+                out.push(PeriodChange::Close {
+                    lane: h.clone(),
+                    kind: "partition",
+                    link: link.clone(),
+                });
+            }
+        }
+        out
+    }
+}
+
+/// The `partition` fault: replica↔store partitions, each repaired after a while.
+pub struct ReplicaStorePartition;
+
+impl FaultKind for ReplicaStorePartition {
     fn describe(&self) -> &'static str {
         "replica<->store partitions per simulated second; each lasts 200-800 ms"
     }
@@ -25,11 +175,11 @@ impl Fault for Partition {
             let length_ms = rng.random_range(200..=800);
             out.push(Scheduled {
                 at_ms,
-                action: Action::Partition(host.clone(), "store".into()),
+                action: Partition(host.clone(), "store".into()).into(),
             });
             out.push(Scheduled {
                 at_ms: at_ms + length_ms,
-                action: Action::Repair(host, "store".into()),
+                action: Repair(host, "store".into()).into(),
             });
         }
         out

@@ -22,7 +22,7 @@ use http::StatusCode;
 use serde::{Deserialize, Serialize};
 
 use crate::net::{self, Call};
-use crate::trace::{now_ms, Trace};
+use crate::trace::{now_ms, Event, Trace};
 
 /// Port the ledger serves on.
 pub const PORT: u16 = 7100;
@@ -134,18 +134,19 @@ pub fn arrive(
     trace: &Trace,
     request: EffectRequest,
 ) -> http::Response<net::BoxBody> {
-    let what = format!(
-        "effect {}#{} task {} from {} key {:?}",
-        request.conversation, request.turn, request.task_id, request.replica, request.key
-    );
+    let mut event = Event::Effect {
+        conversation: request.conversation.clone(),
+        turn: request.turn,
+        task: request.task_id.clone(),
+        replica: request.replica.clone(),
+        key: request.key.clone(),
+        applied: false,
+    };
     let applied = state.borrow_mut().apply(request, now_ms());
-    trace.record(
-        "ledger",
-        format!(
-            "{what}: {}",
-            if applied { "applied" } else { "deduplicated" }
-        ),
-    );
+    if let Event::Effect { applied: a, .. } = &mut event {
+        *a = applied;
+    }
+    trace.record("ledger", event);
     net::json_response(StatusCode::OK, &serde_json::json!({ "applied": applied }))
 }
 
@@ -158,13 +159,16 @@ pub async fn arrive_and_answer(
     let (conversation, turn) = (request.conversation.clone(), request.turn);
     let answer = arrive(state, trace, request);
     if state.borrow().is_held(&conversation, turn) {
-        trace.record("ledger", format!("answer to {conversation}#{turn} held"));
+        trace.record(
+            "ledger",
+            Event::plain(format!("answer to {conversation}#{turn} held")),
+        );
         while state.borrow().is_held(&conversation, turn) {
             tokio::time::sleep(HOLD_POLL).await;
         }
         trace.record(
             "ledger",
-            format!("answer to {conversation}#{turn} released"),
+            Event::plain(format!("answer to {conversation}#{turn} released")),
         );
     }
     answer

@@ -10,7 +10,7 @@ use http::StatusCode;
 use serde::{Deserialize, Serialize};
 
 use crate::net;
-use crate::trace::{now_ms, Trace};
+use crate::trace::{now_ms, Event, Trace};
 
 /// Port the webhook serves on.
 pub const PORT: u16 = 7200;
@@ -92,7 +92,10 @@ pub async fn serve(state: SharedWebhook, mode: WebhookMode, trace: Trace) -> tur
             };
             trace.record(
                 "webhook",
-                format!("delivery to {path}: answered {}", status.as_u16()),
+                Event::Delivery {
+                    path: path.clone(),
+                    status: status.as_u16(),
+                },
             );
             state.borrow_mut().deliveries.push(Delivery {
                 at_ms: now_ms(),

@@ -30,14 +30,14 @@ use std::time::{Duration, Instant};
 use crate::client::history::History;
 use crate::client::Client;
 use crate::error::InputError;
-use crate::faults::Action;
+use crate::faults::{kill, Action};
 use crate::ground::webhook::{self, WebhookMode, WebhookState};
 use crate::model::Profile;
 use crate::net::{self, Call, RealNet};
 use crate::router::{self, RouterControl};
 use crate::scenario::{Script, Step};
 use crate::sweep::runner::{self, RunSummary};
-use crate::trace::Trace;
+use crate::trace::{Event, Tone, Trace};
 use crate::world::{ApplyNow, DriverLink, RunRecord};
 
 pub use peer::PeerCommand;
@@ -81,18 +81,9 @@ pub fn validate(script: &Script, origin: &str) -> Result<(), InputError> {
                         "needs_auth is unsupported in live mode: the test peer never asks for authorisation",
                     ))
                 }
-                Step::Fault(action) => match action {
-                    Action::Kill(h) | Action::Restart(h) if h.starts_with("replica-") => {}
-                    Action::DropNextReply | Action::HealAll => {}
-                    other => {
-                        return Err(InputError::new(
-                            origin,
-                            format!(
-                                "`{other}` is unsupported in live mode: only kill and restart of a replica, drop-reply and heal = \"all\" can be done on real processes"
-                            ),
-                        ))
-                    }
-                },
+                Step::Fault(action) => {
+                    action.live().map_err(|why| InputError::new(origin, why))?;
+                }
                 _ => {}
             }
         }
@@ -176,7 +167,10 @@ async fn run_world(
             let sdk = profile.fidelity.clone().unwrap_or_default().sdk;
             let created = peer::RunDatabase::create(&sdk, &url, &peer::database_name(&run_dir))
                 .map_err(|e| InputError::new("live", e))?;
-            trace.record("driver", format!("PostgreSQL database {}", created.name()));
+            trace.record(
+                "driver",
+                Event::plain(format!("PostgreSQL database {}", created.name())),
+            );
             let url = created.url.clone();
             run_db = Some(created);
             url
@@ -210,11 +204,15 @@ async fn run_world(
             .map_err(|e| InputError::new("live", e))?;
     }
     let started_ms = crate::trace::now_ms();
-    trace.record_at(started_ms, "driver", format!("{replicas} replicas ready"));
+    trace.record_at(
+        started_ms,
+        "driver",
+        Event::plain(format!("{replicas} replicas ready")),
+    );
 
     // The script, with faults applied on the real processes.
     let history = History::default();
-    let applied: Rc<RefCell<Vec<(u64, String)>>> = Rc::default();
+    let applied: Rc<RefCell<Vec<(u64, Action)>>> = Rc::default();
     let apply: ApplyNow = {
         let (fleet, control, trace, applied, net) = (
             fleet.clone(),
@@ -234,8 +232,8 @@ async fn run_world(
             );
             Box::pin(async move {
                 let now = crate::trace::now_ms();
-                trace.record_at(now, "driver", action.to_string());
-                applied.borrow_mut().push((now, action.to_string()));
+                trace.record_at(now, "driver", Event::Fault(action.clone()));
+                applied.borrow_mut().push((now, action.clone()));
                 apply_fault(&fleet, &control, &net, &trace, action, timeout).await;
             })
         })
@@ -363,14 +361,20 @@ async fn apply_fault(
                             *r = true;
                         }
                     }
-                    Err(e) => trace.record("driver", format!("replica-{i} did not restart: {e}")),
+                    Err(e) => trace.record(
+                        "driver",
+                        Event::note(Tone::Bad, format!("replica-{i} did not restart: {e}")),
+                    ),
                 }
             }
-            Err(e) => trace.record("driver", format!("replica-{i} did not restart: {e}")),
+            Err(e) => trace.record(
+                "driver",
+                Event::note(Tone::Bad, format!("replica-{i} did not restart: {e}")),
+            ),
         }
     };
     match action {
-        Action::Kill(h) => {
+        Action::Kill(kill::Kill(h)) => {
             if let Some(i) = index(&h) {
                 if let Some(r) = control.ready.borrow_mut().get_mut(i) {
                     *r = false;
@@ -378,14 +382,14 @@ async fn apply_fault(
                 fleet.borrow_mut().kill(i);
             }
         }
-        Action::Restart(h) => {
+        Action::Restart(kill::Restart(h)) => {
             if let Some(i) = index(&h) {
                 if !fleet.borrow_mut().is_running(i) {
                     restart(i).await;
                 }
             }
         }
-        Action::HealAll => {
+        Action::HealAll(_) => {
             let dead: Vec<usize> = (0..control.ready.borrow().len())
                 .filter(|i| !fleet.borrow_mut().is_running(*i))
                 .collect();
@@ -394,7 +398,7 @@ async fn apply_fault(
             }
             control.drop_reply_rate.set(0.0);
         }
-        Action::DropNextReply => control.drop_next.set(true),
+        Action::DropNextReply(_) => control.drop_next.set(true),
         // Refused by `validate` before the run.
         _ => {}
     }

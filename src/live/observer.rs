@@ -26,7 +26,7 @@ use serde::Deserialize;
 use crate::ground::ledger::{self, EffectRequest, LedgerState};
 use crate::net;
 use crate::store::{SaveMode, SaveRecord};
-use crate::trace::{now_ms, Trace};
+use crate::trace::{now_ms, Event, Trace};
 
 /// What the live run's ledger host holds.
 #[derive(Clone, Default)]
@@ -209,7 +209,7 @@ pub async fn serve(ground: Ground, trace: Trace) -> turmoil::Result {
                         );
                         match ground.record_save(report) {
                             Ok(v) => {
-                                trace.record("store", format!("{what}: v{v}"));
+                                trace.record("store", Event::plain(format!("{what}: v{v}")));
                                 Ok(net::json_response(
                                     StatusCode::OK,
                                     &serde_json::json!({ "version": v }),

@@ -19,11 +19,13 @@ use std::fmt::Write as _;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 
-use crate::check::{self, Finding};
+use crate::check::{self, Finding, Violation};
 use crate::client::history::{Op, OpKind, Outcome};
+use crate::faults::PeriodChange;
 use crate::output::chart::escape;
 use crate::sweep::experiment::Experiment;
 use crate::sweep::runner::{self, RunSummary};
+use crate::trace::Tone;
 use crate::world::{self, RunRecord};
 
 /// Height of one lane, px.
@@ -145,20 +147,6 @@ fn lanes(record: &RunRecord) -> Vec<String> {
     out
 }
 
-/// The replica a trace line talks to or hears from (`-> replica-2`, `from replica-0`).
-fn peer(what: &str) -> Option<String> {
-    for marker in ["-> replica-", "from replica-", "by replica-"] {
-        if let Some(i) = what.find(marker) {
-            let rest = &what[i + marker.len()..];
-            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-            if !digits.is_empty() {
-                return Some(format!("replica-{digits}"));
-            }
-        }
-    }
-    None
-}
-
 /// A fault period on a lane: `[from, to)` simulated ms and what it is.
 struct Period {
     lane: String,
@@ -187,69 +175,22 @@ fn periods(record: &RunRecord) -> Vec<Period> {
         }
     };
     for (at, action) in &record.faults {
-        let words: Vec<&str> = action.split_whitespace().collect();
-        match words.as_slice() {
-            ["kill", host] => {
-                open.entry((host.to_string(), "down", String::new()))
-                    .or_insert((*at, action.clone()));
-            }
-            ["restart", host] => close(
-                &mut open,
-                &mut out,
-                &(host.to_string(), "down", String::new()),
-                *at,
-            ),
-            ["partition", a, _, b] => {
-                let link = format!("{a}|{b}");
-                for h in [a, b] {
-                    open.entry((h.to_string(), "partition", link.clone()))
-                        .or_insert((*at, action.clone()));
+        for change in action.periods() {
+            match change {
+                PeriodChange::Open { lane, kind, link } => {
+                    open.entry((lane, kind, link))
+                        .or_insert((*at, action.to_string()));
                 }
-            }
-            ["repair", a, _, b] => {
-                for link in [format!("{a}|{b}"), format!("{b}|{a}")] {
-                    for h in [a, b] {
-                        close(
-                            &mut open,
-                            &mut out,
-                            &(h.to_string(), "partition", link.clone()),
-                            *at,
-                        );
+                PeriodChange::Close { lane, kind, link } => {
+                    close(&mut open, &mut out, &(lane, kind, link), *at)
+                }
+                PeriodChange::CloseAll => {
+                    let keys: Vec<_> = open.keys().cloned().collect();
+                    for key in keys {
+                        close(&mut open, &mut out, &key, *at);
                     }
                 }
             }
-            ["latency", a, _, b, "up", ..] => {
-                let link = format!("{a}|{b}");
-                for h in [a, b] {
-                    open.entry((h.to_string(), "latency", link.clone()))
-                        .or_insert((*at, action.clone()));
-                }
-            }
-            ["latency", a, _, b, "back", ..] => {
-                let link = format!("{a}|{b}");
-                for h in [a, b] {
-                    close(
-                        &mut open,
-                        &mut out,
-                        &(h.to_string(), "latency", link.clone()),
-                        *at,
-                    );
-                }
-            }
-            ["lost-reply", "rate", p] => {
-                let key = ("router".to_string(), "lost-reply", String::new());
-                close(&mut open, &mut out, &key, *at);
-                if p.parse::<f64>().unwrap_or(0.0) > 0.0 {
-                    open.insert(key, (*at, action.clone()));
-                }
-            }
-            ["heal", "all"] => {
-                let keys: Vec<_> = open.keys().cloned().collect();
-                for key in keys {
-                    close(&mut open, &mut out, &key, *at);
-                }
-            }
-            _ => {}
         }
     }
     let end = record.sim_ms;
@@ -266,52 +207,25 @@ fn periods(record: &RunRecord) -> Vec<Period> {
     out
 }
 
-/// Where a violation points: the send operations of the turn it names and the times it
-/// cites (`at 145 ms`).
-fn anchors(detail: &str, history: &[Op]) -> (Vec<u64>, Vec<u64>) {
+/// Where a violation points: the send operations of the turn it is about and the times it
+/// cites.
+fn anchors(v: &Violation, history: &[Op]) -> (Vec<u64>, Vec<u64>) {
     let mut ops = Vec::new();
-    if let Some(rest) = detail.strip_prefix("turn ") {
-        let turn: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        let after = &rest[turn.len()..];
-        if let (Ok(turn), Some(conv)) = (turn.parse::<u32>(), after.strip_prefix(" of ")) {
-            let conv: String = conv
-                .chars()
-                .take_while(|c| !c.is_whitespace() && *c != ',' && *c != ':')
-                .collect();
-            for op in history {
-                if let OpKind::Send {
-                    conversation,
-                    turn: t,
-                    ..
-                } = &op.kind
-                {
-                    if *conversation == conv && *t == turn {
-                        ops.push(op.id);
-                    }
+    if let Some((conv, turn)) = &v.anchors.turn {
+        for op in history {
+            if let OpKind::Send {
+                conversation,
+                turn: t,
+                ..
+            } = &op.kind
+            {
+                if conversation == conv && t == turn {
+                    ops.push(op.id);
                 }
             }
         }
     }
-    let mut times = Vec::new();
-    let mut rest = detail;
-    while let Some(i) = rest.find(" ms") {
-        let before = &rest[..i];
-        let digits: String = before
-            .chars()
-            .rev()
-            .take_while(char::is_ascii_digit)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        if !digits.is_empty() && before[..before.len() - digits.len()].ends_with("at ") {
-            if let Ok(t) = digits.parse() {
-                times.push(t);
-            }
-        }
-        rest = &rest[i + 3..];
-    }
-    (ops, times)
+    (ops, v.anchors.times_ms.clone())
 }
 
 fn outcome_class(o: &Outcome) -> &'static str {
@@ -330,25 +244,17 @@ fn outcome_text(o: &Outcome) -> String {
     }
 }
 
-fn event_colour(host: &str, what: &str) -> &'static str {
-    let w = what.to_ascii_lowercase();
-    if w.contains("refuse")
-        || w.contains("unreachable")
-        || w.contains("drop")
-        || w.contains("-> fail")
-        || w.contains("error")
-    {
-        "#d62728"
-    } else if w.contains("-> info") || w.contains("duplicate") || w.contains("deduplicated") {
-        "#ff7f0e"
-    } else if host == "driver" {
-        "#7b3294"
-    } else if host == "ledger" {
-        "#2ca02c"
-    } else if host == "store" {
-        "#1f77b4"
-    } else {
-        "#555555"
+/// An event's colour: by its tone, then by the host that recorded it.
+fn event_colour(host: &str, tone: Tone) -> &'static str {
+    match tone {
+        Tone::Bad => "#d62728",
+        Tone::Warn => "#ff7f0e",
+        Tone::Plain => match host {
+            "driver" => "#7b3294",
+            "ledger" => "#2ca02c",
+            "store" => "#1f77b4",
+            _ => "#555555",
+        },
     }
 }
 
@@ -404,7 +310,7 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
     let mut marks = Vec::new();
     for f in page.findings {
         for v in &f.violations {
-            let (ops, times) = anchors(&v.detail, &r.history);
+            let (ops, times) = anchors(v, &r.history);
             marks.push(Mark {
                 label: format!("V{}", marks.len() + 1),
                 invariant: f.invariant,
@@ -497,13 +403,12 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
             svg,
             r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{plot_h:.1}" stroke="#7b3294" stroke-opacity="0.35" stroke-dasharray="2 3"><title>{at} ms fault: {}</title></line>"##,
             HEAD,
-            escape(action)
+            escape(&action.to_string())
         );
     }
     // Messages: forwards and calls between lanes.
     for e in &r.trace {
-        let (Some(from), Some(to)) = (lane_of(&e.host), peer(&e.what).and_then(|p| lane_of(&p)))
-        else {
+        let (Some(from), Some(to)) = (lane_of(&e.host), e.event.peer().and_then(lane_of)) else {
             continue;
         };
         if from == to {
@@ -570,10 +475,10 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
         let _ = writeln!(
             svg,
             r##"<a href="#ev-{n}"><circle cx="{x:.1}" cy="{y:.1}" r="2.4" fill="{}"><title>{} ms {}: {}</title></circle></a>"##,
-            event_colour(&e.host, &e.what),
+            event_colour(&e.host, e.event.tone()),
             e.at_ms,
             escape(&e.host),
-            escape(&e.what)
+            escape(&e.event.to_string())
         );
     }
     // Violation markers.
@@ -737,7 +642,7 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
             let _ = writeln!(
                 h,
                 "<tr><td class=\"n\">{at}</td><td>{}</td></tr>",
-                escape(action)
+                escape(&action.to_string())
             );
         }
         h.push_str("</table>\n");
@@ -781,7 +686,7 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
             "<tr id=\"ev-{n}\"><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
             e.at_ms,
             escape(&e.host),
-            escape(&e.what)
+            escape(&e.event.to_string())
         );
     }
     h.push_str("</table>\n</details>\n</body>\n</html>\n");
@@ -823,24 +728,15 @@ mod tests {
             stream_snapshot_first: false,
             principal: "alice".into(),
         };
-        let (ops, times) = anchors(
+        let v = Violation::new(
+            "missing-from-a-read",
             "turn 2 of c1, acknowledged by replica-1 at 145 ms, is missing from a later answer (get c1 at 300 ms from replica-0)",
-            &[op],
-        );
+        )
+        .about("c1", 2)
+        .at(145)
+        .at(300);
+        let (ops, times) = anchors(&v, &[op]);
         assert_eq!(ops, vec![3]);
         assert_eq!(times, vec![145, 300]);
-    }
-
-    #[test]
-    fn peers_are_found_in_trace_lines() {
-        assert_eq!(
-            peer("SendMessage ctx abc -> replica-2 (pinned)").as_deref(),
-            Some("replica-2")
-        );
-        assert_eq!(
-            peer("save t1 v3 from replica-0 (Cas)").as_deref(),
-            Some("replica-0")
-        );
-        assert_eq!(peer("heal all"), None);
     }
 }

@@ -47,7 +47,8 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use crate::buggify::{KillPoint, Point, SharedChaos};
+use crate::buggify::SharedChaos;
+use crate::faults::{KillPoint, Point};
 use crate::ground::ledger::{self, EffectRequest};
 use crate::ground::push::{Egress, PushReport, SharedPush};
 use crate::model::{
@@ -57,7 +58,8 @@ use crate::model::{
 };
 use crate::net::{self, BoxBody, ChannelBody};
 use crate::store::{Claim, SaveError, SaveMode, SharedState, StoreState, TaskStore};
-use crate::trace::{now_ms, Trace};
+use crate::trace::event::failure_tone;
+use crate::trace::{now_ms, Event, Tone, Trace};
 
 /// Port every replica serves on.
 pub const PORT: u16 = 9000;
@@ -321,8 +323,14 @@ impl Replica {
         }
     }
 
+    /// Records a plain note in the replica's lane.
     fn record(&self, what: impl Into<String>) {
-        self.trace.record(&self.name, what);
+        self.trace.record(&self.name, Event::plain(what));
+    }
+
+    /// Records a note with a tone (a refusal, a duplicate, a failure's cause).
+    fn record_as(&self, tone: Tone, what: impl Into<String>) {
+        self.trace.record(&self.name, Event::note(tone, what));
     }
 
     /// Reads a task, trying again on no answer (`store.transient_retries`).
@@ -332,9 +340,10 @@ impl Replica {
             match self.store.get(task_id).await {
                 Err(e) if tries < self.profile.store.transient_retries => {
                     tries += 1;
-                    self.record(format!(
-                        "store read of {task_id} failed ({e}); retry {tries}"
-                    ));
+                    self.record_as(
+                        failure_tone(&e),
+                        format!("store read of {task_id} failed ({e}); retry {tries}"),
+                    );
                     tokio::time::sleep(TRANSIENT_BACKOFF).await;
                 }
                 other => return other,
@@ -372,10 +381,10 @@ impl Replica {
             match result {
                 Err(SaveError::Unavailable(e)) if tries < self.profile.store.transient_retries => {
                     tries += 1;
-                    self.record(format!(
-                        "store save of {} failed ({e}); retry {tries}",
-                        task.id
-                    ));
+                    self.record_as(
+                        failure_tone(&e),
+                        format!("store save of {} failed ({e}); retry {tries}", task.id),
+                    );
                     tokio::time::sleep(TRANSIENT_BACKOFF).await;
                 }
                 other => return other,
@@ -434,11 +443,10 @@ impl Replica {
         let caller = match self.authenticate(&req, is_card) {
             Ok(caller) => caller,
             Err(why) => {
-                self.record(format!(
-                    "refused {} {}: {why}",
-                    req.method(),
-                    req.uri().path()
-                ));
+                self.record_as(
+                    Tone::Bad,
+                    format!("refused {} {}: {why}", req.method(), req.uri().path()),
+                );
                 let mut resp = net::json_response(
                     StatusCode::UNAUTHORIZED,
                     &json!({"error": {"code": 401, "message": format!("unauthorized: {why}")}}),
@@ -601,9 +609,10 @@ impl Replica {
         if a2a::jsonrpc::methods::is_streaming(method) && !self.streams() {
             // The card turned streaming off: a client still holding the older card is
             // told so, and nothing runs (A2A-BEHAVIOURS.md §1: -32004 UnsupportedOperation).
-            self.record(format!(
-                "refused {method}: the agent card says the agent does not stream"
-            ));
+            self.record_as(
+                Tone::Bad,
+                format!("refused {method}: the agent card says the agent does not stream"),
+            );
             return self.rpc_error(
                 id,
                 rpc(
@@ -787,20 +796,26 @@ impl Replica {
             match dedup.claim(&dedup_key, lease).await {
                 Ok(Claim::New) => {}
                 Ok(Claim::InFlight) => {
-                    self.record(format!(
-                        "{}#{}: duplicate in flight, 409",
-                        info.conversation, info.turn
-                    ));
+                    self.record_as(
+                        Tone::Warn,
+                        format!(
+                            "{}#{}: duplicate in flight, 409",
+                            info.conversation, info.turn
+                        ),
+                    );
                     return Err(Refusal::Http(
                         409,
                         format!("message {} is in flight", message.message_id),
                     ));
                 }
                 Ok(Claim::Done { task_id }) => {
-                    self.record(format!(
-                        "{}#{}: duplicate of a done message, replay {task_id}",
-                        info.conversation, info.turn
-                    ));
+                    self.record_as(
+                        Tone::Warn,
+                        format!(
+                            "{}#{}: duplicate of a done message, replay {task_id}",
+                            info.conversation, info.turn
+                        ),
+                    );
                     return match self.load_for(caller, &task_id).await {
                         Ok(Some((task, _))) => Ok(Begun::Replay(Box::new(task))),
                         Ok(None) => Err(rpc(-32001, format!("task {task_id} not found"))),
@@ -1251,10 +1266,13 @@ impl Replica {
             .borrow_mut()
             .reached(&self.name, KillPoint::Effect);
         if let Err(e) = ledger::perform(&effect, self.timing.ledger_timeout).await {
-            self.record(format!(
-                "{}#{}: effect outcome unknown: {e}",
-                info.conversation, info.turn
-            ));
+            self.record_as(
+                failure_tone(&e),
+                format!(
+                    "{}#{}: effect outcome unknown: {e}",
+                    info.conversation, info.turn
+                ),
+            );
             if self.profile.handler.after_effect_failure == AfterEffect::RpcError {
                 // The executor raised: the task is failed (best effort).
                 task.status = status(TaskState::Failed);
@@ -1549,7 +1567,10 @@ impl Replica {
             PushValidate::Registration | PushValidate::RegistrationAndSend
         ) {
             if let Err(why) = self.check_target(&cfg.url) {
-                self.record(format!("push config for {} refused: {why}", cfg.task_id));
+                self.record_as(
+                    Tone::Bad,
+                    format!("push config for {} refused: {why}", cfg.task_id),
+                );
                 return Err(rpc(-32602, format!("push URL refused: {why}")));
             }
         }
@@ -1636,10 +1657,13 @@ impl Replica {
         let last = delivered
             || outcome.starts_with("refused")
             || entry.attempts > self.profile.push.retries;
-        self.record(format!(
-            "outbox push {:?} of {} to {} (try {}): {outcome}",
-            entry.task.status.state, entry.task.id, entry.url, entry.attempts
-        ));
+        self.record_as(
+            failure_tone(&outcome),
+            format!(
+                "outbox push {:?} of {} to {} (try {}): {outcome}",
+                entry.task.status.state, entry.task.id, entry.url, entry.attempts
+            ),
+        );
         if delivered || self.profile.push.log_failures {
             self.push_world.borrow_mut().reports.push(PushReport {
                 at_ms: now_ms(),
@@ -1685,10 +1709,10 @@ impl Replica {
                         delivered,
                     });
                 }
-                self.record(format!(
-                    "push {:?} of {} to {url}: {outcome}",
-                    state, task.id
-                ));
+                self.record_as(
+                    failure_tone(&outcome),
+                    format!("push {:?} of {} to {url}: {outcome}", state, task.id),
+                );
                 if delivered || outcome.starts_with("refused") || tries >= self.profile.push.retries
                 {
                     break;

@@ -29,7 +29,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
 use crate::net::{self, BoxBody, BoxError, Call};
-use crate::trace::Trace;
+use crate::trace::{Event, Trace};
 
 /// Port the router serves A2A on.
 pub const PORT: u16 = 8080;
@@ -201,11 +201,12 @@ impl Router {
         let target = format!("replica-{index}");
         self.trace.record(
             "router",
-            format!(
-                "{method} ctx {} -> {target}{}",
-                context.as_deref().unwrap_or("-"),
-                if pinned.is_some() { " (pinned)" } else { "" }
-            ),
+            Event::Forward {
+                method: method.to_string(),
+                context: context.clone(),
+                target: target.clone(),
+                pinned: pinned.is_some(),
+            },
         );
         let mut call = Call::post_json(
             target.clone(),
@@ -227,8 +228,13 @@ impl Router {
         let upstream = match net::send_streaming(&call).await {
             Ok(r) => r,
             Err(e) => {
-                self.trace
-                    .record("router", format!("{target} unreachable: {e}"));
+                self.trace.record(
+                    "router",
+                    Event::Unreachable {
+                        target: target.clone(),
+                        error: e.to_string(),
+                    },
+                );
                 return Ok(net::json_response(
                     StatusCode::BAD_GATEWAY,
                     &serde_json::json!({"error": format!("{target}: {e}")}),
@@ -242,8 +248,13 @@ impl Router {
         if drop_reply {
             // Let the replica finish its answer, then lose it.
             let _ = net::read_body(upstream.body, net::BODY_BYTES_MAX).await;
-            self.trace
-                .record("router", format!("drop reply of {method} from {target}"));
+            self.trace.record(
+                "router",
+                Event::DropReply {
+                    method: method.to_string(),
+                    target: target.clone(),
+                },
+            );
             return Err("reply dropped by fault injection".into());
         }
         Ok(upstream.relay())

@@ -40,15 +40,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::panic::AssertUnwindSafe;
 
 use crate::auth::DEFAULT_PRINCIPAL;
-use crate::check::{self, Verdict};
+use crate::check::{self, Verdict, Violation};
 use crate::cli::scenario_spec;
 use crate::client::history::{OpKind, Outcome};
 use crate::error::InputError;
-use crate::faults::Action;
+use crate::faults::{lost_reply, Action};
 use crate::model::Profile;
 use crate::scenario::{Expect, ScenarioFile, Script, SendStep, Step, TaskStep};
 use crate::sweep::experiment::Experiment;
 use crate::sweep::runner::{self, RunSummary};
+use crate::trace;
 use crate::workload;
 use crate::world::{self, RunRecord};
 
@@ -166,67 +167,6 @@ pub struct Conversion {
     pub notes: Vec<String>,
 }
 
-/// Reads a fault action back from the words the driver records (`Action`'s `Display`).
-pub fn parse_action(text: &str) -> Option<Action> {
-    let two = |rest: &str, sep: &str| {
-        rest.split_once(sep)
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-    };
-    if let Some(h) = text.strip_prefix("kill ") {
-        return Some(Action::Kill(h.to_string()));
-    }
-    if let Some(h) = text.strip_prefix("restart ") {
-        return Some(Action::Restart(h.to_string()));
-    }
-    if let Some(rest) = text.strip_prefix("partition ") {
-        if let Some((a, b)) = two(rest, " <-> ") {
-            return Some(Action::Partition(a, b));
-        }
-        return two(rest, " -> ").map(|(a, b)| Action::PartitionOneway(a, b));
-    }
-    if let Some(rest) = text.strip_prefix("repair ") {
-        return two(rest, " <-> ").map(|(a, b)| Action::Repair(a, b));
-    }
-    if let Some(rest) = text.strip_prefix("hold ") {
-        return two(rest, " <-> ").map(|(a, b)| Action::Hold(a, b));
-    }
-    if let Some(rest) = text.strip_prefix("release ") {
-        return two(rest, " <-> ").map(|(a, b)| Action::Release(a, b));
-    }
-    if let Some(rest) = text.strip_prefix("buggify ") {
-        let (point, p) = two(rest, " ")?;
-        let point = crate::buggify::Point::parse(&point)?;
-        return p.parse().ok().map(|p| Action::Buggify(point, p));
-    }
-    if let Some(rest) = text.strip_prefix("kill-at ") {
-        let (point, p) = two(rest, " ")?;
-        let point = crate::buggify::KillPoint::parse(&point)?;
-        return p.parse().ok().map(|p| Action::KillAt(point, p));
-    }
-    if let Some(c) = text.strip_prefix("card ") {
-        return crate::card::CardChange::parse(c).map(Action::Card);
-    }
-    if text == "heal all" {
-        return Some(Action::HealAll);
-    }
-    if text == "drop next reply" {
-        return Some(Action::DropNextReply);
-    }
-    if let Some(p) = text.strip_prefix("lost-reply rate ") {
-        return p.parse().ok().map(Action::LostReplyRate);
-    }
-    if let Some(rest) = text.strip_prefix("latency ") {
-        let (a, rest) = two(rest, " <-> ")?;
-        if let Some(b) = rest.strip_suffix(" back to normal") {
-            return Some(Action::LinkLatency(a, b.to_string(), None));
-        }
-        let (b, ms) = two(&rest, " up to ")?;
-        let ms = ms.strip_suffix(" ms")?.parse().ok()?;
-        return Some(Action::LinkLatency(a, b, Some(ms)));
-    }
-    None
-}
-
 /// A routed request in the router's trace.
 struct Forward {
     at_ms: u64,
@@ -252,20 +192,25 @@ pub fn convert(record: &RunRecord) -> Conversion {
     let mut forwards: Vec<(Forward, bool)> = Vec::new();
     let mut drops: Vec<(u64, String, String, bool)> = Vec::new();
     for e in record.trace.iter().filter(|e| e.host == "router") {
-        if let Some(rest) = e.what.strip_prefix("drop reply of ") {
-            if let Some((method, target)) = rest.split_once(" from ") {
-                drops.push((e.at_ms, method.to_string(), target.to_string(), false));
+        match &e.event {
+            trace::Event::DropReply { method, target } => {
+                drops.push((e.at_ms, method.clone(), target.clone(), false));
             }
-        } else if let Some((method, rest)) = e.what.split_once(" ctx ") {
-            if let Some((context, target)) = rest.split_once(" -> ") {
+            trace::Event::Forward {
+                method,
+                context,
+                target,
+                ..
+            } => {
                 let forward = Forward {
                     at_ms: e.at_ms,
-                    method: method.to_string(),
-                    context: context.to_string(),
-                    target: target.trim_end_matches(" (pinned)").to_string(),
+                    method: method.clone(),
+                    context: context.clone().unwrap_or_else(|| "-".into()),
+                    target: target.clone(),
                 };
                 forwards.push((forward, false));
             }
+            _ => {}
         }
     }
     if record.trace.is_empty() {
@@ -371,7 +316,7 @@ pub fn convert(record: &RunRecord) -> Conversion {
                 at_ms: op.invoke_ms,
                 conversation: Some(conversation.clone()),
                 lane,
-                step: Step::Fault(Action::DropNextReply),
+                step: Step::Fault(lost_reply::DropNextReply.into()),
             });
         }
         events.push(Event {
@@ -411,18 +356,18 @@ pub fn convert(record: &RunRecord) -> Conversion {
     }
     let mut rate_seen = false;
     let mut unreadable = BTreeSet::new();
-    for (at_ms, text) in &record.faults {
-        match parse_action(text) {
-            Some(Action::LostReplyRate(_)) => rate_seen = true,
-            Some(action) => events.push(Event {
+    for (at_ms, action) in &record.faults {
+        match action {
+            Action::LostReplyRate(_) => rate_seen = true,
+            action if action.to_step().is_none() => {
+                unreadable.insert(action.to_string());
+            }
+            action => events.push(Event {
                 at_ms: *at_ms,
                 conversation: None,
                 lane: 0,
-                step: Step::Fault(action),
+                step: Step::Fault(action.clone()),
             }),
-            None => {
-                unreadable.insert(text.clone());
-            }
         }
     }
     if rate_seen {
@@ -792,32 +737,11 @@ pub struct Shrunk {
     pub notes: Vec<String>,
 }
 
-/// Conversations a violation names (`turn 2 of c3, ...`).
-fn conversations_named(detail: &str) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for part in detail.split("turn ").skip(1) {
-        let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
-        if digits.is_empty() {
-            continue;
-        }
-        if let Some(rest) = part[digits.len()..].strip_prefix(" of ") {
-            let name: String = rest
-                .chars()
-                .take_while(|c| !matches!(c, ',' | ' ' | ')' | ':' | ';'))
-                .collect();
-            if !name.is_empty() {
-                out.insert(name);
-            }
-        }
-    }
-    out
-}
-
-/// The target invariant of a run and its violations' details.
+/// The target invariant of a run and its violations.
 fn target(
     record: &RunRecord,
     asked: Option<&str>,
-) -> Result<(&'static str, Vec<String>), ShrinkError> {
+) -> Result<(&'static str, Vec<Violation>), ShrinkError> {
     let findings = check::check_all(record);
     let failed: Vec<_> = findings
         .iter()
@@ -829,10 +753,7 @@ fn target(
         None => failed.first(),
     };
     match pick {
-        Some(f) => Ok((
-            f.invariant,
-            f.violations.iter().map(|v| v.detail.clone()).collect(),
-        )),
+        Some(f) => Ok((f.invariant, f.violations.clone())),
         None => Err(ShrinkError::NoViolation(format!(
             "seed {} ({} / {}) violates {}; nothing to shrink",
             record.seed,
@@ -863,19 +784,7 @@ fn replicas_named(step: &Step, out: &mut BTreeSet<usize>) {
         Step::Cancel(s) | Step::Get(s) | Step::Subscribe(s) => s.to.iter().for_each(|h| add(h)),
         Step::SetPush(s) => s.to.iter().for_each(|h| add(h)),
         Step::Authorize(_) => {}
-        Step::Fault(a) => match a {
-            Action::Kill(h) | Action::Restart(h) => add(h),
-            Action::Partition(a, b)
-            | Action::PartitionOneway(a, b)
-            | Action::Repair(a, b)
-            | Action::Hold(a, b)
-            | Action::Release(a, b)
-            | Action::LinkLatency(a, b, _) => {
-                add(a);
-                add(b);
-            }
-            _ => {}
-        },
+        Step::Fault(a) => a.hosts().into_iter().for_each(add),
         Step::Concurrent(v) | Step::Sequence(v) => v.iter().for_each(|s| replicas_named(s, out)),
         Step::WaitMs(_) | Step::UntilMs(_) | Step::Effect(..) => {}
     }
@@ -905,17 +814,7 @@ fn rename_replicas(step: &Step, map: &BTreeMap<usize, usize>) -> Step {
             to: to(&s.to),
             ..s.clone()
         }),
-        Step::Fault(a) => Step::Fault(match a {
-            Action::Kill(h) => Action::Kill(host(h)),
-            Action::Restart(h) => Action::Restart(host(h)),
-            Action::Partition(a, b) => Action::Partition(host(a), host(b)),
-            Action::PartitionOneway(a, b) => Action::PartitionOneway(host(a), host(b)),
-            Action::Repair(a, b) => Action::Repair(host(a), host(b)),
-            Action::LinkLatency(a, b, ms) => Action::LinkLatency(host(a), host(b), *ms),
-            Action::Hold(a, b) => Action::Hold(host(a), host(b)),
-            Action::Release(a, b) => Action::Release(host(a), host(b)),
-            other => other.clone(),
-        }),
+        Step::Fault(a) => Step::Fault(a.renamed(&|h: &str| host(&h.to_string()))),
         Step::Concurrent(v) => {
             Step::Concurrent(v.iter().map(|s| rename_replicas(s, map)).collect())
         }
@@ -1375,8 +1274,11 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
             "seed {seed} did not finish ({e}); shrink needs a run that ends with a violation"
         )));
     }
-    let (invariant, details) = target(&record, request.invariant.as_deref())?;
-    let original_detail = details.first().cloned().unwrap_or_default();
+    let (invariant, violations) = target(&record, request.invariant.as_deref())?;
+    let original_detail = violations
+        .first()
+        .map(|v| v.detail.clone())
+        .unwrap_or_default();
     let mut base = base_file(&request.name, &model, &routing, seed, timeout_ms);
     if record.cards.enabled {
         base.card = Some(crate::card::CardSetup {
@@ -1482,10 +1384,11 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
         replicas,
         notes: Vec::new(),
     };
-    let named: BTreeSet<String> = details
+    // The conversations whose turns the first violation names.
+    let named: BTreeSet<String> = violations
         .iter()
         .take(1)
-        .flat_map(|d| conversations_named(d))
+        .flat_map(|v| v.anchors.conversations.iter().cloned())
         .collect();
     let (events, layout) = m.events(events, converted_layout, &named);
     let steps = render(&events, layout);
@@ -1557,32 +1460,7 @@ fn profile_model(exp: &Experiment, profile: &Profile) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_fault_action_reads_back_from_its_words() {
-        let h = |s: &str| s.to_string();
-        for a in [
-            Action::Kill(h("replica-1")),
-            Action::Restart(h("replica-1")),
-            Action::Partition(h("replica-0"), h("store")),
-            Action::PartitionOneway(h("replica-0"), h("store")),
-            Action::Repair(h("replica-0"), h("store")),
-            Action::HealAll,
-            Action::LostReplyRate(0.125),
-            Action::DropNextReply,
-            Action::LinkLatency(h("replica-2"), h("store"), Some(120)),
-            Action::LinkLatency(h("replica-2"), h("store"), None),
-            Action::Hold(h("client"), h("router")),
-            Action::Release(h("client"), h("router")),
-            Action::Buggify(crate::buggify::Point::ConflictOnSave, 0.25),
-            Action::KillAt(crate::buggify::KillPoint::AfterEffect, 0.5),
-            Action::Card(crate::card::CardChange::MoveTo(h("agent-v2.example"))),
-            Action::Card(crate::card::CardChange::RevokeKey),
-        ] {
-            assert_eq!(parse_action(&a.to_string()), Some(a.clone()), "{a}");
-        }
-        assert_eq!(parse_action("juggle replica-0"), None);
-    }
+    use crate::faults::kill;
 
     #[test]
     fn ddmin_finds_the_two_items_that_matter() {
@@ -1594,13 +1472,6 @@ mod tests {
         });
         assert_eq!(out, vec![7, 31]);
         assert!(tests < 80, "{tests} tests");
-    }
-
-    #[test]
-    fn violations_name_their_conversations() {
-        let d = "turn 2 of c3, acknowledged by replica-1 at 145 ms, is missing; turn 1 of c10 took effect";
-        let got: Vec<String> = conversations_named(d).into_iter().collect();
-        assert_eq!(got, vec!["c10".to_string(), "c3".to_string()]);
     }
 
     #[test]
@@ -1630,7 +1501,7 @@ mod tests {
                 at_ms: 20,
                 conversation: None,
                 lane: 0,
-                step: Step::Fault(Action::Kill("replica-0".into())),
+                step: Step::Fault(kill::Kill("replica-0".into()).into()),
             },
             Event {
                 at_ms: 30,
@@ -1662,14 +1533,14 @@ mod tests {
             v[0],
             Step::Sequence(vec![
                 Step::UntilMs(20),
-                Step::Fault(Action::Kill("replica-0".into()))
+                Step::Fault(kill::Kill("replica-0".into()).into())
             ])
         );
     }
 
     #[test]
     fn removing_a_leaf_unwraps_what_is_left() {
-        let k = |i: usize| Step::Fault(Action::Kill(format!("replica-{i}")));
+        let k = |i: usize| Step::Fault(kill::Kill(format!("replica-{i}")).into());
         let steps = vec![Step::Concurrent(vec![
             Step::Sequence(vec![Step::UntilMs(5), k(0)]),
             Step::Sequence(vec![k(1)]),

@@ -21,9 +21,10 @@ use a2a::Task;
 use http::{Response, StatusCode};
 use serde::{Deserialize, Serialize};
 
-use crate::buggify::{Point, SharedChaos};
+use crate::buggify::SharedChaos;
+use crate::faults::Point;
 use crate::net::{self, BoxBody, Call};
-use crate::trace::{now_ms, Trace};
+use crate::trace::{now_ms, Event, Trace};
 
 /// Port the store host serves on.
 pub const PORT: u16 = 7000;
@@ -675,7 +676,10 @@ pub fn buggify_conflict(
         return;
     }
     if let Some(v) = state.borrow_mut().phantom_write(task_id) {
-        trace.record("store", format!("buggify: phantom write of {task_id} v{v}"));
+        trace.record(
+            "store",
+            Event::plain(format!("buggify: phantom write of {task_id} v{v}")),
+        );
     }
 }
 
@@ -729,14 +733,24 @@ async fn handle(
                 Ok(version) => {
                     trace.record(
                         "store",
-                        format!("save {id} v{version} from {replica} ({mode:?})"),
+                        Event::Save {
+                            task: id.clone(),
+                            version,
+                            replica: replica.clone(),
+                            mode: format!("{mode:?}"),
+                        },
                     );
                     StoreResponse::Saved { version }
                 }
                 Err(error) => {
                     trace.record(
                         "store",
-                        format!("refuse {id} from {replica} ({mode:?}): {error:?}"),
+                        Event::SaveRefused {
+                            task: id,
+                            replica: replica.clone(),
+                            mode: format!("{mode:?}"),
+                            error: format!("{error:?}"),
+                        },
                     );
                     StoreResponse::Refused { error }
                 }
@@ -747,7 +761,7 @@ async fn handle(
         },
         StoreRequest::Claim { key, lease_ms } => {
             let claim = state.borrow_mut().claim(&key, now_ms(), lease_ms);
-            trace.record("store", format!("claim {key}: {claim:?}"));
+            trace.record("store", Event::plain(format!("claim {key}: {claim:?}")));
             StoreResponse::Claim { claim }
         }
         StoreRequest::AddPush { task_id, url } => {

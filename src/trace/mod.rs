@@ -1,29 +1,33 @@
 //! The ordered event trace of one run and its hash.
 //!
 //! Every host appends what it did (a routed request, a store save, a ledger effect, a fault)
-//! with the simulated time. The simulation runs all hosts on one thread in an order fixed by
+//! as a typed [`Event`] with the simulated time. The simulation runs all hosts on one thread in an order fixed by
 //! the seed, so the trace is a function of the seed alone; its FNV-1a hash is how a test or a
 //! user checks that a seed replays exactly, in this process or another.
+
+pub mod event;
 
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::rc::Rc;
 use std::time::Duration;
 
+pub use event::{Event, Reply, Tone};
+
 /// One line of the trace.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TraceEvent {
     /// Simulated milliseconds since the start of the run.
     pub at_ms: u64,
     /// The host that recorded it (`router`, `replica-1`, `driver`, ...).
     pub host: String,
-    /// What happened, in words.
-    pub what: String,
+    /// What happened.
+    pub event: Event,
 }
 
 impl std::fmt::Display for TraceEvent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:>7} ms  {:<10} {}", self.at_ms, self.host, self.what)
+        write!(f, "{:>7} ms  {:<10} {}", self.at_ms, self.host, self.event)
     }
 }
 
@@ -46,25 +50,22 @@ impl Trace {
     }
 
     /// Records an event at the current simulated time of the calling host.
-    pub fn record(&self, host: &str, what: impl Into<String>) {
-        self.record_at(now_ms(), host, what);
+    pub fn record(&self, host: &str, event: Event) {
+        self.record_at(now_ms(), host, event);
     }
 
-    /// Records an event at a given simulated time (used by the driver between steps).
-    pub fn record_at(&self, at_ms: u64, host: &str, what: impl Into<String>) {
-        let what = what.into();
-        tracing::debug!(target: "a2a_chaos::trace", host, "{what}");
-        {
-            let mut hash = self.hash.borrow_mut();
-            let mut line = String::with_capacity(what.len() + 24);
-            let _ = writeln!(line, "{at_ms}|{host}|{what}");
-            hash.write(line.as_bytes());
-        }
+    /// Records an event at a given simulated time (used by the driver between steps). The
+    /// hash covers `at_ms|host|event` as the event prints.
+    pub fn record_at(&self, at_ms: u64, host: &str, event: Event) {
+        let mut line = String::with_capacity(96);
+        let _ = writeln!(line, "{at_ms}|{host}|{event}");
+        tracing::debug!(target: "a2a_chaos::trace", host, "{event}");
+        self.hash.borrow_mut().write(line.as_bytes());
         if self.keep {
             self.events.borrow_mut().push(TraceEvent {
                 at_ms,
                 host: host.to_string(),
-                what,
+                event,
             });
         }
     }
@@ -162,11 +163,11 @@ mod tests {
     #[test]
     fn hash_depends_on_order() {
         let a = Trace::new(false);
-        a.record_at(1, "x", "one");
-        a.record_at(2, "x", "two");
+        a.record_at(1, "x", Event::plain("one"));
+        a.record_at(2, "x", Event::plain("two"));
         let b = Trace::new(false);
-        b.record_at(2, "x", "two");
-        b.record_at(1, "x", "one");
+        b.record_at(2, "x", Event::plain("two"));
+        b.record_at(1, "x", Event::plain("one"));
         assert_ne!(a.hash_hex(), b.hash_hex());
     }
 }

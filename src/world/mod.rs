@@ -28,7 +28,9 @@ use rand_chacha::ChaCha8Rng;
 use crate::buggify::{Chaos, SharedChaos};
 use crate::client::history::{History, Op};
 use crate::client::Client;
-use crate::faults::{Action, FaultSpec, PlanInput, Scheduled};
+use crate::faults::{
+    kill, Action, CardChange, FaultSpec, KillPoint, PlanInput, Point, Scheduled, Target,
+};
 use crate::ground::ledger::{self, Effect, LedgerState};
 use crate::ground::push::{Egress, PushReport, SharedPush};
 use crate::ground::webhook::{self, Delivery, WebhookMode, WebhookState};
@@ -36,7 +38,7 @@ use crate::model::{Placement, Profile};
 use crate::replica::{self, Replica, Timing, Wiring};
 use crate::router::{self, RouterControl};
 use crate::store::{self, SaveRecord, SharedState, StoreState, TaskStore};
-use crate::trace::{Trace, TraceEvent};
+use crate::trace::{Event, Trace, TraceEvent};
 use crate::workload::{self, WorkloadSpec};
 
 /// The fixed simulated epoch: 2026-01-01T00:00:00Z.
@@ -115,7 +117,7 @@ pub struct RunRecord {
     /// When the last event poll slowed by a BUGGIFY point ended (0: none was).
     pub poll_slowed_until_ms: u64,
     /// Fault actions applied, with their time.
-    pub faults: Vec<(u64, String)>,
+    pub faults: Vec<(u64, Action)>,
     /// Conversation → task id, as the client learned it.
     pub conversations: BTreeMap<String, String>,
     /// When the liveness phase began (everything healed), simulated ms.
@@ -198,7 +200,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     // The agent card, in runs that simulate it: the router serves it, the replicas answer
     // the streaming methods by it, and the extra hosts its planned changes name exist
     // (below). Other runs keep their hosts and their trace.
-    let (cards, card_hosts) = match crate::card::setup_for(&spec.workload, &spec.faults, &plan) {
+    let (cards, card_hosts) = match card_setup(&spec.workload, &spec.faults, &plan) {
         Some((setup, hosts)) => {
             let auth = &spec.profile.auth;
             let card_bearer = auth.card_bearer && auth.bearer == crate::model::BearerRule::Required;
@@ -267,7 +269,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
             ));
             let trace = trace.clone();
             async move {
-                trace.record(&replica.name, format!("boot {b}"));
+                trace.record(&replica.name, Event::Boot(b));
                 replica.serve().await
             }
         });
@@ -431,6 +433,48 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     }
 }
 
+/// Refuses a run that simulates the card with a model that has no `[card]` knobs (a
+/// `--model` given on the command line).
+pub fn check_card_profile(spec: &RunSpec) -> Result<(), crate::error::InputError> {
+    match card_setup(&spec.workload, &spec.faults, &[]) {
+        Some(_) => crate::card::check_profile(&spec.profile, "--model"),
+        None => Ok(()),
+    }
+}
+
+/// Whether a run simulates the card, its setup, and the extra hosts its changes name.
+///
+/// A scripted run's hosts are the ones its card steps name. A generated run simulates the
+/// card when any card fault is configured, but only the hosts named by the card changes
+/// this seed's `plan` actually schedules get a host: each host is one more runtime the
+/// simulation steps every tick, and most seeds never name them.
+pub fn card_setup(
+    workload: &Workload,
+    faults: &FaultSpec,
+    plan: &[Scheduled],
+) -> Option<(crate::card::CardSetup, BTreeSet<String>)> {
+    match workload {
+        Workload::Scripted(script) => {
+            let setup = script.card_setup()?;
+            Some((setup, script.card_hosts()))
+        }
+        Workload::Generated(_) => {
+            if !crate::faults::any_card_fault(faults.rates.keys()) {
+                return None;
+            }
+            let hosts = plan
+                .iter()
+                .filter_map(|s| match &s.action {
+                    Action::Card(c) => c.0.names_host(),
+                    _ => None,
+                })
+                .map(str::to_string)
+                .collect();
+            Some((crate::card::CardSetup::default(), hosts))
+        }
+    }
+}
+
 /// How long a script's world runs after its last step, at least.
 const SCRIPT_TAIL_MS: u64 = 1000;
 
@@ -513,7 +557,7 @@ struct Driver {
     partitions: BTreeSet<(String, String)>,
     slowed: BTreeSet<(String, String)>,
     held: BTreeSet<(String, String)>,
-    applied: Vec<(u64, String)>,
+    applied: Vec<(u64, Action)>,
     trace: Trace,
     chaos: SharedChaos,
     /// No kill-point kill lands before this time (the fault's stability window).
@@ -551,114 +595,163 @@ impl Driver {
             self.trace.record_at(
                 now,
                 "driver",
-                format!("{host} reached kill point {}", point.name()),
+                Event::KillPointReached {
+                    host: host.clone(),
+                    point,
+                },
             );
             out.push(Scheduled {
                 at_ms,
-                action: Action::Kill(host.clone()),
+                action: kill::Kill(host.clone()).into(),
             });
             out.push(Scheduled {
                 at_ms: at_ms + down,
-                action: Action::Restart(host),
+                action: kill::Restart(host).into(),
             });
         }
         out
     }
 
     fn apply(&mut self, sim: &mut turmoil::Sim<'_>, now: u64, action: &Action) {
-        self.trace.record_at(now, "driver", action.to_string());
-        self.applied.push((now, action.to_string()));
-        match action {
-            Action::Kill(host) => {
-                if self.crashed.insert(host.clone()) {
-                    if let Some(i) = replica_index(host) {
-                        if let Some(r) = self.control.ready.borrow_mut().get_mut(i) {
-                            *r = false;
-                        }
-                        if let Some(slot) = self.memory_slots.get(i) {
-                            if let Some(dead) = slot.borrow_mut().take() {
-                                self.dead_memory.push(dead);
-                            }
-                        }
-                    }
-                    sim.crash(host.as_str());
-                }
+        self.trace
+            .record_at(now, "driver", Event::Fault(action.clone()));
+        self.applied.push((now, action.clone()));
+        action.apply(&mut Applying {
+            driver: self,
+            sim,
+            now,
+        });
+    }
+}
+
+/// The driver applying one action to the turmoil world: what a fault may do to it.
+struct Applying<'a, 'b> {
+    driver: &'a mut Driver,
+    sim: &'a mut turmoil::Sim<'b>,
+    now: u64,
+}
+
+impl Applying<'_, '_> {
+    fn set_ready(&self, host: &str, ready: bool) {
+        if let Some(i) = replica_index(host) {
+            if let Some(r) = self.driver.control.ready.borrow_mut().get_mut(i) {
+                *r = ready;
             }
-            Action::Restart(host) => {
-                if self.crashed.remove(host) {
-                    sim.bounce(host.as_str());
-                    if let Some(i) = replica_index(host) {
-                        if let Some(r) = self.control.ready.borrow_mut().get_mut(i) {
-                            *r = true;
-                        }
-                    }
-                }
-            }
-            Action::Partition(a, b) => {
-                sim.partition(a.as_str(), b.as_str());
-                self.partitions.insert((a.clone(), b.clone()));
-            }
-            Action::PartitionOneway(a, b) => {
-                sim.partition_oneway(a.as_str(), b.as_str());
-                self.partitions.insert((a.clone(), b.clone()));
-            }
-            Action::Repair(a, b) => {
-                sim.repair(a.as_str(), b.as_str());
-                self.partitions.remove(&(a.clone(), b.clone()));
-                self.partitions.remove(&(b.clone(), a.clone()));
-            }
-            Action::HealAll => {
-                for (a, b) in std::mem::take(&mut self.partitions) {
-                    sim.repair(a.as_str(), b.as_str());
-                }
-                for (a, b) in std::mem::take(&mut self.held) {
-                    sim.release(a.as_str(), b.as_str());
-                }
-                self.chaos.borrow_mut().clear();
-                for (a, b) in std::mem::take(&mut self.slowed) {
-                    sim.set_link_max_message_latency(
-                        a.as_str(),
-                        b.as_str(),
-                        Duration::from_millis(LATENCY_MS.1),
-                    );
-                }
-                for host in std::mem::take(&mut self.crashed) {
-                    sim.bounce(host.as_str());
-                    if let Some(i) = replica_index(&host) {
-                        if let Some(r) = self.control.ready.borrow_mut().get_mut(i) {
-                            *r = true;
-                        }
+        }
+    }
+}
+
+impl Target for Applying<'_, '_> {
+    fn crash(&mut self, host: &str) {
+        if self.driver.crashed.insert(host.to_string()) {
+            self.set_ready(host, false);
+            if let Some(i) = replica_index(host) {
+                if let Some(slot) = self.driver.memory_slots.get(i) {
+                    if let Some(dead) = slot.borrow_mut().take() {
+                        self.driver.dead_memory.push(dead);
                     }
                 }
-                self.control.drop_reply_rate.set(0.0);
             }
-            Action::LostReplyRate(p) => self.control.drop_reply_rate.set(*p),
-            Action::Hold(a, b) => {
-                sim.hold(a.as_str(), b.as_str());
-                self.held.insert((a.clone(), b.clone()));
-            }
-            Action::Release(a, b) => {
-                sim.release(a.as_str(), b.as_str());
-                self.held.remove(&(a.clone(), b.clone()));
-                self.held.remove(&(b.clone(), a.clone()));
-            }
-            Action::Buggify(point, p) => self.chaos.borrow_mut().set_buggify(*point, *p),
-            Action::KillAt(point, p) => self.chaos.borrow_mut().set_kill_at(*point, *p),
-            Action::Card(change) => {
-                if let Some(authority) = &self.cards {
-                    authority.apply(change, now);
-                }
-            }
-            Action::DropNextReply => self.control.drop_next.set(true),
-            Action::LinkLatency(a, b, ms) => {
-                let max = Duration::from_millis(ms.unwrap_or(LATENCY_MS.1));
-                sim.set_link_max_message_latency(a.as_str(), b.as_str(), max);
-                if ms.is_some() {
-                    self.slowed.insert((a.clone(), b.clone()));
-                } else {
-                    self.slowed.remove(&(a.clone(), b.clone()));
-                }
-            }
+            self.sim.crash(host);
+        }
+    }
+
+    fn restart(&mut self, host: &str) {
+        if self.driver.crashed.remove(host) {
+            self.sim.bounce(host);
+            self.set_ready(host, true);
+        }
+    }
+
+    fn partition(&mut self, from: &str, to: &str, oneway: bool) {
+        if oneway {
+            self.sim.partition_oneway(from, to);
+        } else {
+            self.sim.partition(from, to);
+        }
+        self.driver
+            .partitions
+            .insert((from.to_string(), to.to_string()));
+    }
+
+    fn repair(&mut self, a: &str, b: &str) {
+        self.sim.repair(a, b);
+        self.driver
+            .partitions
+            .remove(&(a.to_string(), b.to_string()));
+        self.driver
+            .partitions
+            .remove(&(b.to_string(), a.to_string()));
+    }
+
+    fn hold(&mut self, a: &str, b: &str) {
+        self.sim.hold(a, b);
+        self.driver.held.insert((a.to_string(), b.to_string()));
+    }
+
+    fn release(&mut self, a: &str, b: &str) {
+        self.sim.release(a, b);
+        self.driver.held.remove(&(a.to_string(), b.to_string()));
+        self.driver.held.remove(&(b.to_string(), a.to_string()));
+    }
+
+    fn link_latency(&mut self, a: &str, b: &str, max_ms: Option<u64>) {
+        let max = Duration::from_millis(max_ms.unwrap_or(LATENCY_MS.1));
+        self.sim.set_link_max_message_latency(a, b, max);
+        if max_ms.is_some() {
+            self.driver.slowed.insert((a.to_string(), b.to_string()));
+        } else {
+            self.driver.slowed.remove(&(a.to_string(), b.to_string()));
+        }
+    }
+
+    fn heal_all(&mut self) {
+        for (a, b) in std::mem::take(&mut self.driver.partitions) {
+            self.sim.repair(a.as_str(), b.as_str());
+        }
+        for (a, b) in std::mem::take(&mut self.driver.held) {
+            self.sim.release(a.as_str(), b.as_str());
+        }
+        self.driver.chaos.borrow_mut().clear();
+        for (a, b) in std::mem::take(&mut self.driver.slowed) {
+            self.sim.set_link_max_message_latency(
+                a.as_str(),
+                b.as_str(),
+                Duration::from_millis(LATENCY_MS.1),
+            );
+        }
+        for host in std::mem::take(&mut self.driver.crashed) {
+            self.sim.bounce(host.as_str());
+            self.set_ready(&host, true);
+        }
+        self.driver.control.drop_reply_rate.set(0.0);
+    }
+
+    fn lost_reply_rate(&mut self, probability: f64) {
+        self.driver.control.drop_reply_rate.set(probability);
+    }
+
+    fn drop_next_reply(&mut self) {
+        self.driver.control.drop_next.set(true);
+    }
+
+    fn buggify(&mut self, point: Point, probability: f64) {
+        self.driver
+            .chaos
+            .borrow_mut()
+            .set_buggify(point, probability);
+    }
+
+    fn kill_at(&mut self, point: KillPoint, probability: f64) {
+        self.driver
+            .chaos
+            .borrow_mut()
+            .set_kill_at(point, probability);
+    }
+
+    fn card(&mut self, change: &CardChange) {
+        if let Some(authority) = &self.driver.cards {
+            authority.apply(change, self.now);
         }
     }
 }

@@ -1,0 +1,73 @@
+//! A scenario written back as a readable TOML file, with `toml_edit`.
+//!
+//! Top-level keys first, then `[card]`, one `[[step]]` table per step (a `concurrent` or
+//! `sequence` list gets one line per element; inline tables stay on one line), then
+//! `[expect]`. The file parses back to the same scenario.
+
+use toml_edit::{value, Array, ArrayOfTables, DocumentMut, Item, Table, Value};
+
+use super::{default_timeout, ScenarioFile, Step};
+
+/// A TOML value as `toml_edit` writes it.
+fn edit_value(v: &toml::Value) -> Value {
+    v.to_string()
+        .parse()
+        .expect("a TOML value prints as TOML that parses back")
+}
+
+/// A list of steps, one element per line.
+fn step_list(steps: &[Step]) -> Value {
+    let mut array = Array::new();
+    for s in steps {
+        let mut item = edit_value(&s.to_value());
+        item.decor_mut().set_prefix("\n  ");
+        array.push_formatted(item);
+    }
+    if !steps.is_empty() {
+        array.set_trailing_comma(true);
+        array.set_trailing("\n");
+    }
+    Value::Array(array)
+}
+
+/// The scenario as a TOML file.
+pub fn to_toml(file: &ScenarioFile) -> String {
+    let mut doc = DocumentMut::new();
+    doc["name"] = value(&file.name);
+    if let Some(d) = &file.description {
+        doc["description"] = value(d);
+    }
+    if let Some(p) = &file.postmortem {
+        doc["postmortem"] = value(p);
+    }
+    doc["model"] = value(&file.model);
+    doc["replicas"] = value(file.replicas as i64);
+    doc["routing"] = value(&file.routing);
+    doc["seed"] = value(file.seed as i64);
+    if file.request_timeout_ms != default_timeout() {
+        doc["request-timeout-ms"] = value(file.request_timeout_ms as i64);
+    }
+    if let Some(c) = &file.card {
+        let mut card = Table::new();
+        card["max-age-s"] = value(c.max_age_s as i64);
+        doc["card"] = Item::Table(card);
+    }
+    let mut steps = ArrayOfTables::new();
+    for step in &file.step {
+        let mut t = Table::new();
+        let v = match step {
+            Step::Concurrent(v) | Step::Sequence(v) => step_list(v),
+            other => edit_value(&other.to_pair().1),
+        };
+        t[step.to_pair().0] = Item::Value(v);
+        steps.push(t);
+    }
+    if !steps.is_empty() {
+        doc["step"] = Item::ArrayOfTables(steps);
+    }
+    let mut expect = Table::new();
+    let names: Array = file.expect.violations.iter().map(String::as_str).collect();
+    expect["violations"] = value(names);
+    doc["expect"] = Item::Table(expect);
+    doc.to_string()
+}
