@@ -5,28 +5,19 @@
 use std::path::Path;
 
 use a2a_chaos::check::{check_all, Verdict};
-use a2a_chaos::cli::scenario_spec;
 use a2a_chaos::client::history::{OpKind, Outcome};
+use a2a_chaos::experiment::Experiment;
 use a2a_chaos::model::{self, AuthResume, Profile};
 use a2a_chaos::scenario::Script;
-use a2a_chaos::sweep::experiment::Experiment;
-use a2a_chaos::sweep::runner::spec_for;
-use a2a_chaos::world::{self, RunRecord};
+use a2a_chaos::sim::Sim;
+use a2a_chaos::world::RunRecord;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
 fn run(script: &Script) -> RunRecord {
-    let profile = Profile::load(&script.file.model).unwrap();
-    let spec = scenario_spec(
-        script,
-        profile,
-        &script.file.routing,
-        script.file.seed,
-        false,
-    );
-    let record = world::run(&spec);
+    let record = Sim::from_scenario(script).unwrap().run();
     assert!(record.error.is_none(), "{:?}", record.error);
     record
 }
@@ -123,10 +114,10 @@ fn the_auth_required_workload_finds_the_hazard_and_the_reference_holds() {
         let mut failed = 0;
         let mut exercised = 0;
         for seed in 0..4 {
-            let spec = spec_for(&exp, profile, "round-robin", seed, false);
-            let record = world::run(&spec);
+            let sim = Sim::from_experiment(&exp, profile, "round-robin", seed).unwrap();
+            let record = sim.run();
             assert!(record.error.is_none(), "{:?}", record.error);
-            let again = world::run(&spec);
+            let again = sim.run();
             assert_eq!(
                 record.trace_hash, again.trace_hash,
                 "{} seed {seed}",
@@ -299,8 +290,11 @@ fn an_auth_grant_failure_shrinks_to_the_request_and_the_yes() {
 fn a_converted_run_keeps_its_out_of_band_grants() {
     let exp = Experiment::load(&root().join("tests/experiments/auth-required.toml")).unwrap();
     let profile = exp.profiles.iter().find(|p| p.name == "reference").unwrap();
-    let spec = spec_for(&exp, profile, "round-robin", 0, true);
-    let record = world::run(&spec);
+    let record = Sim::experiment_builder(&exp, profile, "round-robin", 0)
+        .keep_trace(true)
+        .build()
+        .unwrap()
+        .run();
     assert!(!record.grants.is_empty(), "the user had to authorise");
     let converted = a2a_chaos::shrink::convert(&record);
     let authorised: Vec<_> = converted

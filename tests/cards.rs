@@ -5,11 +5,9 @@ use std::path::Path;
 use std::process::Command;
 
 use a2a_chaos::check::Verdict;
-use a2a_chaos::cli::run_scenario;
+use a2a_chaos::experiment::Experiment;
 use a2a_chaos::scenario::Script;
-use a2a_chaos::sweep::experiment::Experiment;
-use a2a_chaos::sweep::runner::spec_for;
-use a2a_chaos::world;
+use a2a_chaos::sim::Sim;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -21,9 +19,9 @@ fn card_runs_replay_to_the_same_trace_hash() {
     let exp = Experiment::load(&root().join("experiments/card-trust.toml")).unwrap();
     for profile in &exp.profiles {
         for seed in 0..3 {
-            let spec = spec_for(&exp, profile, "context-affinity", seed, false);
-            let a = world::run(&spec);
-            let b = world::run(&spec);
+            let sim = Sim::from_experiment(&exp, profile, "context-affinity", seed).unwrap();
+            let a = sim.run();
+            let b = sim.run();
             assert_eq!(a.trace_hash, b.trace_hash, "{} seed {seed}", profile.name);
             assert!(a.error.is_none(), "{:?}", a.error);
             assert!(a.cards.enabled && !a.cards.uses.is_empty());
@@ -55,7 +53,7 @@ fn a_run_without_the_card_leaves_the_card_invariants_unknown() {
     let script =
         Script::load(&root().join("tests/scenarios/h01-aba-continuation-reference.toml")).unwrap();
     assert_eq!(script.card_setup(), None);
-    let summary = run_scenario(&script).unwrap();
+    let summary = Sim::from_scenario(&script).unwrap().check().summary;
     for name in ["credential-audience", "card-freshness"] {
         let inv = summary.invariants.iter().find(|i| i.name == name).unwrap();
         assert_eq!(inv.verdict, Verdict::Unknown, "{name}");

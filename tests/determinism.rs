@@ -2,9 +2,8 @@
 
 use std::process::Command;
 
-use a2a_chaos::sweep::experiment::Experiment;
-use a2a_chaos::sweep::runner::spec_for;
-use a2a_chaos::world;
+use a2a_chaos::experiment::Experiment;
+use a2a_chaos::sim::Sim;
 
 /// 24 seeds across every model × routing of the default experiment, each run twice.
 #[test]
@@ -19,8 +18,9 @@ fn the_same_seed_gives_the_same_trace_hash_twice() {
     let mut hashes = Vec::new();
     for seed in 0..24u64 {
         let (profile, routing) = &combos[seed as usize % combos.len()];
-        let first = world::run(&spec_for(&exp, profile, routing, seed, false));
-        let second = world::run(&spec_for(&exp, profile, routing, seed, false));
+        let sim = Sim::from_experiment(&exp, profile, routing, seed).unwrap();
+        let first = sim.run();
+        let second = sim.run();
         assert_eq!(
             first.trace_hash, second.trace_hash,
             "seed {seed} ({} / {routing}) replayed differently",
@@ -69,6 +69,8 @@ fn a_seed_replays_to_the_same_hash_in_another_process() {
         .iter()
         .find(|p| p.name == "a2a-python-1.3-versioned")
         .unwrap();
-    let here = world::run(&spec_for(&exp, profile, "round-robin", 7, false));
+    let here = Sim::from_experiment(&exp, profile, "round-robin", 7)
+        .unwrap()
+        .run();
     assert_eq!(a, format!("trace-hash: {}", here.trace_hash));
 }

@@ -2,10 +2,10 @@
 //! run twice with the same seed.
 
 use a2a_chaos::check::{self, Verdict};
+use a2a_chaos::experiment::Experiment;
 use a2a_chaos::faults::{kill, partition, Action};
-use a2a_chaos::sweep::experiment::Experiment;
-use a2a_chaos::sweep::runner::spec_for;
-use a2a_chaos::world::{self, RunRecord};
+use a2a_chaos::sim::Sim;
+use a2a_chaos::world::RunRecord;
 
 /// A small reference experiment with one fault at `rate`, swarm off so the rate is as written.
 fn experiment(fault: &str, rate: f64) -> Experiment {
@@ -35,9 +35,9 @@ liveness-ms = 4000
 
 /// Runs seed `seed` twice; asserts the same trace hash and returns the first record.
 fn run_twice(exp: &Experiment, seed: u64) -> RunRecord {
-    let spec = spec_for(exp, &exp.profiles[0], "round-robin", seed, false);
-    let a = world::run(&spec);
-    let b = world::run(&spec);
+    let sim = Sim::from_experiment(exp, &exp.profiles[0], "round-robin", seed).unwrap();
+    let a = sim.run();
+    let b = sim.run();
     assert_eq!(
         a.trace_hash, b.trace_hash,
         "seed {seed} replayed differently"
@@ -161,7 +161,7 @@ fn buggify_points_fire_and_are_counted() {
 
 #[test]
 fn a_swarm_workload_draws_its_shape_per_seed_and_prints_it() {
-    let text = a2a_chaos::sweep::experiment::DEFAULT;
+    let text = a2a_chaos::experiment::DEFAULT;
     let exp = Experiment::parse(text, "default", None).unwrap();
     let w = &exp.file.workload;
     assert!(w.swarm);

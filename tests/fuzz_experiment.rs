@@ -13,9 +13,9 @@
 
 mod fuzz_support;
 
+use a2a_chaos::experiment::{Experiment, ExperimentFile, SEEDS_MAX};
 use a2a_chaos::faults::FAULTS;
 use a2a_chaos::scenario::REPLICAS_MAX;
-use a2a_chaos::sweep::experiment::{Experiment, ExperimentFile, SEEDS_MAX};
 use a2a_chaos::workload::{CONVERSATIONS_MAX, TURNS_MAX};
 use fuzz_support::{check_input_error, corpus, fuzz, mutate, mutation, pick, toml_noise};
 use proptest::prelude::*;
@@ -94,7 +94,7 @@ fn fuzz_experiment_mutated_default() {
     let mut files = corpus("experiments");
     files.push((
         "embedded".into(),
-        a2a_chaos::sweep::experiment::DEFAULT.to_string(),
+        a2a_chaos::experiment::DEFAULT.to_string(),
     ));
     let n = files.len();
     fuzz(
@@ -241,7 +241,7 @@ fn fuzz_experiment_generated() {
 // ------------------------------------------------------------------ bounds
 
 fn with(line_in_section: &str, section: &str) -> String {
-    let base = a2a_chaos::sweep::experiment::DEFAULT;
+    let base = a2a_chaos::experiment::DEFAULT;
     base.replace(
         &format!("[{section}]\n"),
         &format!("[{section}]\n{line_in_section}\n"),
@@ -249,7 +249,7 @@ fn with(line_in_section: &str, section: &str) -> String {
 }
 
 fn seeds(start: u64, count: u64) -> String {
-    a2a_chaos::sweep::experiment::DEFAULT.replace(
+    a2a_chaos::experiment::DEFAULT.replace(
         "seeds = { start = 0, count = 100 }",
         &format!("seeds = {{ start = {start}, count = {count} }}"),
     )
@@ -305,13 +305,12 @@ fn bound_conversations_and_turns() {
 #[test]
 fn bound_fault_rates_must_be_finite_and_non_negative() {
     for rate in ["nan", "inf", "-inf", "-0.5"] {
-        let text =
-            a2a_chaos::sweep::experiment::DEFAULT.replace("kill = 0.6", &format!("kill = {rate}"));
+        let text = a2a_chaos::experiment::DEFAULT.replace("kill = 0.6", &format!("kill = {rate}"));
         let err = Experiment::parse(&text, "f.toml", None).unwrap_err();
         assert!(err.message.contains("kill"), "{rate}: {err}");
     }
     // Huge but finite rates are accepted: planning caps arrivals at 1000 per fault.
-    let text = a2a_chaos::sweep::experiment::DEFAULT.replace("kill = 0.6", "kill = 1e308");
+    let text = a2a_chaos::experiment::DEFAULT.replace("kill = 0.6", "kill = 1e308");
     assert!(Experiment::parse(&text, "f.toml", None).is_ok());
 }
 
@@ -323,8 +322,8 @@ fn bound_replicas() {
         (REPLICAS_MAX, true),
         (REPLICAS_MAX + 1, false),
     ] {
-        let text = a2a_chaos::sweep::experiment::DEFAULT
-            .replace("replicas = 3", &format!("replicas = {n}"));
+        let text =
+            a2a_chaos::experiment::DEFAULT.replace("replicas = 3", &format!("replicas = {n}"));
         assert_eq!(
             Experiment::parse(&text, "r.toml", None).is_ok(),
             ok,

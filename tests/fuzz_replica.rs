@@ -27,7 +27,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Mutex;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 use a2a_chaos::ground::ledger;
 use a2a_chaos::ground::webhook::{self, WebhookMode, WebhookState};
@@ -37,7 +37,7 @@ use a2a_chaos::protocol::sse::take_event;
 use a2a_chaos::replica::{self, Replica, Timing, TurnInfo, Wiring, REPLICA_HEADER};
 use a2a_chaos::store::{self, StoreState, TaskStore};
 use a2a_chaos::trace::Trace;
-use a2a_chaos::world::{EPOCH_SECS, LATENCY_MS, TICK};
+use a2a_chaos::world;
 use bytes::BytesMut;
 use fuzz_support::fuzz;
 use http_body_util::BodyExt;
@@ -194,14 +194,8 @@ async fn raw(bytes: &[u8]) -> Seen {
 fn run_world(profile: &str, seed: u64, batch: &[Req]) -> Vec<Seen> {
     let profile = Rc::new(Profile::load(profile).expect("a built-in profile"));
     let trace = Trace::new(false);
-    let mut sim = turmoil::Builder::new()
-        .rng_seed(seed)
-        .epoch(UNIX_EPOCH + Duration::from_secs(EPOCH_SECS))
-        .tick_duration(TICK)
-        .simulation_duration(Duration::from_secs(3600))
-        .min_message_latency(Duration::from_millis(LATENCY_MS.0))
-        .max_message_latency(Duration::from_millis(LATENCY_MS.1))
-        .build();
+    // The world every run steps, with one replica and a raw HTTP client in it.
+    let mut sim = world::turmoil_builder(seed, Duration::from_secs(3600)).build();
     {
         let (state, trace) = (Rc::new(RefCell::new(StoreState::default())), trace.clone());
         sim.host("store", move || {

@@ -17,12 +17,11 @@ mod fuzz_support;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
-use a2a_chaos::cli::scenario_spec;
+use a2a_chaos::experiment::Experiment;
 use a2a_chaos::model::Profile;
 use a2a_chaos::scenario::Script;
-use a2a_chaos::sweep::experiment::Experiment;
+use a2a_chaos::sim::Sim;
 use a2a_chaos::sweep::runner::{self, SweepOptions};
-use a2a_chaos::world;
 use fuzz_support::{corpus, fuzz, mutate, mutation};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -183,15 +182,14 @@ fn fuzz_runs_mutated_scenarios() {
             let Ok(profile) = Profile::load(&script.file.model) else {
                 return Ok(1);
             };
-            let mut spec = scenario_spec(
-                &script,
-                profile,
-                &script.file.routing,
-                script.file.seed,
-                false,
-            );
-            spec.budget = Duration::from_secs(30);
-            let record = match std::panic::catch_unwind(AssertUnwindSafe(|| world::run(&spec))) {
+            let Ok(sim) = Sim::scenario_builder(&script)
+                .model(profile)
+                .budget(Duration::from_secs(30))
+                .build()
+            else {
+                return Ok(1);
+            };
+            let record = match std::panic::catch_unwind(AssertUnwindSafe(|| sim.run())) {
                 Ok(record) => record,
                 Err(panic) => {
                     let why = panic_message(&*panic);
@@ -313,14 +311,30 @@ window-ms = 500
 liveness-ms = 500
 "#;
 
+/// A spec the front door would refuse (an unknown routing strategy), built by hand so that
+/// the run panics inside a simulated host: the router's `expect`.
+fn panicking_spec(exp: &Experiment, seed: u64) -> a2a_chaos::world::RunSpec {
+    let sim = Sim::from_experiment(exp, &exp.profiles[0], "round-robin", seed).unwrap();
+    let mut spec = sim.spec().clone();
+    spec.routing = "no-such-routing".into();
+    spec
+}
+
 #[test]
-fn a_panicking_run_is_contained_and_reported_with_its_seed() {
-    // `run_one` trusts its caller to have validated the routing: an unknown one reaches the
-    // router's `expect` inside the simulation.
+fn an_unknown_routing_is_refused_before_the_run() {
     let exp = experiment(SMALL);
+    let err = Sim::experiment_builder(&exp, &exp.profiles[0], "no-such-routing", 42)
+        .build()
+        .err()
+        .expect("refused");
+    assert!(
+        err.to_string()
+            .contains("unknown routing `no-such-routing`"),
+        "{err}"
+    );
     let summary = runner::run_one(&exp, &exp.profiles[0], "no-such-routing", 42);
-    let error = summary.error.as_deref().expect("the panic is reported");
-    assert!(error.starts_with("panicked: "), "{error}");
+    let error = summary.error.as_deref().expect("the refusal is reported");
+    assert!(error.starts_with("refused: "), "{error}");
     assert_eq!(summary.seed, 42);
     assert_eq!(summary.routing, "no-such-routing");
     assert!(exp
@@ -329,7 +343,20 @@ fn a_panicking_run_is_contained_and_reported_with_its_seed() {
 }
 
 #[test]
-fn a_sweep_carries_on_past_a_panicking_run() {
+fn a_panicking_run_is_contained() {
+    let exp = experiment(SMALL);
+    let spec = panicking_spec(&exp, 42);
+    let error = a2a_chaos::sim::contain(|| a2a_chaos::world::run(&spec))
+        .err()
+        .expect("the panic is contained");
+    assert!(
+        error.contains("the routing strategy was validated"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_sweep_carries_on_past_a_refused_run() {
     let mut exp = experiment(SMALL);
     exp.file.routing = vec!["round-robin".into(), "no-such-routing".into()];
     let runs = runner::sweep(
@@ -341,10 +368,7 @@ fn a_sweep_carries_on_past_a_panicking_run() {
     );
     assert_eq!(runs.len(), 4, "every seed of every combination is reported");
     for r in &runs {
-        let panicked = r
-            .error
-            .as_deref()
-            .is_some_and(|e| e.starts_with("panicked"));
+        let panicked = r.error.as_deref().is_some_and(|e| e.starts_with("refused"));
         assert_eq!(
             panicked,
             r.routing == "no-such-routing",
@@ -371,9 +395,11 @@ fn a_run_that_outlasts_its_budget_is_cut_and_reported() {
         exp.budget > Duration::from_secs(100),
         "the budget covers the workload"
     );
-    let mut spec = runner::spec_for(&exp, &exp.profiles[0], "round-robin", 3, false);
-    spec.budget = Duration::from_secs(20);
-    let record = world::run(&spec);
+    let record = Sim::experiment_builder(&exp, &exp.profiles[0], "round-robin", 3)
+        .budget(Duration::from_secs(20))
+        .build()
+        .unwrap()
+        .run();
     let error = record.error.as_deref().expect("the cut is reported");
     assert!(error.contains("did not finish"), "{error}");
     assert!(error.contains("budget 20 simulated s"), "{error}");
@@ -393,9 +419,12 @@ fn a_scenario_that_waits_forever_is_cut_at_its_budget() {
     )
     .unwrap();
     let profile = Profile::load("reference").unwrap();
-    let mut spec = scenario_spec(&script, profile, "round-robin", 0, false);
-    spec.budget = Duration::from_secs(5);
-    let record = world::run(&spec);
+    let record = Sim::scenario_builder(&script)
+        .model(profile)
+        .budget(Duration::from_secs(5))
+        .build()
+        .unwrap()
+        .run();
     let error = record.error.as_deref().expect("the cut is reported");
     assert!(
         error.contains("did not finish") && error.contains("budget 5 simulated s"),
@@ -416,8 +445,10 @@ fn a_scenario_that_waits_forever_is_cut_at_its_budget() {
 #[test]
 fn bug_a_contained_panic_loses_its_message() {
     let exp = experiment(SMALL);
-    let summary = runner::run_one(&exp, &exp.profiles[0], "no-such-routing", 42);
-    let error = summary.error.unwrap_or_default();
+    let spec = panicking_spec(&exp, 42);
+    let error = a2a_chaos::sim::contain(|| a2a_chaos::world::run(&spec))
+        .err()
+        .unwrap_or_default();
     assert!(
         error.contains("the routing strategy was validated"),
         "{error}"
@@ -467,7 +498,7 @@ fn bug_a_wide_concurrent_step_crashes_the_run() {
         "wide.toml",
     )
     .unwrap();
-    let summary = std::panic::catch_unwind(|| a2a_chaos::cli::run_scenario(&script).unwrap())
+    let summary = std::panic::catch_unwind(|| Sim::from_scenario(&script).unwrap().check().summary)
         .expect("the run does not panic");
     assert_eq!(summary.error, None);
 }
@@ -509,7 +540,7 @@ fn ttl_scenario() -> String {
 #[test]
 fn bug_a_huge_dedup_ttl_overflows_the_store_clock() {
     let script = Script::load(std::path::Path::new(&ttl_scenario())).unwrap();
-    let summary = std::panic::catch_unwind(|| a2a_chaos::cli::run_scenario(&script).unwrap())
+    let summary = std::panic::catch_unwind(|| Sim::from_scenario(&script).unwrap().check().summary)
         .expect("the run does not panic");
     assert_eq!(summary.error, None);
     assert_eq!(summary.effects, 1, "the retry is deduplicated");

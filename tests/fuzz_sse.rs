@@ -373,11 +373,7 @@ const PORT: u16 = 7300;
 
 /// Serves every stream of `batch` (stream `i` at path `/i`) and reads each with a `Reader`.
 fn read_over_turmoil(batch: &[Sent]) -> Vec<Option<Read>> {
-    let mut sim = turmoil::Builder::new()
-        .rng_seed(7)
-        .tick_duration(Duration::from_millis(1))
-        .simulation_duration(Duration::from_secs(600))
-        .build();
+    let mut sim = a2a_chaos::world::turmoil_builder(7, Duration::from_secs(600)).build();
     let streams: Rc<Vec<Sent>> = Rc::new(batch.to_vec());
     {
         let streams = streams.clone();

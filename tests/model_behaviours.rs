@@ -2,10 +2,9 @@
 //! what a profile's knob promises is what the simulated store ends with.
 
 use a2a::TaskState;
-use a2a_chaos::cli::scenario_spec;
 use a2a_chaos::model::Profile;
 use a2a_chaos::scenario::Script;
-use a2a_chaos::world;
+use a2a_chaos::sim::Sim;
 
 /// Turn 1 of 2, silence for `wait_ms`, then turn 2: the final state of the task.
 fn state_after_silence(model: &str, wait_ms: u64) -> TaskState {
@@ -20,7 +19,13 @@ fn state_after_silence(model: &str, wait_ms: u64) -> TaskState {
     )
     .unwrap();
     let profile = Profile::load(model).unwrap();
-    let record = world::run(&scenario_spec(&script, profile, "round-robin", 0, false));
+    let record = Sim::scenario_builder(&script)
+        .model(profile)
+        .routing("round-robin")
+        .seed(0)
+        .build()
+        .unwrap()
+        .run();
     assert!(record.error.is_none(), "{:?}", record.error);
     let task_id = record.conversations.get("c1").expect("turn 1 made a task");
     record.final_tasks[task_id].status.state.clone()

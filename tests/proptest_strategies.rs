@@ -1,8 +1,8 @@
 //! The proptest strategies as a user would use them: the `reference` design holds on
 //! generated scenarios, and a broken design fails and shrinks to a tiny scenario.
 
-use a2a_chaos::cli::run_scenario;
 use a2a_chaos::scenario::{Script, Step};
+use a2a_chaos::sim::Sim;
 use a2a_chaos::strategies::{
     fault_schedules, scenarios, with_faults, GeneratedScenario, ScenarioConfig, StepKind,
 };
@@ -29,7 +29,7 @@ proptest! {
 
     #[test]
     fn the_reference_holds_on_generated_scenarios(s in scenarios("reference")) {
-        let summary = run_scenario(&s).unwrap();
+        let summary = Sim::from_scenario(&s).unwrap().check().summary;
         prop_assert!(
             summary.violated().is_empty() && summary.error.is_none(),
             "{:?} violated ({:?}) in {:?}", summary.violated(), summary.error, s
@@ -56,7 +56,7 @@ send = { conversation = "c1", turn = 3 }
         )
         .unwrap();
         let s = with_faults(&script, &schedule).unwrap();
-        let summary = run_scenario(&s).unwrap();
+        let summary = Sim::from_scenario(&s).unwrap().check().summary;
         prop_assert!(summary.violated().is_empty(), "{:?} in\n{}", summary.violated(), s.to_toml());
     }
 }
@@ -74,13 +74,17 @@ fn minimal_failure(config: ScenarioConfig) -> (GeneratedScenario, Vec<&'static s
         TestRng::deterministic_rng(runner_config.rng_algorithm),
     );
     let result = runner.run(&scenarios(config), |s| {
-        let summary = run_scenario(&s).unwrap();
+        let summary = Sim::from_scenario(&s).unwrap().check().summary;
         prop_assert!(summary.violated().is_empty(), "{:?}", summary.violated());
         Ok(())
     });
     match result {
         Err(TestError::Fail(_, minimal)) => {
-            let violated = run_scenario(&minimal).unwrap().violated();
+            let violated = Sim::from_scenario(&minimal)
+                .unwrap()
+                .check()
+                .summary
+                .violated();
             (minimal, violated)
         }
         other => panic!("expected a failure, got {other:?}"),
@@ -118,5 +122,12 @@ fn no_message_dedup_fails_and_shrinks_to_one_message_sent_twice() {
     assert!(!minimal.steps.iter().any(is_fault), "{minimal:?}");
     // What it prints is a scenario file that `a2a-chaos check` runs as it is.
     let back = Script::parse(&minimal.to_toml(), "minimal.toml").unwrap();
-    assert_eq!(run_scenario(&back).unwrap().violated(), violated);
+    assert_eq!(
+        Sim::from_scenario(&back)
+            .unwrap()
+            .check()
+            .summary
+            .violated(),
+        violated
+    );
 }

@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 
 use a2a_chaos::check::Verdict;
-use a2a_chaos::cli::run_scenario;
 use a2a_chaos::scenario::Script;
+use a2a_chaos::sim::{judge, Sim};
 
 fn scenario_files() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios");
@@ -28,8 +28,11 @@ fn every_pinned_scenario_meets_its_expectations() {
     let mut failures = Vec::new();
     for path in scenario_files() {
         let script = Script::load(&path).unwrap_or_else(|e| panic!("{e}"));
-        let summary = run_scenario(&script).unwrap_or_else(|e| panic!("{e}"));
-        let judged = script.file.expect.judge(&summary);
+        let summary = Sim::from_scenario(&script)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .check()
+            .summary;
+        let judged = judge(&script.file.expect, &summary);
         let (expected, got) = (&judged.expected, &judged.got);
         if !judged.met {
             failures.push(format!(
@@ -109,7 +112,7 @@ fn every_experiment_file_loads() {
         if path.extension().is_some_and(|e| e == "toml") {
             // Profile paths inside experiment files are relative to the repository root.
             std::env::set_current_dir(env!("CARGO_MANIFEST_DIR")).unwrap();
-            a2a_chaos::sweep::experiment::Experiment::load(&path).unwrap_or_else(|e| panic!("{e}"));
+            a2a_chaos::experiment::Experiment::load(&path).unwrap_or_else(|e| panic!("{e}"));
             n += 1;
         }
     }

@@ -3,11 +3,11 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use a2a_chaos::cli::run_scenario;
+use a2a_chaos::experiment::Experiment;
 use a2a_chaos::model::Profile;
 use a2a_chaos::scenario::Script;
 use a2a_chaos::shrink::{shrink, Request, ShrinkError, Source};
-use a2a_chaos::sweep::experiment::Experiment;
+use a2a_chaos::sim::Sim;
 
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_a2a-chaos"))
@@ -119,7 +119,7 @@ fn a_double_effect_shrinks_through_the_library() {
     assert!(shrunk.after.steps < shrunk.before.steps);
     // Written and read back, it still fails the same way.
     let back = Script::parse(&shrunk.script.to_toml(), "back.toml").unwrap();
-    let summary = run_scenario(&back).unwrap();
+    let summary = Sim::from_scenario(&back).unwrap().check().summary;
     assert!(summary.violated().contains(&"exactly-once-effects"));
     let mut got: Vec<String> = summary.violated().iter().map(|s| s.to_string()).collect();
     got.sort();

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use a2a_chaos::sweep::experiment::Experiment;
+use a2a_chaos::experiment::Experiment;
 use a2a_chaos::sweep::runner::run_one;
 
 /// `(seed, routing, invariant it violated, postmortem)`.

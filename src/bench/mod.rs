@@ -39,15 +39,16 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::rc::Rc;
-use std::time::{Duration, Instant, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use http::{Request, Response};
 use hyper::body::Incoming;
 
+use crate::experiment::Experiment;
 use crate::model::{self, Profile};
 use crate::net::{self, BoxError, Call};
-use crate::sweep::experiment::Experiment;
-use crate::sweep::runner::{self, RunSummary, SweepOptions};
+use crate::sim::{RunSummary, Sim};
+use crate::sweep::runner::{self, SweepOptions};
 use crate::world;
 
 /// The standard scenario, embedded so the benchmark does not depend on files on disk.
@@ -300,15 +301,7 @@ impl Throughput {
 /// A bare turmoil world configured like [`world::run`]'s: seed, epoch, tick, latency and
 /// listener capacity.
 fn bare_world<'a>(seed: u64) -> turmoil::Sim<'a> {
-    turmoil::Builder::new()
-        .rng_seed(seed)
-        .epoch(UNIX_EPOCH + Duration::from_secs(world::EPOCH_SECS))
-        .tick_duration(world::TICK)
-        .simulation_duration(Duration::from_secs(600))
-        .min_message_latency(Duration::from_millis(world::LATENCY_MS.0))
-        .max_message_latency(Duration::from_millis(world::LATENCY_MS.1))
-        .tcp_capacity(world::TCP_CAPACITY)
-        .build()
+    world::turmoil_builder(seed, Duration::from_secs(600)).build()
 }
 
 /// The baseline's hosts, the same names as a standard run's: `store`, `ledger` and
@@ -505,14 +498,14 @@ pub fn discover(exp: &Experiment, profile: &Profile, seeds_max: u64, wall_max: D
                 break 'seeds;
             }
             runs += 1;
-            let spec = runner::spec_for(exp, profile, routing, seed, false);
-            let Ok((record, findings)) = runner::contain(|| {
-                let record = world::run(&spec);
-                let findings = crate::check::check_all(&record);
-                (record, findings)
-            }) else {
+            let Ok(sim) = Sim::from_experiment(exp, profile, routing, seed) else {
                 continue;
             };
+            let checked = sim.check();
+            let Some(record) = checked.record else {
+                continue;
+            };
+            let findings = checked.findings;
             for number in crate::check::hazards::shown(&record, &findings) {
                 documented.entry(number).or_insert_with(|| {
                     let (wall_s, cpu_s) = clock.read();
@@ -576,10 +569,7 @@ pub fn discover_all(
     mut say: impl FnMut(&str),
 ) -> Vec<Search> {
     // The default's `[faults]` table is its last: the card faults join it.
-    let text = format!(
-        "{}{DISCOVERY_CARD_FAULTS}",
-        crate::sweep::experiment::DEFAULT
-    );
+    let text = format!("{}{DISCOVERY_CARD_FAULTS}", crate::experiment::DEFAULT);
     let default = Experiment::parse(&text, "(default + card faults)", None)
         .expect("the embedded default with card faults is valid");
     let mut searches = Vec::new();

@@ -30,6 +30,10 @@ use crate::world::RunRecord;
 pub struct AuthGrant;
 
 impl Checker for AuthGrant {
+    fn name(&self) -> &'static str {
+        "auth-grant"
+    }
+
     fn describe(&self) -> &'static str {
         "no effect of a task that asked for authorisation runs without an out-of-band grant by its owner"
     }

@@ -16,6 +16,10 @@ use crate::world::RunRecord;
 pub struct CancelIdempotent;
 
 impl Checker for CancelIdempotent {
+    fn name(&self) -> &'static str {
+        "cancel-idempotent"
+    }
+
     fn describe(&self) -> &'static str {
         "a cancel of a task already canceled returns the canceled task, not an error"
     }

@@ -20,6 +20,10 @@ use crate::world::RunRecord;
 pub struct CardFreshness;
 
 impl Checker for CardFreshness {
+    fn name(&self) -> &'static str {
+        "card-freshness"
+    }
+
     fn describe(&self) -> &'static str {
         "after a card change's deadline (rotation or revocation plus max-age), no call uses the older card"
     }

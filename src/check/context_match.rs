@@ -16,6 +16,10 @@ use crate::world::RunRecord;
 pub struct ContextMatch;
 
 impl Checker for ContextMatch {
+    fn name(&self) -> &'static str {
+        "context-match"
+    }
+
     fn describe(&self) -> &'static str {
         "a message whose contextId is not its task's is refused before the executor runs"
     }

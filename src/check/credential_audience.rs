@@ -19,6 +19,10 @@ use crate::world::RunRecord;
 pub struct CredentialAudience;
 
 impl Checker for CredentialAudience {
+    fn name(&self) -> &'static str {
+        "credential-audience"
+    }
+
     fn describe(&self) -> &'static str {
         "a credential is sent only to an origin allowed to receive it (its audience)"
     }

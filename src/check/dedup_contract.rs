@@ -20,6 +20,10 @@ use crate::world::RunRecord;
 pub struct DedupContract;
 
 impl Checker for DedupContract {
+    fn name(&self) -> &'static str {
+        "dedup-contract"
+    }
+
     fn describe(&self) -> &'static str {
         "with dedup: a retry of a completed message returns the same task and runs nothing; a concurrent duplicate runs nothing"
     }

@@ -18,6 +18,10 @@ use crate::world::RunRecord;
 pub struct ExactlyOnce;
 
 impl Checker for ExactlyOnce {
+    fn name(&self) -> &'static str {
+        "exactly-once-effects"
+    }
+
     fn describe(&self) -> &'static str {
         "per turn: effects <= 1; exactly 1 when acknowledged ok; 0 when refused; 0 or 1 when unknown"
     }

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use a2a::TaskState;
 
-use crate::check::{turn_label, Checker, Finding, Violation};
+use crate::check::{turn_label, Checker, Class, Finding, Violation};
 use crate::client::history::{OpKind, Outcome};
 use crate::faults::{kill, Action};
 use crate::store::SaveRecord;
@@ -26,6 +26,14 @@ fn settled(state: &TaskState) -> bool {
 }
 
 impl Checker for Liveness {
+    fn name(&self) -> &'static str {
+        "liveness"
+    }
+
+    fn class(&self) -> Class {
+        Class::Eventually
+    }
+
     fn describe(&self) -> &'static str {
         "after the heal, every task settles (input-required or terminal) and every accepted message is processed"
     }

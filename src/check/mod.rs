@@ -157,64 +157,111 @@ impl Finding {
     }
 }
 
-/// An invariant checker.
+/// When an invariant must hold, in stateright's terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Class {
+    /// A safety property: it must hold at every moment of the run (a lost write, a double
+    /// effect, a terminal task that moved on).
+    Always,
+    /// A liveness property: once the faults are healed, it must hold by the end of the run
+    /// (every task settles, every final state is pushed or recorded).
+    Eventually,
+}
+
+impl Class {
+    /// The word used in `a2a-chaos list` and JSON.
+    pub fn word(self) -> &'static str {
+        match self {
+            Class::Always => "always",
+            Class::Eventually => "eventually",
+        }
+    }
+}
+
+/// An invariant checker. Implement it to check an invariant of your own
+/// ([`crate::sim::Builder::checker`]); the built-in ones are registered in [`CHECKERS`].
 pub trait Checker: Sync {
+    /// The invariant's name (`no-lost-writes`): kebab-case, unique in a run.
+    fn name(&self) -> &'static str;
     /// One sentence: what it promises.
     fn describe(&self) -> &'static str;
-    /// Checks one run.
+    /// Always (safety) or eventually (liveness, after the heal).
+    fn class(&self) -> Class {
+        Class::Always
+    }
+    /// Checks one run: the violations, in sentences, and how often the run reached the case
+    /// the invariant is about (zero makes the verdict `unknown`).
     fn check(&self, run: &RunRecord) -> Finding;
 }
 
-/// The checkers, by invariant name.
+/// The built-in checkers, in the order of reports and CSV columns.
 #[rustfmt::skip]
-pub const CHECKERS: &[(&str, &dyn Checker)] = &[
-    ("no-lost-writes", &no_lost_writes::NoLostWrites),
-    ("exactly-once-effects", &exactly_once::ExactlyOnce),
-    ("terminal-is-final", &terminal_final::TerminalIsFinal),
-    ("versions-monotonic", &versions::VersionsMonotonic),
-    ("no-effect-after-cancel", &no_effect_after_cancel::NoEffectAfterCancel),
-    ("cancel-idempotent", &cancel_idempotent::CancelIdempotent),
-    ("dedup-contract", &dedup_contract::DedupContract),
-    ("stream-continuity", &stream_continuity::StreamContinuity),
-    ("liveness", &liveness::Liveness),
-    ("push-accounted", &push_accounted::PushAccounted),
-    ("push-egress-safe", &push_egress::PushEgressSafe),
-    ("owner-isolation", &owner_isolation::OwnerIsolation),
-    ("context-match", &context_match::ContextMatch),
-    ("credential-audience", &credential_audience::CredentialAudience),
-    ("card-freshness", &card_freshness::CardFreshness),
-    ("auth-grant", &auth_grant::AuthGrant),
+pub const CHECKERS: &[&dyn Checker] = &[
+    &no_lost_writes::NoLostWrites,
+    &exactly_once::ExactlyOnce,
+    &terminal_final::TerminalIsFinal,
+    &versions::VersionsMonotonic,
+    &no_effect_after_cancel::NoEffectAfterCancel,
+    &cancel_idempotent::CancelIdempotent,
+    &dedup_contract::DedupContract,
+    &stream_continuity::StreamContinuity,
+    &liveness::Liveness,
+    &push_accounted::PushAccounted,
+    &push_egress::PushEgressSafe,
+    &owner_isolation::OwnerIsolation,
+    &context_match::ContextMatch,
+    &credential_audience::CredentialAudience,
+    &card_freshness::CardFreshness,
+    &auth_grant::AuthGrant,
 ];
 
-/// Names of the implemented invariants.
+/// Names of the built-in invariants.
 pub fn names() -> Vec<&'static str> {
-    CHECKERS.iter().map(|(n, _)| *n).collect()
+    CHECKERS.iter().map(|c| c.name()).collect()
 }
 
-/// Refuses invariant names that are unknown.
+/// The built-in checker named `name`.
+pub fn by_name(name: &str) -> Option<&'static dyn Checker> {
+    CHECKERS.iter().copied().find(|c| c.name() == name)
+}
+
+/// Refuses invariant names that are not built in.
 pub fn validate_names(names_given: &[String], origin: &str) -> Result<(), InputError> {
+    validate_names_in(names_given, &names(), origin)
+}
+
+/// Refuses invariant names that are not in `known`.
+pub fn validate_names_in(
+    names_given: &[String],
+    known: &[&str],
+    origin: &str,
+) -> Result<(), InputError> {
     for name in names_given {
-        if CHECKERS.iter().any(|(n, _)| n == name) {
+        if known.contains(&name.as_str()) {
             continue;
         }
-        let why = format!("unknown invariant `{name}`; known: {}", names().join(", "));
+        let why = format!("unknown invariant `{name}`; known: {}", known.join(", "));
         return Err(InputError::new(origin, why));
     }
     Ok(())
 }
 
-/// Runs every checker on one run.
+/// Runs one checker on one run, naming its finding and violations.
+pub fn run_checker(name: &'static str, checker: &dyn Checker, run: &RunRecord) -> Finding {
+    let mut f = checker.check(run);
+    f.invariant = name;
+    for v in &mut f.violations {
+        v.invariant = name;
+    }
+    f
+}
+
+/// Runs every built-in checker on one run.
 pub fn check_all(run: &RunRecord) -> Vec<Finding> {
     CHECKERS
         .iter()
-        .map(|(name, checker)| {
-            let mut f = checker.check(run);
-            f.invariant = name;
-            for v in &mut f.violations {
-                v.invariant = name;
-            }
-            f
-        })
+        .map(|c| run_checker(c.name(), *c, run))
         .collect()
 }
 

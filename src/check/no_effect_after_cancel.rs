@@ -18,6 +18,10 @@ use crate::world::RunRecord;
 pub struct NoEffectAfterCancel;
 
 impl Checker for NoEffectAfterCancel {
+    fn name(&self) -> &'static str {
+        "no-effect-after-cancel"
+    }
+
     fn describe(&self) -> &'static str {
         "no effect of a task starts after its cancel was acknowledged"
     }

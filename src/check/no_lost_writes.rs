@@ -15,6 +15,10 @@ use crate::world::RunRecord;
 pub struct NoLostWrites;
 
 impl Checker for NoLostWrites {
+    fn name(&self) -> &'static str {
+        "no-lost-writes"
+    }
+
     fn describe(&self) -> &'static str {
         "every turn acknowledged ok is in the final task and in every later successful read"
     }

@@ -20,6 +20,10 @@ use crate::world::RunRecord;
 pub struct OwnerIsolation;
 
 impl Checker for OwnerIsolation {
+    fn name(&self) -> &'static str {
+        "owner-isolation"
+    }
+
     fn describe(&self) -> &'static str {
         "no principal reads, cancels, subscribes to, configures or continues another's task"
     }

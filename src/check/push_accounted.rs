@@ -12,7 +12,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::check::{Checker, Finding, Violation};
+use crate::check::{Checker, Class, Finding, Violation};
 use crate::client::history::{OpKind, Outcome};
 use crate::world::RunRecord;
 
@@ -20,6 +20,14 @@ use crate::world::RunRecord;
 pub struct PushAccounted;
 
 impl Checker for PushAccounted {
+    fn name(&self) -> &'static str {
+        "push-accounted"
+    }
+
+    fn class(&self) -> Class {
+        Class::Eventually
+    }
+
     fn describe(&self) -> &'static str {
         "a final task with a push config has a delivery, or a delivery failure the system recorded"
     }

@@ -13,6 +13,10 @@ use crate::world::RunRecord;
 pub struct PushEgressSafe;
 
 impl Checker for PushEgressSafe {
+    fn name(&self) -> &'static str {
+        "push-egress-safe"
+    }
+
     fn describe(&self) -> &'static str {
         "no push connection goes to a private, loopback or link-local address"
     }

@@ -21,6 +21,10 @@ pub struct StreamContinuity;
 const SLACK_MS: u64 = 700;
 
 impl Checker for StreamContinuity {
+    fn name(&self) -> &'static str {
+        "stream-continuity"
+    }
+
     fn describe(&self) -> &'static str {
         "a resubscribe delivers a snapshot, then every later change once and in order"
     }

@@ -17,6 +17,10 @@ use crate::world::RunRecord;
 pub struct TerminalIsFinal;
 
 impl Checker for TerminalIsFinal {
+    fn name(&self) -> &'static str {
+        "terminal-is-final"
+    }
+
     fn describe(&self) -> &'static str {
         "a task seen terminal is never seen again in another state"
     }

@@ -18,6 +18,10 @@ use crate::world::RunRecord;
 pub struct VersionsMonotonic;
 
 impl Checker for VersionsMonotonic {
+    fn name(&self) -> &'static str {
+        "versions-monotonic"
+    }
+
     fn describe(&self) -> &'static str {
         "per task, versions strictly increase and every accepted save was based on the current version"
     }

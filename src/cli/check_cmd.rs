@@ -4,10 +4,10 @@ use std::path::Path;
 
 use crate::error::InputError;
 use crate::output::report;
-use crate::scenario::ExpectOutcome;
-use crate::sweep::runner::{self, RunSummary, SweepOptions};
+use crate::sim::{judge, ExpectOutcome, RunSummary, Sim};
+use crate::sweep::runner::{self, SweepOptions};
 
-use super::{load, print_findings, run_scenario, Loaded};
+use super::{load, print_findings, Loaded};
 
 /// Builds the reproduce command of a run.
 type Reproduce = Box<dyn Fn(&RunSummary) -> String>;
@@ -16,8 +16,8 @@ pub fn cmd_check(path: &Path, json: bool, jobs: usize) -> Result<i32, InputError
     let file = path.display().to_string();
     let (runs, met, reproduce): (Vec<RunSummary>, bool, Reproduce) = match load(path)? {
         Loaded::Scenario(script) => {
-            let summary = run_scenario(&script)?;
-            let ExpectOutcome { expected, got, met } = script.file.expect.judge(&summary);
+            let summary = Sim::from_scenario(&script)?.check().summary;
+            let ExpectOutcome { expected, got, met } = judge(&script.file.expect, &summary);
             if !json {
                 println!(
                     "{} ({} on {} replicas, {})",

@@ -14,7 +14,7 @@ use crate::error::InputError;
 use crate::live;
 use crate::model::Profile;
 use crate::scenario::Script;
-use crate::sweep::runner::RunSummary;
+use crate::sim::{RunSummary, Sim};
 
 use super::live::{check_peer, PeerArgs};
 
@@ -108,7 +108,7 @@ pub fn cmd_fidelity(dir: &Path, peer: &PeerArgs) -> Result<i32, InputError> {
     let mut failed = Vec::new();
     for (origin, script, profile) in &scripts {
         eprintln!("fidelity: {origin}: simulated, then live");
-        let sim = super::run_scenario(script)?;
+        let sim = Sim::from_scenario(script)?.check().summary;
         let (real, _) = live::run_scenario(script, profile.clone(), &options)?;
         if let Some(e) = &real.error {
             failed.push(format!("{origin}: the live run did not finish: {e}"));

@@ -18,7 +18,12 @@ pub fn cmd_list() {
         println!("  {name:<12} {}", fault.describe());
     }
     println!("invariants:");
-    for (name, checker) in check::CHECKERS {
-        println!("  {name:<22} {}", checker.describe());
+    for checker in check::CHECKERS {
+        println!(
+            "  {:<22} {:<10} {}",
+            checker.name(),
+            checker.class().word(),
+            checker.describe()
+        );
     }
 }

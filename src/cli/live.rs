@@ -12,7 +12,8 @@ use crate::error::InputError;
 use crate::live::{self, LiveOptions, PeerCommand};
 use crate::model::Profile;
 use crate::output::report;
-use crate::scenario::{ExpectOutcome, Script};
+use crate::scenario::Script;
+use crate::sim::{judge, ExpectOutcome};
 
 use super::print_findings;
 
@@ -100,7 +101,7 @@ pub fn cmd_live(path: &Path, peer: &PeerArgs, json: bool, trace: bool) -> Result
             println!("{event}");
         }
     }
-    let ExpectOutcome { expected, got, met } = script.file.expect.judge(&summary);
+    let ExpectOutcome { expected, got, met } = judge(&script.file.expect, &summary);
     if !json {
         println!(
             "{} live ({} on {} real replicas, peer {}, {})",
@@ -119,12 +120,10 @@ pub fn cmd_live(path: &Path, peer: &PeerArgs, json: bool, trace: bool) -> Result
         println!("{}", expectations_line(met));
     } else {
         let f = file.clone();
-        let value = report::check_json(
-            &file,
-            &[summary],
-            met,
-            move |_: &crate::sweep::runner::RunSummary| format!("a2a-chaos live {f}"),
-        );
+        let value =
+            report::check_json(&file, &[summary], met, move |_: &crate::sim::RunSummary| {
+                format!("a2a-chaos live {f}")
+            });
         println!("{value}");
     }
     Ok(if met { 0 } else { 1 })

@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 
 use crate::error::InputError;
 use crate::output::report;
-use crate::sweep::runner::{self, RunSummary, WorkItem};
+use crate::sim::RunSummary;
+use crate::sweep::runner::{self, WorkItem};
 use crate::sweep::shard::{Manifest, MANIFEST};
 
 use super::run::write_outputs;

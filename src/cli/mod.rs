@@ -17,20 +17,13 @@ mod serve;
 mod shrink;
 
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
-use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
 use crate::error::InputError;
-use crate::faults::FaultSpec;
-use crate::ground::webhook::WebhookMode;
-use crate::model::Profile;
-use crate::replica::Timing;
+use crate::experiment::Experiment;
 use crate::scenario::Script;
-use crate::sweep::experiment::Experiment;
-use crate::sweep::runner::{self, RunSummary};
-use crate::world::{RunSpec, Workload};
+use crate::sim::RunSummary;
 
 /// Deterministic multi-replica chaos simulator for A2A servers.
 #[derive(Parser, Debug)]
@@ -256,47 +249,6 @@ pub fn main(cli: Cli) -> i32 {
             2
         }
     }
-}
-
-/// The spec of a scenario run.
-pub fn scenario_spec(
-    script: &Script,
-    profile: Profile,
-    routing: &str,
-    seed: u64,
-    keep_trace: bool,
-) -> RunSpec {
-    RunSpec {
-        seed,
-        profile: Rc::new(profile),
-        routing: routing.to_string(),
-        replicas: script.file.replicas,
-        workload: Workload::Scripted(Rc::new(script.clone())),
-        faults: FaultSpec {
-            swarm: false,
-            window_ms: 0,
-            liveness_ms: 0,
-            rates: Default::default(),
-        },
-        timing: Timing::default(),
-        webhook: WebhookMode::Ok,
-        keep_trace,
-        budget: Duration::from_secs(600),
-    }
-}
-
-/// Runs a scenario once and summarises it.
-pub fn run_scenario(script: &Script) -> Result<RunSummary, InputError> {
-    let profile = Profile::load(&script.file.model)?;
-    let spec = scenario_spec(
-        script,
-        profile,
-        &script.file.routing,
-        script.file.seed,
-        false,
-    );
-    // Contained like a sweep's runs: a panicking run is a failed check, not a crash.
-    Ok(runner::run_contained(&spec))
 }
 
 /// Prints each invariant's verdict for one run.

@@ -4,12 +4,12 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::error::InputError;
+use crate::experiment::Experiment;
 use crate::model::Profile;
-use crate::sweep::experiment::Experiment;
-use crate::sweep::runner::{self};
+use crate::sim::{summarise, Sim};
 use crate::world;
 
-use super::{load, print_findings, scenario_spec, Loaded};
+use super::{load, print_findings, Loaded};
 
 pub fn cmd_replay(
     path: Option<PathBuf>,
@@ -34,26 +34,30 @@ pub fn cmd_replay(
             Ok(())
         }
     };
-    let spec = match &loaded {
+    let mut builder = match &loaded {
         Loaded::Scenario(script) => {
-            let profile = Profile::load(model.as_deref().unwrap_or(&script.file.model))?;
-            let routing = routing.unwrap_or_else(|| script.file.routing.clone());
-            check_routing(&routing)?;
-            scenario_spec(script, profile, &routing, seed, true)
+            let mut b = Sim::scenario_builder(script);
+            if let Some(m) = &model {
+                b.model(m.as_str());
+            }
+            b
         }
         Loaded::Experiment(exp) => {
             let profile = match &model {
                 Some(m) => Profile::load(m)?,
                 None => exp.profiles[0].clone(),
             };
-            let routing = routing.unwrap_or_else(|| exp.file.routing[0].clone());
-            check_routing(&routing)?;
-            runner::spec_for(exp, &profile, &routing, seed, true)
+            Sim::experiment_builder(exp, &profile, &exp.file.routing[0], seed)
         }
     };
-    crate::world::check_card_profile(&spec)?;
+    if let Some(r) = &routing {
+        check_routing(r)?;
+        builder.routing(r);
+    }
+    let sim = builder.seed(seed).keep_trace(true).build()?;
+    let spec = sim.spec();
     let started = Instant::now();
-    let record = world::run(&spec);
+    let record = sim.run();
     // The header uses the fault mix the run resolved, not a second derivation of it.
     println!(
         "seed {seed}  model {}  routing {}  replicas {}  faults: {}",
@@ -66,7 +70,8 @@ pub fn cmd_replay(
         println!("{event}");
     }
     println!();
-    let summary = runner::summarise(&record, started.elapsed().as_millis() as u64);
+    let findings = sim.findings(&record);
+    let summary = summarise(&record, &findings, started.elapsed().as_millis() as u64);
     println!(
         "{} requests ({} ok, {} fail, {} info), {} effects, {} simulated ms",
         summary.requests, summary.ok, summary.fail, summary.info, summary.effects, summary.sim_ms

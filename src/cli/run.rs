@@ -18,10 +18,11 @@ use std::time::Instant;
 
 use crate::check;
 use crate::error::InputError;
+use crate::experiment::{self, Experiment};
 use crate::output::report;
-use crate::sweep::experiment::{self, Experiment};
+use crate::sim::RunSummary;
 use crate::sweep::journal::Journal;
-use crate::sweep::runner::{self, Progress, RunSummary, SweepOptions, WorkItem};
+use crate::sweep::runner::{self, Progress, SweepOptions, WorkItem};
 use crate::sweep::shard::{Manifest, Shard};
 use crate::world;
 
@@ -399,7 +400,7 @@ fn print_first_failures(exp: &Experiment, runs: &[RunSummary]) {
                 );
                 println!(
                     "    reproduce: {}",
-                    runner::reproduce(exp, r.seed, g.model, g.routing)
+                    exp.reproduce(r.seed, g.model, g.routing)
                 );
             }
         }

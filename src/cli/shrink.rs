@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::error::InputError;
+use crate::experiment::Experiment;
 use crate::model::Profile;
 use crate::shrink::{self, Request, ShrinkError, Source};
-use crate::sweep::experiment::Experiment;
 
 use super::{load, Loaded};
 

@@ -36,7 +36,8 @@ use crate::model::Profile;
 use crate::net::{self, Call, RealNet};
 use crate::router::{self, RouterControl};
 use crate::scenario::{Script, Step};
-use crate::sweep::runner::{self, RunSummary};
+use crate::sim::summarise;
+use crate::sim::RunSummary;
 use crate::trace::{Event, Tone, Trace};
 use crate::world::{ApplyNow, DriverLink, RunRecord};
 
@@ -117,7 +118,8 @@ pub fn run_scenario(
     let result = local.block_on(&runtime, run_world(script, profile, options, net));
     net::uninstall_real();
     let record = result?;
-    let summary = runner::summarise(&record, started.elapsed().as_millis() as u64);
+    let findings = crate::check::check_all(&record);
+    let summary = summarise(&record, &findings, started.elapsed().as_millis() as u64);
     Ok((summary, record))
 }
 

@@ -19,7 +19,7 @@ use hdrhistogram::Histogram;
 
 use crate::check::{self, Verdict};
 use crate::error::InputError;
-use crate::sweep::runner::{InvariantResult, RunSummary};
+use crate::sim::{InvariantResult, RunSummary};
 
 /// Runs of one (model, routing) combination.
 pub struct Group<'a> {

@@ -16,15 +16,14 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 
-use crate::check::{self, Finding, Violation};
+use crate::check::{Finding, Violation};
 use crate::client::history::{Op, OpKind, Outcome};
+use crate::experiment::Experiment;
 use crate::faults::PeriodChange;
 use crate::output::chart::escape;
-use crate::sweep::experiment::Experiment;
-use crate::sweep::runner::{self, RunSummary};
+use crate::sim::{Checked, RunSummary, Sim};
 use crate::trace::Tone;
 use crate::world::{self, RunRecord};
 
@@ -94,13 +93,16 @@ pub fn write_first_failures(
         let Some(profile) = exp.profiles.iter().find(|p| p.name == summary.model) else {
             continue;
         };
-        let spec = runner::spec_for(exp, profile, &summary.routing, summary.seed, true);
-        let rerun = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            let record = world::run(&spec);
-            let findings = check::check_all(&record);
-            (record, findings)
-        }));
-        let Ok((record, findings)) = rerun else {
+        let rerun = Sim::experiment_builder(exp, profile, &summary.routing, summary.seed)
+            .keep_trace(true)
+            .build()
+            .map(|sim| sim.check());
+        let Ok(Checked {
+            record: Some(record),
+            findings,
+            ..
+        }) = rerun
+        else {
             eprintln!(
                 "timeline of {} / {} seed {} skipped: the re-run panicked",
                 summary.model, summary.routing, summary.seed
@@ -109,7 +111,7 @@ pub fn write_first_failures(
         };
         let page = Page {
             experiment: &exp.file.name,
-            reproduce: runner::reproduce(exp, summary.seed, &summary.model, &summary.routing),
+            reproduce: exp.reproduce(summary.seed, &summary.model, &summary.routing),
             record: &record,
             findings: &findings,
             sweep_hash: Some(&summary.trace_hash),

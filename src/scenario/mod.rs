@@ -54,29 +54,6 @@ pub struct Expect {
     pub violations: Vec<String>,
 }
 
-/// One run held against a file's `[expect]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExpectOutcome {
-    /// The invariants `[expect]` names, sorted.
-    pub expected: Vec<String>,
-    /// The invariants the run violated, sorted.
-    pub got: Vec<String>,
-    /// Exactly the expected violations, and the run finished without an error.
-    pub met: bool,
-}
-
-impl Expect {
-    /// Holds one run's summary against these expectations.
-    pub fn judge(&self, summary: &crate::sweep::runner::RunSummary) -> ExpectOutcome {
-        let mut expected = self.violations.clone();
-        expected.sort();
-        let mut got: Vec<String> = summary.violated().iter().map(|s| s.to_string()).collect();
-        got.sort();
-        let met = got == expected && summary.error.is_none();
-        ExpectOutcome { expected, got, met }
-    }
-}
-
 /// A scenario file as written.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]

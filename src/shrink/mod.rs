@@ -37,18 +37,16 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
-use std::panic::AssertUnwindSafe;
 
 use crate::auth::DEFAULT_PRINCIPAL;
 use crate::check::{self, Verdict, Violation};
-use crate::cli::scenario_spec;
 use crate::client::history::{OpKind, Outcome};
 use crate::error::InputError;
+use crate::experiment::Experiment;
 use crate::faults::{lost_reply, Action};
 use crate::model::Profile;
 use crate::scenario::{Expect, ScenarioFile, Script, SendStep, Step, TaskStep};
-use crate::sweep::experiment::Experiment;
-use crate::sweep::runner::{self, RunSummary};
+use crate::sim::{RunSummary, Sim};
 use crate::trace;
 use crate::workload;
 use crate::world::{self, RunRecord};
@@ -573,17 +571,12 @@ impl Oracle {
     /// Runs a scenario once; `None` when the run panicked.
     pub fn run(&self, script: &Script) -> Option<RunSummary> {
         self.runs.set(self.runs.get() + 1);
-        let spec = scenario_spec(
-            script,
-            self.profile.clone(),
-            &script.file.routing,
-            script.file.seed,
-            false,
-        );
-        std::panic::catch_unwind(AssertUnwindSafe(|| {
-            runner::summarise(&world::run(&spec), 0)
-        }))
-        .ok()
+        let checked = Sim::scenario_builder(script)
+            .model(self.profile.clone())
+            .build()
+            .ok()?
+            .check();
+        checked.record.is_some().then_some(checked.summary)
     }
 
     /// Whether `steps` on `replicas` replicas still violate the target invariant.
@@ -1137,7 +1130,11 @@ fn base_file(name: &str, model: &str, routing: &str, seed: u64, timeout_ms: u64)
 
 /// Runs one seed of an experiment with its trace kept.
 fn run_experiment(exp: &Experiment, profile: &Profile, routing: &str, seed: u64) -> RunRecord {
-    world::run(&runner::spec_for(exp, profile, routing, seed, true))
+    Sim::experiment_builder(exp, profile, routing, seed)
+        .keep_trace(true)
+        .build()
+        .expect("a run of a validated experiment builds")
+        .run()
 }
 
 /// Shrinks the experiment's generated workload while the seed still violates `invariant`.
@@ -1153,7 +1150,10 @@ fn reduce_experiment(
     let mut exp = exp.clone();
     let still = |e: &Experiment, runs: &mut usize| {
         *runs += 1;
-        let r = world::run(&runner::spec_for(e, profile, routing, seed, false));
+        let Ok(sim) = Sim::from_experiment(e, profile, routing, seed) else {
+            return false;
+        };
+        let r = sim.run();
         r.error.is_none()
             && check::check_all(&r)
                 .iter()
@@ -1259,9 +1259,14 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
             profile,
             routing,
         } => {
-            let spec = scenario_spec(script, profile.clone(), routing, seed, true);
+            let sim = Sim::scenario_builder(script)
+                .model(profile.clone())
+                .routing(routing)
+                .seed(seed)
+                .keep_trace(true)
+                .build()?;
             (
-                world::run(&spec),
+                sim.run(),
                 profile.clone(),
                 script.file.model.clone(),
                 routing.clone(),

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 
 use crate::check::{self, Verdict};
 use crate::error::InputError;
-use crate::sweep::runner::{InvariantResult, RunSummary};
+use crate::sim::{InvariantResult, RunSummary};
 
 /// The journal's file name inside the output directory.
 pub const FILE_NAME: &str = "journal.jsonl";

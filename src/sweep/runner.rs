@@ -12,217 +12,21 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::panic::AssertUnwindSafe;
-use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
 
-use crate::check::{self, Verdict};
-use crate::client::history::{OpKind, Outcome};
-use crate::ground::webhook::WebhookMode;
+use crate::experiment::Experiment;
 use crate::model::Profile;
-use crate::replica::Timing;
-use crate::sweep::experiment::Experiment;
-use crate::world::{self, RunRecord, RunSpec, Workload};
+use crate::sim::{RunSummary, Sim};
 
-/// What one invariant found in one run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InvariantResult {
-    pub name: &'static str,
-    pub verdict: Verdict,
-    pub violations: u64,
-    pub exercised: u64,
-    /// The first violation, in words.
-    pub first: Option<String>,
-}
-
-/// One run, summarised.
-#[derive(Debug, Clone)]
-pub struct RunSummary {
-    pub model: String,
-    pub routing: String,
-    pub seed: u64,
-    /// Client operations.
-    pub requests: u64,
-    pub ok: u64,
-    pub fail: u64,
-    pub info: u64,
-    /// Effects applied at the ledger.
-    pub effects: u64,
-    /// Latency of every acknowledged send, simulated ms.
-    pub latencies_ms: Vec<u64>,
-    pub invariants: Vec<InvariantResult>,
-    pub trace_hash: String,
-    pub fault_rates: String,
-    pub sim_ms: u64,
-    pub wall_ms: u64,
-    /// A panic or a run that did not finish.
-    pub error: Option<String>,
-}
-
-impl RunSummary {
-    /// Invariants with at least one violation.
-    pub fn violated(&self) -> Vec<&'static str> {
-        self.invariants
-            .iter()
-            .filter(|i| i.verdict == Verdict::Fail)
-            .map(|i| i.name)
-            .collect()
-    }
-}
-
-/// Builds the spec of one run of an experiment.
-pub fn spec_for(
-    exp: &Experiment,
-    profile: &Profile,
-    routing: &str,
-    seed: u64,
-    keep_trace: bool,
-) -> RunSpec {
-    RunSpec {
-        seed,
-        profile: Rc::new(profile.clone()),
-        routing: routing.to_string(),
-        replicas: exp.file.replicas,
-        workload: Workload::Generated(exp.file.workload.clone()),
-        faults: exp.file.faults.clone(),
-        timing: Timing::default(),
-        webhook: WebhookMode::Ok,
-        keep_trace,
-        budget: exp.budget,
-    }
-}
-
-/// Summarises a finished run.
-pub fn summarise(record: &RunRecord, wall_ms: u64) -> RunSummary {
-    let mut ok = 0;
-    let mut fail = 0;
-    let mut info = 0;
-    let mut latencies_ms = Vec::new();
-    for op in &record.history {
-        match op.outcome {
-            Outcome::Ok => ok += 1,
-            Outcome::Fail { .. } => fail += 1,
-            Outcome::Info { .. } => info += 1,
-        }
-        if matches!(op.kind, OpKind::Send { .. }) && op.outcome == Outcome::Ok {
-            latencies_ms.push(op.complete_ms.saturating_sub(op.invoke_ms));
-        }
-    }
-    let invariants = check::check_all(record)
-        .into_iter()
-        .map(|f| InvariantResult {
-            name: f.invariant,
-            verdict: f.verdict(),
-            violations: f.violations.len() as u64,
-            exercised: f.exercised,
-            first: f.violations.first().map(|v| v.detail.clone()),
-        })
-        .collect();
-    RunSummary {
-        model: record.model.clone(),
-        routing: record.routing.clone(),
-        seed: record.seed,
-        requests: record.history.len() as u64,
-        ok,
-        fail,
-        info,
-        effects: record.effects.iter().filter(|e| e.applied).count() as u64,
-        latencies_ms,
-        invariants,
-        trace_hash: record.trace_hash.clone(),
-        fault_rates: world::describe_resolved(record),
-        sim_ms: record.sim_ms,
-        wall_ms,
-        error: record.error.clone(),
-    }
-}
-
-thread_local! {
-    /// While a run is contained on this thread: the first panic's message and location.
-    static FIRST_PANIC: std::cell::RefCell<Option<Option<String>>> = const { std::cell::RefCell::new(None) };
-}
-
-/// Runs `f`, containing a panic: `Err` carries the first panic's message and location
-/// (a panic inside a simulated host is followed by tokio's own "a spawned task panicked";
-/// the first one says where and why). Panics outside a contained run print as usual.
-pub fn contain<T>(f: impl FnOnce() -> T) -> Result<T, String> {
-    static HOOK: std::sync::Once = std::sync::Once::new();
-    HOOK.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let contained = FIRST_PANIC.with(|p| {
-                let mut p = p.borrow_mut();
-                match p.as_mut() {
-                    Some(first) => {
-                        if first.is_none() {
-                            let message = info
-                                .payload()
-                                .downcast_ref::<String>()
-                                .cloned()
-                                .or_else(|| {
-                                    info.payload().downcast_ref::<&str>().map(|s| s.to_string())
-                                })
-                                .unwrap_or_else(|| "unknown panic".into());
-                            let at = info
-                                .location()
-                                .map(|l| format!(" at {}:{}", l.file(), l.line()))
-                                .unwrap_or_default();
-                            *first = Some(format!("{message}{at}"));
-                        }
-                        true
-                    }
-                    None => false,
-                }
-            });
-            if !contained {
-                previous(info);
-            }
-        }));
-    });
-    FIRST_PANIC.with(|p| *p.borrow_mut() = Some(None));
-    let result = std::panic::catch_unwind(AssertUnwindSafe(f));
-    let first = FIRST_PANIC.with(|p| p.borrow_mut().take()).flatten();
-    result.map_err(|panic| {
-        first.unwrap_or_else(|| {
-            panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "unknown panic".into())
-        })
-    })
-}
-
-/// Runs one seed of one combination, containing a panic.
+/// Runs one seed of one combination of an experiment, contained: a run that panics, or a
+/// combination the front door refuses, is summarised with the reason as its error, so a
+/// sweep goes on.
 pub fn run_one(exp: &Experiment, profile: &Profile, routing: &str, seed: u64) -> RunSummary {
-    run_contained(&spec_for(exp, profile, routing, seed, false))
-}
-
-/// Runs one spec, containing a panic: a run that panics is summarised with its first panic
-/// message as its error, so a sweep (or a `check`) goes on.
-pub fn run_contained(spec: &RunSpec) -> RunSummary {
-    let start = Instant::now();
-    match contain(|| world::run(spec)) {
-        Ok(record) => summarise(&record, start.elapsed().as_millis() as u64),
-        Err(why) => RunSummary {
-            model: spec.profile.name.clone(),
-            routing: spec.routing.clone(),
-            seed: spec.seed,
-            requests: 0,
-            ok: 0,
-            fail: 0,
-            info: 0,
-            effects: 0,
-            latencies_ms: Vec::new(),
-            invariants: Vec::new(),
-            trace_hash: String::new(),
-            fault_rates: String::new(),
-            sim_ms: 0,
-            wall_ms: start.elapsed().as_millis() as u64,
-            error: Some(format!("panicked: {why}")),
-        },
+    match Sim::from_experiment(exp, profile, routing, seed) {
+        Ok(sim) => sim.check().summary,
+        Err(e) => RunSummary::refused(&profile.name, routing, seed, &e),
     }
 }
 
@@ -299,13 +103,6 @@ pub fn fingerprint(exp: &Experiment) -> String {
         );
     }
     format!("{:016x}", h.0)
-}
-
-/// The command that replays one run of an experiment. Unlike [`Experiment::reproduce`], a
-/// model the experiment loads from a profile file is named by that file, so the command
-/// works for experiment-local profiles too.
-pub fn reproduce(exp: &Experiment, seed: u64, model: &str, routing: &str) -> String {
-    exp.reproduce(seed, model, routing)
 }
 
 /// Runs every combination × seed; returns summaries sorted by (model, routing, seed) in the
@@ -385,7 +182,7 @@ pub fn sweep_items<E>(
             if let Some(err) = &summary.error {
                 eprintln!(
                     "\nrun failed: {err}\n  reproduce: {}",
-                    reproduce(exp, summary.seed, &summary.model, &summary.routing)
+                    exp.reproduce(summary.seed, &summary.model, &summary.routing)
                 );
             }
             if let Err(e) = on_done(&item, &summary) {

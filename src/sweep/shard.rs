@@ -22,7 +22,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::InputError;
-use crate::sweep::experiment::Experiment;
+use crate::experiment::Experiment;
 use crate::sweep::runner::WorkItem;
 
 /// The manifest's file name inside a shard's directory.

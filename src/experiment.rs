@@ -18,7 +18,7 @@ use crate::scenario::{Expect, REPLICAS_MAX};
 use crate::workload::WorkloadSpec;
 
 /// The embedded default experiment.
-pub const DEFAULT: &str = include_str!("../../experiments/default.toml");
+pub const DEFAULT: &str = include_str!("../experiments/default.toml");
 
 /// Most seeds one experiment may sweep.
 pub const SEEDS_MAX: u64 = 10_000_000;
@@ -158,25 +158,7 @@ impl Experiment {
                 crate::check::validate_names(&e.violations, origin)?;
             }
         }
-        // The longest a run may take: the slowest conversation the workload allows (every
-        // turn retried to the end of its timeouts), then the liveness phase, plus a margin.
-        let w = &file.workload;
-        let per_turn = (u64::from(w.retries) + 1)
-            .saturating_mul(w.request_timeout_ms.saturating_add(w.retry_backoff_ms))
-            .saturating_add(w.gap_ms[1])
-            .saturating_add(if w.poll_rate > 0.0 {
-                w.poll_timeout_ms.saturating_add(w.poll_interval_ms)
-            } else {
-                0
-            });
-        let workload_ms = w
-            .start_spread_ms
-            .saturating_add(u64::from(w.turns).saturating_mul(per_turn));
-        let budget_ms = workload_ms
-            .max(file.faults.window_ms)
-            .saturating_add(file.faults.liveness_ms)
-            .saturating_add(120_000);
-        let budget = Duration::from_millis(budget_ms);
+        let budget = budget_for(&file.workload, &file.faults);
         Ok(Experiment {
             file,
             profiles,
@@ -211,6 +193,28 @@ impl Experiment {
             None => format!("a2a-chaos replay --seed {seed} --model {model} --routing {routing}"),
         }
     }
+}
+
+/// The longest a generated run may take: the slowest conversation the workload allows
+/// (every turn retried to the end of its timeouts), then the liveness phase, plus a margin.
+/// A run past it is cut and reported as not finishing.
+pub fn budget_for(w: &WorkloadSpec, faults: &FaultSpec) -> Duration {
+    let per_turn = (u64::from(w.retries) + 1)
+        .saturating_mul(w.request_timeout_ms.saturating_add(w.retry_backoff_ms))
+        .saturating_add(w.gap_ms[1])
+        .saturating_add(if w.poll_rate > 0.0 {
+            w.poll_timeout_ms.saturating_add(w.poll_interval_ms)
+        } else {
+            0
+        });
+    let workload_ms = w
+        .start_spread_ms
+        .saturating_add(u64::from(w.turns).saturating_mul(per_turn));
+    let budget_ms = workload_ms
+        .max(faults.window_ms)
+        .saturating_add(faults.liveness_ms)
+        .saturating_add(120_000);
+    Duration::from_millis(budget_ms)
 }
 
 #[cfg(test)]

@@ -1,0 +1,224 @@
+//! The driver: applies fault actions to the turmoil world between ticks, and turns kill
+//! points that fired into kills. It implements [`Target`], so each action kind says itself
+//! what it does ([`crate::faults`]).
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::rc::Rc;
+use std::time::Duration;
+
+use crate::buggify::SharedChaos;
+use crate::faults::{kill, Action, CardChange, KillPoint, Point, Scheduled, Target};
+use crate::router::RouterControl;
+use crate::store::SharedState;
+use crate::trace::{Event, Trace};
+
+use super::LATENCY_MS;
+
+pub(super) struct Driver {
+    pub(super) control: RouterControl,
+    pub(super) memory_slots: Vec<Rc<RefCell<Option<SharedState>>>>,
+    /// Memory stores of pods that died: gone for the system, kept for the checkers.
+    pub(super) dead_memory: Vec<SharedState>,
+    pub(super) crashed: BTreeSet<String>,
+    pub(super) partitions: BTreeSet<(String, String)>,
+    pub(super) slowed: BTreeSet<(String, String)>,
+    pub(super) held: BTreeSet<(String, String)>,
+    pub(super) applied: Vec<(u64, Action)>,
+    pub(super) trace: Trace,
+    pub(super) chaos: SharedChaos,
+    /// No kill-point kill lands before this time (the fault's stability window).
+    pub(super) next_point_kill_ms: u64,
+    /// When the liveness phase begins: no point kill lands from then on.
+    pub(super) heal_at_ms: u64,
+    pub(super) cards: Option<crate::card::CardAuthority>,
+}
+
+fn replica_index(host: &str) -> Option<usize> {
+    host.strip_prefix("replica-").and_then(|i| i.parse().ok())
+}
+
+impl Driver {
+    /// The kills owed to armed kill points, as scheduled actions: the kill a few ms from
+    /// now, the restart after the down time. A host already down, or a point reached inside
+    /// the stability window of the last point kill, is spared.
+    pub(super) fn point_kills(&mut self, now: u64) -> Vec<Scheduled> {
+        let owed = self.chaos.borrow_mut().take_kills();
+        let mut out = Vec::new();
+        for (host, point, delay) in owed {
+            let at_ms = now + delay;
+            if self.crashed.contains(&host)
+                || now < self.next_point_kill_ms
+                || at_ms >= self.heal_at_ms
+            {
+                continue;
+            }
+            let down = {
+                let (lo, hi) = crate::faults::KILL_POINT_DOWN_MS;
+                self.chaos.borrow_mut().draw_ms(lo, hi)
+            };
+            self.next_point_kill_ms = at_ms + crate::faults::KILL_POINT_STABILITY_MS;
+            self.chaos.borrow_mut().count_kill(point);
+            self.trace.record_at(
+                now,
+                "driver",
+                Event::KillPointReached {
+                    host: host.clone(),
+                    point,
+                },
+            );
+            out.push(Scheduled {
+                at_ms,
+                action: kill::Kill(host.clone()).into(),
+            });
+            out.push(Scheduled {
+                at_ms: at_ms + down,
+                action: kill::Restart(host).into(),
+            });
+        }
+        out
+    }
+
+    pub(super) fn apply(&mut self, sim: &mut turmoil::Sim<'_>, now: u64, action: &Action) {
+        self.trace
+            .record_at(now, "driver", Event::Fault(action.clone()));
+        self.applied.push((now, action.clone()));
+        action.apply(&mut Applying {
+            driver: self,
+            sim,
+            now,
+        });
+    }
+}
+
+/// The driver applying one action to the turmoil world: what a fault may do to it.
+struct Applying<'a, 'b> {
+    driver: &'a mut Driver,
+    sim: &'a mut turmoil::Sim<'b>,
+    now: u64,
+}
+
+impl Applying<'_, '_> {
+    fn set_ready(&self, host: &str, ready: bool) {
+        if let Some(i) = replica_index(host) {
+            if let Some(r) = self.driver.control.ready.borrow_mut().get_mut(i) {
+                *r = ready;
+            }
+        }
+    }
+}
+
+impl Target for Applying<'_, '_> {
+    fn crash(&mut self, host: &str) {
+        if self.driver.crashed.insert(host.to_string()) {
+            self.set_ready(host, false);
+            if let Some(i) = replica_index(host) {
+                if let Some(slot) = self.driver.memory_slots.get(i) {
+                    if let Some(dead) = slot.borrow_mut().take() {
+                        self.driver.dead_memory.push(dead);
+                    }
+                }
+            }
+            self.sim.crash(host);
+        }
+    }
+
+    fn restart(&mut self, host: &str) {
+        if self.driver.crashed.remove(host) {
+            self.sim.bounce(host);
+            self.set_ready(host, true);
+        }
+    }
+
+    fn partition(&mut self, from: &str, to: &str, oneway: bool) {
+        if oneway {
+            self.sim.partition_oneway(from, to);
+        } else {
+            self.sim.partition(from, to);
+        }
+        self.driver
+            .partitions
+            .insert((from.to_string(), to.to_string()));
+    }
+
+    fn repair(&mut self, a: &str, b: &str) {
+        self.sim.repair(a, b);
+        self.driver
+            .partitions
+            .remove(&(a.to_string(), b.to_string()));
+        self.driver
+            .partitions
+            .remove(&(b.to_string(), a.to_string()));
+    }
+
+    fn hold(&mut self, a: &str, b: &str) {
+        self.sim.hold(a, b);
+        self.driver.held.insert((a.to_string(), b.to_string()));
+    }
+
+    fn release(&mut self, a: &str, b: &str) {
+        self.sim.release(a, b);
+        self.driver.held.remove(&(a.to_string(), b.to_string()));
+        self.driver.held.remove(&(b.to_string(), a.to_string()));
+    }
+
+    fn link_latency(&mut self, a: &str, b: &str, max_ms: Option<u64>) {
+        let max = Duration::from_millis(max_ms.unwrap_or(LATENCY_MS.1));
+        self.sim.set_link_max_message_latency(a, b, max);
+        if max_ms.is_some() {
+            self.driver.slowed.insert((a.to_string(), b.to_string()));
+        } else {
+            self.driver.slowed.remove(&(a.to_string(), b.to_string()));
+        }
+    }
+
+    fn heal_all(&mut self) {
+        for (a, b) in std::mem::take(&mut self.driver.partitions) {
+            self.sim.repair(a.as_str(), b.as_str());
+        }
+        for (a, b) in std::mem::take(&mut self.driver.held) {
+            self.sim.release(a.as_str(), b.as_str());
+        }
+        self.driver.chaos.borrow_mut().clear();
+        for (a, b) in std::mem::take(&mut self.driver.slowed) {
+            self.sim.set_link_max_message_latency(
+                a.as_str(),
+                b.as_str(),
+                Duration::from_millis(LATENCY_MS.1),
+            );
+        }
+        for host in std::mem::take(&mut self.driver.crashed) {
+            self.sim.bounce(host.as_str());
+            self.set_ready(&host, true);
+        }
+        self.driver.control.drop_reply_rate.set(0.0);
+    }
+
+    fn lost_reply_rate(&mut self, probability: f64) {
+        self.driver.control.drop_reply_rate.set(probability);
+    }
+
+    fn drop_next_reply(&mut self) {
+        self.driver.control.drop_next.set(true);
+    }
+
+    fn buggify(&mut self, point: Point, probability: f64) {
+        self.driver
+            .chaos
+            .borrow_mut()
+            .set_buggify(point, probability);
+    }
+
+    fn kill_at(&mut self, point: KillPoint, probability: f64) {
+        self.driver
+            .chaos
+            .borrow_mut()
+            .set_kill_at(point, probability);
+    }
+
+    fn card(&mut self, change: &CardChange) {
+        if let Some(authority) = &self.driver.cards {
+            authority.apply(change, self.now);
+        }
+    }
+}

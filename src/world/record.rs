@@ -1,0 +1,124 @@
+//! What a run needs ([`RunSpec`]) and what it leaves behind ([`RunRecord`]), and the link
+//! between the driver and a scripted client ([`DriverLink`]).
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::time::Duration;
+
+use a2a::Task;
+
+use crate::client::history::Op;
+use crate::faults::{Action, FaultSpec};
+use crate::ground::ledger::Effect;
+use crate::ground::push::{Egress, PushReport};
+use crate::ground::webhook::{Delivery, WebhookMode};
+use crate::model::Profile;
+use crate::replica::Timing;
+use crate::store::SaveRecord;
+use crate::trace::TraceEvent;
+use crate::workload::WorkloadSpec;
+
+/// What the client host runs.
+#[derive(Clone)]
+pub enum Workload {
+    /// Generated conversations.
+    Generated(WorkloadSpec),
+    /// A scripted scenario's steps.
+    Scripted(Rc<crate::scenario::Script>),
+}
+
+/// Everything one run needs.
+#[derive(Clone)]
+pub struct RunSpec {
+    pub seed: u64,
+    pub profile: Rc<Profile>,
+    pub routing: String,
+    pub replicas: usize,
+    pub workload: Workload,
+    pub faults: FaultSpec,
+    pub timing: Timing,
+    pub webhook: WebhookMode,
+    /// Keep every trace event (for replay), not only the hash.
+    pub keep_trace: bool,
+    /// Simulated time after which an unfinished run is reported as not terminating.
+    pub budget: Duration,
+}
+
+/// What a run leaves behind for the checkers and the report.
+#[derive(Debug, Clone)]
+pub struct RunRecord {
+    pub seed: u64,
+    pub model: String,
+    /// The model's profile (checkers read its knobs to know what it promises).
+    pub profile: Profile,
+    pub routing: String,
+    pub replicas: usize,
+    /// Every client operation.
+    pub history: Vec<Op>,
+    /// Every effect that reached the ledger.
+    pub effects: Vec<Effect>,
+    /// The authoritative copy of every task at the end (store, or live pods' memory).
+    pub final_tasks: BTreeMap<String, Task>,
+    /// Every accepted save, in time order: the shared store's, or every pod's memory store's
+    /// (pods that died included: the simulator keeps their logs as an observer).
+    pub saves: Vec<SaveRecord>,
+    /// Every push delivery that reached the webhook.
+    pub deliveries: Vec<Delivery>,
+    /// What the replicas reported about their pushes (failures only when the model logs them).
+    pub push_reports: Vec<PushReport>,
+    /// Every connection a push opened, as the simulator saw it.
+    pub push_egress: Vec<Egress>,
+    /// Pushes still queued in the shared store's outbox at the end: owed, and recorded as
+    /// owed, by a system that keeps them durably.
+    pub push_pending: Vec<(String, a2a::TaskState)>,
+    /// The fault rates this seed ran with.
+    pub fault_rates: BTreeMap<String, f64>,
+    /// The workload shape this seed drew (`swarm`), printed with the seed; `None` for a
+    /// scripted run or a workload as written.
+    pub workload_shape: Option<String>,
+    /// How often each fault point fired (`buggify:conflict-on-save`, `kill-at:effect`): the
+    /// counters that show a code fault was reached.
+    pub points_fired: BTreeMap<String, u64>,
+    /// When the last event poll slowed by a BUGGIFY point ended (0: none was).
+    pub poll_slowed_until_ms: u64,
+    /// Fault actions applied, with their time.
+    pub faults: Vec<(u64, Action)>,
+    /// Conversation → task id, as the client learned it.
+    pub conversations: BTreeMap<String, String>,
+    /// When the liveness phase began (everything healed), simulated ms.
+    pub healed_at_ms: u64,
+    pub trace_hash: String,
+    pub trace: Vec<TraceEvent>,
+    /// Simulated time the run took.
+    pub sim_ms: u64,
+    /// Steps the driver took.
+    pub steps: u64,
+    /// Why the run did not finish normally (a host error, the budget), if it did not.
+    pub error: Option<String>,
+    /// The agent card's versions and the client's card decisions (runs that simulate it).
+    pub cards: crate::card::CardRecord,
+    /// Every out-of-band authorisation the identity provider recorded, in order.
+    pub grants: Vec<crate::auth::Grant>,
+}
+
+/// Applies a fault at once and resolves when it took effect (a live run's driver, where a
+/// restart takes real time); see [`DriverLink::apply_now`].
+pub type ApplyNow = Rc<dyn Fn(Action) -> Pin<Box<dyn Future<Output = ()>>>>;
+
+/// Shared state between the driver and a scripted client.
+#[derive(Clone, Default)]
+pub struct DriverLink {
+    /// Actions the client asks the driver to apply after the current tick.
+    pub commands: Rc<RefCell<VecDeque<Action>>>,
+    /// Conversation → task id, filled by the client as it learns them.
+    pub tasks: Rc<RefCell<BTreeMap<String, String>>>,
+    /// Outside a simulation (`a2a-chaos live`): fault steps are applied through this and
+    /// awaited, instead of being queued for the next tick. `None` in every simulation.
+    pub apply_now: Option<ApplyNow>,
+    /// The ledger, for the script's effect steps (`hold-effect`, `await-effect`,
+    /// `release-effect`): the simulated ledger host's state, or the live ledger's.
+    pub ledger: Option<crate::ground::ledger::SharedLedger>,
+}
