@@ -325,8 +325,8 @@ fn an_unknown_routing_is_refused_before_the_run() {
     let exp = experiment(SMALL);
     let err = Sim::experiment_builder(&exp, &exp.profiles[0], "no-such-routing", 42)
         .build()
-        .err()
-        .expect("refused");
+        .map(|_| ())
+        .expect_err("refused");
     assert!(
         err.to_string()
             .contains("unknown routing `no-such-routing`"),
@@ -347,8 +347,8 @@ fn a_panicking_run_is_contained() {
     let exp = experiment(SMALL);
     let spec = panicking_spec(&exp, 42);
     let error = a2a_chaos::sim::contain(|| a2a_chaos::world::run(&spec))
-        .err()
-        .expect("the panic is contained");
+        .map(|_| ())
+        .expect_err("the panic is contained");
     assert!(
         error.contains("the routing strategy was validated"),
         "{error}"

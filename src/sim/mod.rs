@@ -122,7 +122,7 @@ pub struct Builder {
     budget: Option<Duration>,
     timing: Timing,
     webhook: WebhookMode,
-    checkers: Vec<Arc<dyn Checker + Send + Sync>>,
+    checkers: Vec<Arc<dyn Checker + Send>>,
     reproduce: Option<String>,
 }
 
@@ -208,7 +208,7 @@ impl Builder {
     }
 
     /// An invariant of your own, checked after the built-in ones.
-    pub fn checker(&mut self, checker: impl Checker + Send + Sync + 'static) -> &mut Self {
+    pub fn checker(&mut self, checker: impl Checker + Send + 'static) -> &mut Self {
         self.checkers.push(Arc::new(checker));
         self
     }
@@ -323,7 +323,7 @@ fn default_faults() -> FaultSpec {
 #[derive(Clone)]
 pub struct Sim {
     spec: RunSpec,
-    checkers: Vec<Arc<dyn Checker + Send + Sync>>,
+    checkers: Vec<Arc<dyn Checker + Send>>,
     reproduce: String,
 }
 
