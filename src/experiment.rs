@@ -1,6 +1,6 @@
 //! Experiment files: models × routing strategies × fault profiles × seeds.
 //!
-//! The format is the one in `../shared/CONTRACT.md`. `[workload]` and `[faults]` are the
+//! The format is the one in `docs/CONTRACT.md`. `[workload]` and `[faults]` are the
 //! tables of [`WorkloadSpec`] and [`FaultSpec`]; `[expect]` is optional: either
 //! `violations = [...]` for every model, or one `[expect.<model>]` table per model.
 //! The default experiment (`experiments/default.toml`) is embedded in the binary.

@@ -9,7 +9,7 @@
 //!     #![proptest_config(ProptestConfig::with_cases(16))]
 //!     #[test]
 //!     fn my_store_holds(s in scenarios(ScenarioConfig::new("models/my-store.toml").max_steps(10))) {
-//!         let summary = a2a_chaos::cli::run_scenario(&s).unwrap();
+//!         let summary = a2a_chaos::sim::Sim::from_scenario(&s).unwrap().check().summary;
 //!         prop_assert!(summary.violated().is_empty(), "{:?} violated in\n{:?}", summary.violated(), s);
 //!     }
 //! }
@@ -236,7 +236,7 @@ impl From<String> for ScenarioConfig {
 }
 
 /// A generated scenario: a [`Script`] (it dereferences to one, so
-/// `a2a_chaos::cli::run_scenario(&s)` works) that prints as its scenario file.
+/// `a2a_chaos::sim::Sim::from_scenario(&s)` works) that prints as its scenario file.
 #[derive(Clone)]
 pub struct GeneratedScenario(pub Script);
 

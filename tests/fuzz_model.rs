@@ -9,7 +9,7 @@
 
 mod fuzz_support;
 
-use a2a_chaos::model::{Profile, CARD_KNOBS, KNOBS, OPTIONAL_KNOBS};
+use a2a_chaos::model::Profile;
 use fuzz_support::{check_input_error, corpus, fuzz, mutate, mutation, pick, toml_noise};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -21,21 +21,16 @@ fn check_parse(text: &str) -> Result<u64, TestCaseError> {
         Err(e) => check_input_error(&e, ORIGIN, text)?,
         Ok(p) => {
             fuzz_support::accepted();
-            for knob in KNOBS {
+            // Exactly the knobs the profile sets are cited: every field of its knob groups,
+            // the optional card group's when it has one, each optional knob it sets.
+            let knobs = p.knobs();
+            for knob in &knobs {
                 prop_assert!(
-                    p.sources.get(*knob).is_some_and(|s| !s.trim().is_empty()),
+                    p.sources.get(knob).is_some_and(|s| !s.trim().is_empty()),
                     "knob {knob} uncited"
                 );
             }
-            // Every cited knob exists: the always-required ones, the optional card group's
-            // when the profile has one, and each optional knob the profile sets.
-            let card = if p.card.is_some() {
-                CARD_KNOBS.len()
-            } else {
-                0
-            };
-            let optional = OPTIONAL_KNOBS.iter().filter(|(_, set)| set(&p)).count();
-            prop_assert_eq!(p.sources.len(), KNOBS.len() + card + optional);
+            prop_assert_eq!(p.sources.len(), knobs.len());
             let again = toml::to_string(&p)
                 .map_err(|e| TestCaseError::fail(format!("cannot write back: {e}")))?;
             let reparsed = Profile::parse(&again, ORIGIN)
@@ -66,9 +61,15 @@ fn fuzz_model_mutated_profiles() {
     );
 }
 
+/// Every knob a complete profile has (the reference's, which sets every optional one).
+fn all_knobs() -> Vec<String> {
+    Profile::load("reference").unwrap().knobs()
+}
+
 /// A profile with every knob set from a pool of ordinary and hostile values, and a
 /// `[sources]` table that may miss, blank or invent a knob.
 fn generated_profile() -> impl Strategy<Value = String> {
+    let knobs = all_knobs();
     let u32s: &'static [&'static str] = &["0", "1", "5", "4294967295"];
     let bad_u32s: &'static [&'static str] = &["4294967296", "-1", "1.5"];
     let u64s: &'static [&'static str] = &["0", "1", "5000", "18446744073709551615"];
@@ -77,7 +78,7 @@ fn generated_profile() -> impl Strategy<Value = String> {
     // How `[sources]` goes wrong, if it does: (kind, knob index).
     let sources = prop_oneof![
         8 => Just(None),
-        1 => (0u8..3, 0..KNOBS.len()).prop_map(Some),
+        1 => (0u8..3, 0..knobs.len()).prop_map(Some),
     ];
     (
         (
@@ -103,7 +104,7 @@ fn generated_profile() -> impl Strategy<Value = String> {
         pick(bools, &[]),
         sources,
     )
-        .prop_map(|((placement, versioned, retries), handler, dedup, key, sources)| {
+        .prop_map(move |((placement, versioned, retries), handler, dedup, key, sources)| {
             let (cache, mismatch, code, reapply, after) = handler;
             let (scope, ttl, lease) = dedup;
             let mut s = format!(
@@ -115,7 +116,7 @@ fn generated_profile() -> impl Strategy<Value = String> {
                  [dedup]\nscope = {scope}\nttl_ms = {ttl}\nlease_ms = {lease}\n\
                  [ledger]\nidempotency_key = {key}\n[sources]\n"
             );
-            for (i, knob) in KNOBS.iter().enumerate() {
+            for (i, knob) in knobs.iter().enumerate() {
                 match sources {
                     Some((0, k)) if k == i => {}
                     Some((1, k)) if k == i => s.push_str(&format!("\"{knob}\" = \"  \"\n")),

@@ -1,4 +1,4 @@
-//! The documented hazards (`../shared/A2A-BEHAVIOURS.md` §6), recognised in a finished run.
+//! The documented hazards (`docs/A2A-BEHAVIOURS.md` §6), recognised in a finished run.
 //!
 //! Invariants say what broke; a hazard says which documented way of breaking it was. Each
 //! entry reads a run's findings, its model's knobs and the hosts' ground truth, and says

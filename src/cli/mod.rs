@@ -1,4 +1,4 @@
-//! The command-line interface (the contract in `../shared/CONTRACT.md`).
+//! The command-line interface (the contract in `docs/CONTRACT.md`).
 //!
 //! Exit codes: 0 success (for `run`, whether or not violations were found; for `check`,
 //! every expectation held), 1 an expectation did not hold, 2 unusable input.
@@ -166,7 +166,9 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
         Experiment::parse(&text, &origin, Some(origin.clone()))
             .map(|e| Loaded::Experiment(Box::new(e)))
     } else {
-        Script::parse(&text, &origin).map(|s| Loaded::Scenario(Box::new(s)))
+        let script = Script::parse(&text, &origin)?;
+        crate::check::validate_names(&script.file.expect.violations, &origin)?;
+        Ok(Loaded::Scenario(Box::new(script)))
     }
 }
 

@@ -35,11 +35,12 @@ use crate::ground::webhook::{self, WebhookMode, WebhookState};
 use crate::model::Profile;
 use crate::net::{self, Call, RealNet};
 use crate::router::{self, RouterControl};
+use crate::scenario::{ApplyNow, DriverLink};
 use crate::scenario::{Script, Step};
 use crate::sim::summarise;
 use crate::sim::RunSummary;
 use crate::trace::{Event, Tone, Trace};
-use crate::world::{ApplyNow, DriverLink, RunRecord};
+use crate::world::RunRecord;
 
 pub use peer::PeerCommand;
 

@@ -2,7 +2,7 @@
 //!
 //! Behaviours are code (in [`crate::replica`] and [`crate::store`]); a profile is data that
 //! selects them, one TOML file per model under `models/`. Every knob must cite its source in
-//! the profile's `[sources]` table (a section of `../shared/A2A-BEHAVIOURS.md`, a seed, or
+//! the profile's `[sources]` table (a section of `docs/A2A-BEHAVIOURS.md`, a seed, or
 //! "choice: ..." where the sources are silent); loading refuses a profile that does not.
 //!
 //! Adding a model is one file in `models/` plus one line in [`BUILTIN`].
@@ -471,91 +471,37 @@ pub struct FidelityKnobs {
     pub notes: BTreeMap<String, String>,
 }
 
-/// Every knob path a profile must cite.
-pub const KNOBS: &[&str] = &[
-    "store.placement",
-    "store.versioned",
-    "store.transient_retries",
-    "handler.cache_snapshot",
-    "handler.context_mismatch",
-    "handler.message_to_terminal_code",
-    "handler.conflict_reapply",
-    "handler.after_effect_failure",
-    "handler.result_save",
-    "handler.saves",
-    "handler.unknown_task",
-    "handler.per_task_lock",
-    "handler.nonblocking_to_working",
-    "handler.conflict_code",
-    "handler.input_timeout_ms",
-    "cancel.stops_executor",
-    "cancel.second_cancel",
-    "cancel.fence_effects",
-    "subscribe.unknown_task",
-    "subscribe.source",
-    "subscribe.poll_ms",
-    "dedup.scope",
-    "dedup.ttl_ms",
-    "dedup.lease_ms",
-    "recovery.sweep_ms",
-    "recovery.runner_lease_ms",
-    "push.supported",
-    "push.shared_configs",
-    "push.on",
-    "push.validate",
-    "push.pin_dns",
-    "push.follow_redirects",
-    "push.retries",
-    "push.timeout_ms",
-    "push.log_failures",
-    "push.inline",
-    "push.outbox",
-    "ledger.idempotency_key",
-    "auth.bearer",
-    "auth.card_bearer",
-    "auth.owner",
-];
-
-/// Whether a profile sets an optional knob.
-pub type KnobSet = fn(&Profile) -> bool;
-
-/// Optional knobs, added after profiles were written: cited when a profile sets them (every
-/// built-in profile does), defaulted when it does not.
-pub const OPTIONAL_KNOBS: &[(&str, KnobSet)] = &[
-    ("auth.auth_required_resume", |p| {
-        p.auth.auth_required_resume.is_some()
-    }),
-    ("card.discovery_credential", |p| {
-        p.card
-            .as_ref()
-            .is_some_and(|c| c.discovery_credential.is_some())
-    }),
-];
-
-/// Knob paths of the optional `[card]` group, cited when the group is present.
-pub const CARD_KNOBS: &[&str] = &[
-    "card.cache",
-    "card.ttl_ms",
-    "card.verify",
-    "card.pin_origins",
-];
+/// The fields of [`Profile`] that are not knob groups.
+const NOT_KNOBS: &[&str] = &["name", "description", "sources", "fidelity"];
 
 impl Profile {
+    /// The knob paths this profile sets (`store.placement`, `handler.saves`, ...), read from
+    /// its own fields: every field of every knob group it has, an optional knob only when it
+    /// is set. This is what `[sources]` must cite, exactly; so adding a field to a knob
+    /// group adds the knob, with nothing else to list.
+    pub fn knobs(&self) -> Vec<String> {
+        let value = serde_json::to_value(self).expect("a profile serialises");
+        let mut out = Vec::new();
+        for (group, fields) in value.as_object().into_iter().flatten() {
+            if NOT_KNOBS.contains(&group.as_str()) {
+                continue;
+            }
+            for (field, v) in fields.as_object().into_iter().flatten() {
+                if !v.is_null() {
+                    out.push(format!("{group}.{field}"));
+                }
+            }
+        }
+        out
+    }
+
     /// Parses and validates a profile; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Profile, InputError> {
         let profile: Profile =
             toml::from_str(text).map_err(|e| InputError::toml(origin, text, &e))?;
-        let card_knobs = match profile.card {
-            Some(_) => CARD_KNOBS,
-            None => &[],
-        };
-        let optional: Vec<&str> = OPTIONAL_KNOBS
-            .iter()
-            .filter(|(_, present)| present(&profile))
-            .map(|(k, _)| *k)
-            .collect();
-        for knob in KNOBS.iter().chain(card_knobs).chain(&optional) {
-            match profile.sources.get(*knob) {
+        let knobs = profile.knobs();
+        for knob in &knobs {
+            match profile.sources.get(knob) {
                 Some(s) if !s.trim().is_empty() => {}
                 _ => {
                     return Err(InputError::new(
@@ -567,11 +513,7 @@ impl Profile {
                 }
             }
         }
-        if let Some(extra) = profile.sources.keys().find(|k| {
-            !KNOBS.contains(&k.as_str())
-                && !card_knobs.contains(&k.as_str())
-                && !optional.contains(&k.as_str())
-        }) {
+        if let Some(extra) = profile.sources.keys().find(|k| !knobs.contains(k)) {
             return Err(InputError::new(
                 origin,
                 format!("[sources] names `{extra}`, which is not a knob"),

@@ -5,7 +5,9 @@
 //! (or, in a live run, applied and awaited), which applies them before the next tick.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -14,12 +16,31 @@ use serde_json::json;
 use crate::auth::DEFAULT_PRINCIPAL;
 use crate::client::history::{OpKind, Outcome};
 use crate::client::Client;
+use crate::faults::Action;
 use crate::replica::TurnInfo;
 use crate::trace::Event;
 use crate::workload;
-use crate::world::DriverLink;
 
 use super::{EffectGate, Script, Step};
+
+/// Applies a fault at once and resolves when it took effect (a live run's driver, where a
+/// restart takes real time); see [`DriverLink::apply_now`].
+pub type ApplyNow = Rc<dyn Fn(Action) -> Pin<Box<dyn Future<Output = ()>>>>;
+
+/// Shared state between the driver and a scripted client.
+#[derive(Clone, Default)]
+pub struct DriverLink {
+    /// Actions the client asks the driver to apply after the current tick.
+    pub commands: Rc<RefCell<VecDeque<Action>>>,
+    /// Conversation → task id, filled by the client as it learns them.
+    pub tasks: Rc<RefCell<BTreeMap<String, String>>>,
+    /// Outside a simulation (`a2a-chaos live`): fault steps are applied through this and
+    /// awaited, instead of being queued for the next tick. `None` in every simulation.
+    pub apply_now: Option<ApplyNow>,
+    /// The ledger, for the script's effect steps (`hold-effect`, `await-effect`,
+    /// `release-effect`): the simulated ledger host's state, or the live ledger's.
+    pub ledger: Option<crate::ground::ledger::SharedLedger>,
+}
 
 /// The longest an `await-effect` step waits before the script goes on without it.
 pub const AWAIT_EFFECT_MAX: Duration = Duration::from_secs(10);

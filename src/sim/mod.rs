@@ -246,7 +246,8 @@ impl Builder {
             Some(Drive::Script(script)) => {
                 let mut known: Vec<&str> = check::names();
                 known.extend(&extra);
-                check::validate_names_in(&script.file.expect.violations, &known, "[expect]")?;
+                let origin = format!("scenario `{}`: [expect]", script.file.name);
+                check::validate_names_in(&script.file.expect.violations, &known, &origin)?;
                 (
                     Workload::Scripted(Rc::new((**script).clone())),
                     script.file.replicas,

@@ -9,7 +9,9 @@ use crate::client::Client;
 use crate::trace::Trace;
 use crate::workload;
 
-use super::{DriverLink, RunSpec, Workload};
+use crate::scenario::DriverLink;
+
+use super::{RunSpec, Workload};
 
 /// How long a script's world runs after its last step, at least.
 const SCRIPT_TAIL_MS: u64 = 1000;

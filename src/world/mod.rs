@@ -36,11 +36,12 @@ use crate::ground::webhook::{self, WebhookState};
 use crate::model::Placement;
 use crate::replica::{self, Replica, Wiring};
 use crate::router::{self, RouterControl};
+use crate::scenario::DriverLink;
 use crate::store::{self, SharedState, StoreState, TaskStore};
 use crate::trace::{Event, Trace};
 
 pub use cards::{card_setup, check_card_profile};
-pub use record::{ApplyNow, DriverLink, RunRecord, RunSpec, Workload};
+pub use record::{RunRecord, RunSpec, Workload};
 
 use client::client_future;
 use driver::Driver;

@@ -1,10 +1,6 @@
-//! What a run needs ([`RunSpec`]) and what it leaves behind ([`RunRecord`]), and the link
-//! between the driver and a scripted client ([`DriverLink`]).
+//! What a run needs ([`RunSpec`]) and what it leaves behind ([`RunRecord`]).
 
-use std::cell::RefCell;
-use std::collections::{BTreeMap, VecDeque};
-use std::future::Future;
-use std::pin::Pin;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -102,23 +98,4 @@ pub struct RunRecord {
     pub cards: crate::card::CardRecord,
     /// Every out-of-band authorisation the identity provider recorded, in order.
     pub grants: Vec<crate::auth::Grant>,
-}
-
-/// Applies a fault at once and resolves when it took effect (a live run's driver, where a
-/// restart takes real time); see [`DriverLink::apply_now`].
-pub type ApplyNow = Rc<dyn Fn(Action) -> Pin<Box<dyn Future<Output = ()>>>>;
-
-/// Shared state between the driver and a scripted client.
-#[derive(Clone, Default)]
-pub struct DriverLink {
-    /// Actions the client asks the driver to apply after the current tick.
-    pub commands: Rc<RefCell<VecDeque<Action>>>,
-    /// Conversation → task id, filled by the client as it learns them.
-    pub tasks: Rc<RefCell<BTreeMap<String, String>>>,
-    /// Outside a simulation (`a2a-chaos live`): fault steps are applied through this and
-    /// awaited, instead of being queued for the next tick. `None` in every simulation.
-    pub apply_now: Option<ApplyNow>,
-    /// The ledger, for the script's effect steps (`hold-effect`, `await-effect`,
-    /// `release-effect`): the simulated ledger host's state, or the live ledger's.
-    pub ledger: Option<crate::ground::ledger::SharedLedger>,
 }
