@@ -46,6 +46,7 @@ use crate::ground::webhook::WebhookMode;
 use crate::model::Profile;
 use crate::replica::Timing;
 use crate::scenario::Script;
+use crate::store::{TableFactory, TaskTable};
 use crate::workload::WorkloadSpec;
 use crate::world::{self, RunRecord, RunSpec, Workload};
 
@@ -123,6 +124,7 @@ pub struct Builder {
     timing: Timing,
     webhook: WebhookMode,
     checkers: Vec<Arc<dyn Checker + Send>>,
+    table: Option<TableFactory>,
     reproduce: Option<String>,
 }
 
@@ -140,6 +142,7 @@ impl Default for Builder {
             timing: Timing::default(),
             webhook: WebhookMode::Ok,
             checkers: Vec::new(),
+            table: None,
             reproduce: None,
         }
     }
@@ -210,6 +213,17 @@ impl Builder {
     /// An invariant of your own, checked after the built-in ones.
     pub fn checker(&mut self, checker: impl Checker + Send + 'static) -> &mut Self {
         self.checkers.push(Arc::new(checker));
+        self
+    }
+
+    /// A store design of your own: every store in the run (the shared store, each pod's
+    /// memory at each start) gets a fresh table from `make`. The save log the checkers
+    /// read is kept around the table, so the design cannot hide what it stored.
+    pub fn store<T: TaskTable + 'static>(
+        &mut self,
+        make: impl Fn() -> T + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.table = Some(Arc::new(move || Box::new(make()) as Box<dyn TaskTable>));
         self
     }
 
@@ -299,6 +313,7 @@ impl Builder {
             webhook: self.webhook,
             keep_trace: self.keep_trace,
             budget: self.budget.unwrap_or(budget),
+            table: self.table.clone(),
         };
         world::check_card_profile(&spec)?;
         let reproduce = self.reproduce.clone().unwrap_or_else(|| {

@@ -34,10 +34,10 @@ use crate::ground::ledger::{self, LedgerState};
 use crate::ground::push::SharedPush;
 use crate::ground::webhook::{self, WebhookState};
 use crate::model::Placement;
-use crate::replica::{self, Replica, Wiring};
+use crate::replica::{Replica, Wiring};
 use crate::router::{self, RouterControl};
 use crate::scenario::DriverLink;
-use crate::store::{self, SharedState, StoreState, TaskStore};
+use crate::store::{self, SharedState, TaskStore};
 use crate::trace::{Event, Trace};
 
 pub use cards::{card_setup, check_card_profile};
@@ -82,7 +82,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     let trace = Trace::new(spec.keep_trace);
     let mut sim = turmoil_builder(seed, spec.budget).build();
 
-    let store_state: SharedState = Rc::new(RefCell::new(StoreState::default()));
+    let store_state: SharedState = store::shared(spec.table.as_ref());
     let ledger_state = Rc::new(RefCell::new(LedgerState::default()));
     let webhook_state = Rc::new(RefCell::new(WebhookState::default()));
     let push_world: SharedPush = Rc::default();
@@ -150,12 +150,13 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         let push_world = push_world.clone();
         let chaos = chaos.clone();
         let (card, grants) = (cards.clone(), grants.clone());
+        let table = spec.table.clone();
         sim.host(format!("replica-{i}"), move || {
             let b = boot.get();
             boot.set(b + 1);
             let store = match profile.store.placement {
                 Placement::Memory => {
-                    let mem = replica::memory_store();
+                    let mem = store::shared(table.as_ref());
                     *slot.borrow_mut() = Some(mem.clone());
                     TaskStore::Local(mem)
                 }

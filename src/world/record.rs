@@ -13,7 +13,7 @@ use crate::ground::push::{Egress, PushReport};
 use crate::ground::webhook::{Delivery, WebhookMode};
 use crate::model::Profile;
 use crate::replica::Timing;
-use crate::store::SaveRecord;
+use crate::store::{SaveRecord, TableFactory};
 use crate::trace::TraceEvent;
 use crate::workload::WorkloadSpec;
 
@@ -41,6 +41,9 @@ pub struct RunSpec {
     pub keep_trace: bool,
     /// Simulated time after which an unfinished run is reported as not terminating.
     pub budget: Duration,
+    /// The task table of every store in the run (the shared one, each pod's memory);
+    /// `None`: the built-in [`crate::store::VersionedTable`].
+    pub table: Option<TableFactory>,
 }
 
 /// What a run leaves behind for the checkers and the report.

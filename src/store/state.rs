@@ -1,0 +1,273 @@
+//! Everything a store holds: its task table, the save log, dedup claims, push configs
+//! and the push outbox. A shared store keeps one in the `store` host; each pod keeps its
+//! own for a per-pod memory store.
+
+use std::collections::BTreeMap;
+
+use a2a::Task;
+use serde::{Deserialize, Serialize};
+
+use crate::trace::now_ms;
+
+use super::table::{Stored, TaskTable, VersionedTable};
+use super::{artifact_names, Claim, SaveError, SaveMode, SaveRecord, PHANTOM_WRITER};
+
+#[derive(Debug, Clone)]
+enum DedupEntry {
+    InFlight { until_ms: u64 },
+    Done { task_id: String, until_ms: u64 },
+}
+
+/// Everything a store holds.
+#[derive(Debug)]
+pub struct StoreState {
+    table: Box<dyn TaskTable>,
+    saves: Vec<SaveRecord>,
+    dedup: BTreeMap<String, DedupEntry>,
+    push_configs: BTreeMap<String, Vec<String>>,
+    outbox: BTreeMap<u64, OutboxEntry>,
+    next_outbox_id: u64,
+}
+
+impl Default for StoreState {
+    /// A store around the built-in [`VersionedTable`].
+    fn default() -> StoreState {
+        StoreState::new(Box::new(VersionedTable::default()))
+    }
+}
+
+/// A push waiting in the outbox: what to send where, and who holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutboxEntry {
+    pub task: Task,
+    pub url: String,
+    /// Deliveries tried so far.
+    pub attempts: u32,
+    /// A claim holds the entry until then (simulated ms).
+    pub held_until_ms: u64,
+}
+
+impl StoreState {
+    /// A store around `table`.
+    pub fn new(table: Box<dyn TaskTable>) -> StoreState {
+        StoreState {
+            table,
+            saves: Vec::new(),
+            dedup: BTreeMap::new(),
+            push_configs: BTreeMap::new(),
+            outbox: BTreeMap::new(),
+            next_outbox_id: 0,
+        }
+    }
+
+    /// The task and its version.
+    pub fn get(&self, task_id: &str) -> Option<(Task, u64)> {
+        self.table.get(task_id)
+    }
+
+    /// Every task and its version, by id.
+    pub fn tasks(&self) -> BTreeMap<String, (Task, u64)> {
+        self.table
+            .tasks()
+            .map(|(t, v)| (t.id.clone(), (t.clone(), v)))
+            .collect()
+    }
+
+    /// Every accepted save, in order.
+    pub fn saves(&self) -> &[SaveRecord] {
+        &self.saves
+    }
+
+    /// Snapshots of a task at each version after `after`, in version order.
+    pub fn events_after(&self, task_id: &str, after: u64) -> Vec<(u64, Task)> {
+        self.table.events_after(task_id, after)
+    }
+
+    /// Applies a save through the table and logs it; returns the new version. `based_on`
+    /// is the version the writer read.
+    pub fn save(
+        &mut self,
+        task: Task,
+        mode: SaveMode,
+        based_on: Option<u64>,
+        replica: &str,
+    ) -> Result<u64, SaveError> {
+        let Stored {
+            task,
+            version,
+            before,
+        } = self.table.save(task, mode, based_on)?;
+        self.saves.push(SaveRecord {
+            at_ms: now_ms(),
+            task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
+            mode,
+            before,
+            based_on,
+            version,
+            state: task.status.state.clone(),
+            replica: replica.to_string(),
+            artifacts: artifact_names(&task),
+        });
+        Ok(version)
+    }
+
+    /// A phantom writer (the `conflict-on-save` BUGGIFY point) rewrites a task as it is,
+    /// which bumps its version: a CAS save based on the old version then conflicts. Returns
+    /// the new version, or `None` when the task does not exist.
+    pub fn phantom_write(&mut self, task_id: &str) -> Option<u64> {
+        let (task, version) = self.table.get(task_id)?;
+        self.save(
+            task,
+            SaveMode::Cas(Some(version)),
+            Some(version),
+            PHANTOM_WRITER,
+        )
+        .ok()
+    }
+
+    /// Registers a push URL for a task (a config without an id adds one more URL).
+    pub fn add_push(&mut self, task_id: &str, url: &str) {
+        let urls = self.push_configs.entry(task_id.to_string()).or_default();
+        if !urls.iter().any(|u| u == url) {
+            urls.push(url.to_string());
+        }
+    }
+
+    /// The push URLs registered for a task.
+    pub fn push_urls(&self, task_id: &str) -> Vec<String> {
+        self.push_configs.get(task_id).cloned().unwrap_or_default()
+    }
+
+    /// Queues a push for every URL registered for `task`.
+    pub fn enqueue_push(&mut self, task: &Task) -> usize {
+        let urls = self.push_urls(&task.id);
+        for url in &urls {
+            self.next_outbox_id += 1;
+            self.outbox.insert(
+                self.next_outbox_id,
+                OutboxEntry {
+                    task: task.clone(),
+                    url: url.clone(),
+                    attempts: 0,
+                    held_until_ms: 0,
+                },
+            );
+        }
+        urls.len()
+    }
+
+    /// Claims the outbox entries nobody holds, for `lease_ms`.
+    pub fn claim_outbox(&mut self, now_ms: u64, lease_ms: u64) -> Vec<(u64, OutboxEntry)> {
+        let mut out = Vec::new();
+        for (id, entry) in self.outbox.iter_mut() {
+            if entry.held_until_ms <= now_ms {
+                entry.held_until_ms = now_ms.saturating_add(lease_ms);
+                entry.attempts += 1;
+                out.push((*id, entry.clone()));
+            }
+        }
+        out
+    }
+
+    /// Pushes still owed: `(task id, state)` of every outbox entry.
+    pub fn outbox_pending(&self) -> Vec<(String, a2a::TaskState)> {
+        self.outbox
+            .values()
+            .map(|e| (e.task.id.clone(), e.task.status.state.clone()))
+            .collect()
+    }
+
+    /// Removes an outbox entry (delivered, or given up).
+    pub fn ack_outbox(&mut self, id: u64) {
+        self.outbox.remove(&id);
+    }
+
+    /// Working or submitted tasks whose runner lease (the replica's marker
+    /// `a2aChaos.runnerUntilMs`) ran out before `now_ms`.
+    pub fn abandoned(&self, now_ms: u64) -> Vec<(Task, u64)> {
+        self.table
+            .tasks()
+            .filter(|(t, _)| {
+                matches!(
+                    t.status.state,
+                    a2a::TaskState::Working | a2a::TaskState::Submitted
+                )
+            })
+            .filter(|(t, _)| {
+                t.metadata
+                    .as_ref()
+                    .and_then(|m| m.get("a2aChaos"))
+                    .and_then(|m| m.get("runnerUntilMs"))
+                    .and_then(serde_json::Value::as_u64)
+                    .is_some_and(|until| until < now_ms)
+            })
+            .map(|(t, v)| (t.clone(), v))
+            .collect()
+    }
+
+    /// Claims a message for processing (see [`Claim`]).
+    pub fn claim(&mut self, key: &str, now_ms: u64, lease_ms: u64) -> Claim {
+        match self.dedup.get(key) {
+            Some(DedupEntry::Done { task_id, until_ms }) if *until_ms > now_ms => {
+                return Claim::Done {
+                    task_id: task_id.clone(),
+                }
+            }
+            Some(DedupEntry::InFlight { until_ms }) if *until_ms > now_ms => {
+                return Claim::InFlight
+            }
+            Some(DedupEntry::InFlight { .. }) => {
+                // The claim's holder died between its final save and marking the claim done.
+                // The tasks are the durable record: a task past this message's turn (its
+                // state settled, the message in its history) means the message completed.
+                if let Some(task_id) = self.settled_with(key) {
+                    return Claim::Done { task_id };
+                }
+            }
+            _ => {}
+        }
+        self.dedup.insert(
+            key.to_string(),
+            DedupEntry::InFlight {
+                until_ms: now_ms.saturating_add(lease_ms),
+            },
+        );
+        Claim::New
+    }
+
+    /// A settled task (not working or submitted) whose context and history hold the message
+    /// of dedup key `contextId/messageId`.
+    fn settled_with(&self, key: &str) -> Option<String> {
+        let (context, message) = key.rsplit_once('/')?;
+        self.table
+            .tasks()
+            .find(|(t, _)| {
+                t.context_id == context
+                    && !matches!(
+                        t.status.state,
+                        a2a::TaskState::Working | a2a::TaskState::Submitted
+                    )
+                    && t.history.iter().flatten().any(|m| m.message_id == message)
+            })
+            .map(|(t, _)| t.id.clone())
+    }
+
+    /// Marks a claimed message done, remembered for `ttl_ms`; `None` releases the claim.
+    pub fn finish(&mut self, key: &str, task_id: Option<String>, now_ms: u64, ttl_ms: u64) {
+        match task_id {
+            Some(task_id) if ttl_ms > 0 => {
+                self.dedup.insert(
+                    key.to_string(),
+                    DedupEntry::Done {
+                        task_id,
+                        until_ms: now_ms.saturating_add(ttl_ms),
+                    },
+                );
+            }
+            _ => {
+                self.dedup.remove(key);
+            }
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! The task table inside a store: what a save does to the stored copy of a task.
+//!
+//! [`TaskTable`] is the store's behaviour as a trait, so a design no knob describes can be
+//! tested: implement it and hand a factory to [`crate::sim::Builder::store`]. Every
+//! built-in store uses [`VersionedTable`]: the shared plain store and the shared versioned
+//! store (whether a save compares versions is the replica's choice of [`SaveMode`], from the
+//! model's `store.versioned`), and each pod's memory store. The save log the checkers read
+//! is kept by the simulator around the table ([`super::StoreState`]), from what each save
+//! returns, so a table cannot hide a lost write from them.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use a2a::Task;
+
+use super::{SaveError, SaveMode};
+
+/// What an accepted save stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stored {
+    /// The task as stored (a cancel writes CANCELED onto the stored copy).
+    pub task: Task,
+    /// The version the save created.
+    pub version: u64,
+    /// The version it replaced (`None`: the task did not exist).
+    pub before: Option<u64>,
+}
+
+/// A store's task table.
+pub trait TaskTable: Debug {
+    /// The task and its version, as a reader sees it now.
+    fn get(&self, task_id: &str) -> Option<(Task, u64)>;
+    /// Applies a save the writer built on `based_on` (the version it read); returns what it
+    /// stored, or why it refused.
+    fn save(
+        &mut self,
+        task: Task,
+        mode: SaveMode,
+        based_on: Option<u64>,
+    ) -> Result<Stored, SaveError>;
+    /// Snapshots of a task at each version after `after`, in version order (the event log a
+    /// store-backed subscription tails). A table without one returns nothing.
+    fn events_after(&self, task_id: &str, after: u64) -> Vec<(u64, Task)>;
+    /// Every task and its version, in task-id order: the ground truth at the end of a run,
+    /// and what the takeover sweeper and the dedup settlement scan.
+    fn tasks(&self) -> Box<dyn Iterator<Item = (&Task, u64)> + '_>;
+}
+
+/// Makes a fresh table: one for the shared store, one for each pod's memory at each start.
+pub type TableFactory = Arc<dyn Fn() -> Box<dyn TaskTable> + Send + Sync>;
+
+/// The built-in table: a version per task, an event log, and the three save modes of
+/// A2A-BEHAVIOURS.md §2.1 — compare-and-swap on the version read, unconditional overwrite
+/// (the legacy adapter: last writer wins), and the cancel special case that skips the
+/// version check unless the task is missing or already terminal.
+#[derive(Debug, Default)]
+pub struct VersionedTable {
+    tasks: BTreeMap<String, (Task, u64)>,
+    events: BTreeMap<String, Vec<(u64, Task)>>,
+}
+
+impl TaskTable for VersionedTable {
+    fn get(&self, task_id: &str) -> Option<(Task, u64)> {
+        self.tasks.get(task_id).cloned()
+    }
+
+    fn save(
+        &mut self,
+        task: Task,
+        mode: SaveMode,
+        _based_on: Option<u64>,
+    ) -> Result<Stored, SaveError> {
+        let current = self
+            .tasks
+            .get(&task.id)
+            .map(|(t, v)| (t.status.state.clone(), *v));
+        let before = current.as_ref().map(|(_, v)| *v);
+        match mode {
+            SaveMode::Cas(prev) => {
+                if prev != before {
+                    return Err(SaveError::Conflict { current: before });
+                }
+            }
+            SaveMode::Overwrite => {}
+            SaveMode::Cancel => match &current {
+                Some((state, _)) if !state.is_terminal() => {}
+                _ => return Err(SaveError::NotCancelable),
+            },
+        }
+        let version = before.unwrap_or(0) + 1;
+        let mut task = task;
+        if mode == SaveMode::Cancel {
+            // The cancel writes CANCELED onto the stored copy, keeping what others wrote.
+            let (stored, _) = self.tasks.get(&task.id).expect("checked above");
+            let mut canceled = stored.clone();
+            canceled.status = task.status.clone();
+            task = canceled;
+        }
+        self.events
+            .entry(task.id.clone())
+            .or_default()
+            .push((version, task.clone()));
+        self.tasks.insert(task.id.clone(), (task.clone(), version));
+        Ok(Stored {
+            task,
+            version,
+            before,
+        })
+    }
+
+    fn events_after(&self, task_id: &str, after: u64) -> Vec<(u64, Task)> {
+        self.events
+            .get(task_id)
+            .map(|evs| evs.iter().filter(|(v, _)| *v > after).cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn tasks(&self) -> Box<dyn Iterator<Item = (&Task, u64)> + '_> {
+        Box::new(self.tasks.values().map(|(t, v)| (t, *v)))
+    }
+}
