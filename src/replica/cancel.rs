@@ -1,0 +1,122 @@
+//! CancelTask, and what a turn stopped by a cancel answers.
+//!
+//! Knobs read: `cancel.second_cancel`, `cancel.stops_executor`, `cancel.fence_effects`,
+//! `store.placement` and `store.versioned` (how the cancel is written).
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use a2a::{Task, TaskState};
+
+use super::{rpc, set_marker, status, Caller, Refusal, Replica, MARKER_KEY};
+use crate::model::{Placement, SecondCancel, StopRule};
+use crate::store::{SaveError, SaveMode};
+use crate::trace::now_ms;
+
+/// How long a fenced cancel waits for a pending effect before giving up.
+const CANCEL_WAIT_MS: u64 = 5000;
+
+/// How often a fenced cancel re-reads a task with a pending effect.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
+
+impl Replica {
+    /// CancelTask (A2A-BEHAVIOURS.md §2.2): unknown → -32001; terminal → -32002 (or the
+    /// canceled task, when the model makes cancel idempotent); a local run is told to stop
+    /// at its next await (as the model's stop rule allows); the store is written CANCELED.
+    /// With `fence_effects`, the cancel waits while an effect is pending and writes with CAS.
+    pub async fn cancel(self: &Rc<Self>, caller: &Caller, task_id: &str) -> Result<Task, Refusal> {
+        let deadline = now_ms() + CANCEL_WAIT_MS;
+        loop {
+            let (task, version) = match self.load_for(caller, task_id).await {
+                Ok(Some(found)) => found,
+                Ok(None) => return Err(rpc(-32001, format!("task {task_id} not found"))),
+                Err(e) => return Err(rpc(-32603, e)),
+            };
+            if task.status.state.is_terminal() {
+                if task.status.state == TaskState::Canceled
+                    && self.profile.cancel.second_cancel == SecondCancel::Idempotent
+                {
+                    return Ok(task);
+                }
+                return Err(rpc(
+                    -32002,
+                    format!("task {task_id} is {:?}", task.status.state),
+                ));
+            }
+            if let Some(active) = self.active.borrow().get(task_id) {
+                let stops = match self.profile.cancel.stops_executor {
+                    StopRule::Always => true,
+                    StopRule::StreamingOnly => active.streaming.get(),
+                };
+                if active.running.get() && stops {
+                    active.canceled.set(true);
+                }
+            }
+            let mut canceled = task.clone();
+            canceled.status = status(TaskState::Canceled);
+            if self.profile.cancel.fence_effects {
+                if pending_until(&task).is_some_and(|until| now_ms() < until) {
+                    if now_ms() >= deadline {
+                        return Err(self.after_effect(rpc(-32603, "an effect is still pending")));
+                    }
+                    tokio::time::sleep(CANCEL_POLL).await;
+                    continue;
+                }
+                set_marker(&mut canceled, "effectPending", None);
+                set_marker(&mut canceled, "runnerUntilMs", None);
+                match self
+                    .persist(&canceled, SaveMode::Cas(Some(version)), Some(version))
+                    .await
+                {
+                    Ok(v) => {
+                        self.record(format!("canceled {task_id} v{v}"));
+                        self.push(&canceled).await;
+                        return Ok(canceled);
+                    }
+                    Err(SaveError::Conflict { .. }) | Err(SaveError::NotCancelable) => continue,
+                    Err(SaveError::Unavailable(e)) => return Err(self.after_effect(rpc(-32603, e))),
+                }
+            }
+            let mode = match (self.profile.store.placement, self.profile.store.versioned) {
+                (Placement::Shared, true) => SaveMode::Cancel,
+                (_, true) => SaveMode::Cas(Some(version)),
+                (_, false) => SaveMode::Overwrite,
+            };
+            return match self.persist(&canceled, mode, Some(version)).await {
+                Ok(v) => {
+                    self.record(format!("canceled {task_id} v{v}"));
+                    self.push(&canceled).await;
+                    Ok(canceled)
+                }
+                Err(SaveError::Conflict { .. }) => match self.load(task_id).await {
+                    Ok(Some((t, _))) if t.status.state == TaskState::Canceled => Ok(t),
+                    _ => Err(rpc(
+                        -32002,
+                        format!("task {task_id} changed while canceling"),
+                    )),
+                },
+                Err(SaveError::NotCancelable) => {
+                    Err(rpc(-32002, format!("task {task_id} is not cancelable")))
+                }
+                Err(SaveError::Unavailable(e)) => Err(rpc(-32603, e)),
+            };
+        }
+    }
+
+    pub(super) async fn canceled_result(&self, task: &Task) -> Result<Task, Refusal> {
+        self.record(format!("executor for {} stopped by cancel", task.id));
+        match self.load(&task.id).await {
+            Ok(Some((t, _))) => Ok(t),
+            _ => Ok(task.clone()),
+        }
+    }
+}
+
+/// Until when a task's pending effect holds off a cancel, if one is pending.
+fn pending_until(task: &Task) -> Option<u64> {
+    task.metadata
+        .as_ref()?
+        .get(MARKER_KEY)?
+        .pointer("/effectPending/untilMs")?
+        .as_u64()
+}

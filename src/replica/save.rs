@@ -1,0 +1,172 @@
+//! Reads and saves through the replica's task store: retries of calls that got no answer,
+//! plain or compare-and-swap saves, the re-application of a change after a version conflict,
+//! and the save of a turn's result.
+//!
+//! Knobs read: `store.transient_retries`, `store.versioned`, `push.outbox` (a save queues
+//! the push its state calls for), `handler.conflict_reapply`, `handler.conflict_code` and
+//! `handler.result_save`.
+
+use std::time::Duration;
+
+use a2a::{Task, TaskState};
+
+use super::{rpc, status, Refusal, Replica};
+use crate::model::ResultSave;
+use crate::store::{SaveError, SaveMode, TaskStore};
+use crate::trace::event::failure_tone;
+
+/// Wait between tries of a store call that got no answer.
+const TRANSIENT_BACKOFF: Duration = Duration::from_millis(50);
+
+impl Replica {
+    /// Reads a task, trying again on no answer (`store.transient_retries`).
+    pub(super) async fn load(&self, task_id: &str) -> Result<Option<(Task, u64)>, String> {
+        let mut tries = 0;
+        loop {
+            match self.store.get(task_id).await {
+                Err(e) if tries < self.profile.store.transient_retries => {
+                    tries += 1;
+                    self.record_as(
+                        failure_tone(&e),
+                        format!("store read of {task_id} failed ({e}); retry {tries}"),
+                    );
+                    tokio::time::sleep(TRANSIENT_BACKOFF).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Saves a task, trying again on no answer (`store.transient_retries`); a conflict is
+    /// returned at once.
+    pub(super) async fn persist(
+        &self,
+        task: &Task,
+        mode: SaveMode,
+        based_on: Option<u64>,
+    ) -> Result<u64, SaveError> {
+        let mut tries = 0;
+        loop {
+            // With an outbox, the push this state calls for is queued in the same write.
+            let enqueue = self.profile.push.outbox && self.push_wanted(task);
+            if let TaskStore::Local(state) = &self.store {
+                // The shared store fires this point itself, on its host.
+                crate::store::buggify_conflict(state, &self.chaos, &self.trace, &task.id, mode);
+            }
+            let result = self
+                .store
+                .save_and_enqueue(task, mode, based_on, &self.name, enqueue)
+                .await;
+            if let Ok(v) = &result {
+                self.local_events
+                    .borrow_mut()
+                    .entry(task.id.clone())
+                    .or_default()
+                    .push((*v, task.clone()));
+            }
+            match result {
+                Err(SaveError::Unavailable(e)) if tries < self.profile.store.transient_retries => {
+                    tries += 1;
+                    self.record_as(
+                        failure_tone(&e),
+                        format!("store save of {} failed ({e}); retry {tries}", task.id),
+                    );
+                    tokio::time::sleep(TRANSIENT_BACKOFF).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    pub(super) fn save_mode(&self, version: Option<u64>) -> SaveMode {
+        if self.profile.store.versioned {
+            SaveMode::Cas(version)
+        } else {
+            SaveMode::Overwrite
+        }
+    }
+
+    /// Saves `task` based on `version`; on a version conflict, re-reads and applies `reapply`
+    /// to the fresh copy, up to the profile's `conflict_reapply` times. A task found terminal
+    /// on the re-read is not written: `Saved::Terminal` carries it.
+    pub(super) async fn save_reapplying(
+        &self,
+        task: &mut Task,
+        version: Option<u64>,
+        reapply: impl Fn(&mut Task),
+    ) -> Result<Saved, Refusal> {
+        let mut version = version;
+        let mut attempts = 0;
+        loop {
+            match self.persist(task, self.save_mode(version), version).await {
+                Ok(v) => return Ok(Saved::Version(v)),
+                Err(SaveError::Conflict { current }) => {
+                    self.record(format!(
+                        "conflict saving {} (based on {version:?}, now {current:?})",
+                        task.id
+                    ));
+                    if attempts >= self.profile.handler.conflict_reapply {
+                        // A second conflict: -32603 and a best-effort FAILED write.
+                        if let Ok(Some((mut fresh, v))) = self.load(&task.id).await {
+                            if !fresh.status.state.is_terminal() {
+                                fresh.status = status(TaskState::Failed);
+                                let _ =
+                                    self.persist(&fresh, self.save_mode(Some(v)), Some(v)).await;
+                            }
+                        }
+                        return Err(rpc(
+                            self.profile.handler.conflict_code,
+                            "concurrent task modification",
+                        ));
+                    }
+                    attempts += 1;
+                    match self.load(&task.id).await {
+                        Ok(Some((mut fresh, v))) => {
+                            if fresh.status.state.is_terminal() {
+                                *task = fresh.clone();
+                                return Ok(Saved::Terminal(Box::new(fresh), v));
+                            }
+                            reapply(&mut fresh);
+                            *task = fresh;
+                            version = Some(v);
+                        }
+                        Ok(None) => return Err(rpc(-32001, format!("task {} not found", task.id))),
+                        Err(e) => return Err(rpc(-32603, e)),
+                    }
+                }
+                Err(SaveError::NotCancelable) => return Err(rpc(-32002, "task not cancelable")),
+                Err(SaveError::Unavailable(e)) => return Err(rpc(-32603, e)),
+            }
+        }
+    }
+
+    /// Saves a turn's result (`handler.result_save`): like every other save, or overwriting
+    /// the whole task unless it was canceled meanwhile.
+    pub(super) async fn save_result(
+        &self,
+        task: &mut Task,
+        version: u64,
+        apply: impl Fn(&mut Task),
+    ) -> Result<Saved, Refusal> {
+        match self.profile.handler.result_save {
+            ResultSave::AsStore => self.save_reapplying(task, Some(version), apply).await,
+            ResultSave::OverwriteUnlessCanceled => match self.load(&task.id).await {
+                Ok(Some((current, v))) if current.status.state == TaskState::Canceled => {
+                    Ok(Saved::Terminal(Box::new(current), v))
+                }
+                _ => self
+                    .persist(task, SaveMode::Overwrite, Some(version))
+                    .await
+                    .map(Saved::Version)
+                    .map_err(|e| rpc(-32603, format!("{e:?}"))),
+            },
+        }
+    }
+}
+
+/// The outcome of a save that may have found the task terminal.
+pub(super) enum Saved {
+    Version(u64),
+    /// The task as re-read, terminal, and its version.
+    Terminal(Box<Task>, u64),
+}

@@ -1,0 +1,137 @@
+//! SubscribeToTask: a task snapshot, then the updates of each later version (from the
+//! store's event log, or from the versions this replica saved itself), and the status-update
+//! events the streaming methods send.
+//!
+//! Knobs read: `subscribe.unknown_task`, `subscribe.poll_ms`, `subscribe.source`.
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use a2a::{StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent};
+use http::Response;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::rpc::sse_response;
+use super::{rpc, Caller, Replica};
+use crate::faults::{KillPoint, Point};
+use crate::model::{SubscribeSource, SubscribeUnknown};
+use crate::net::BoxBody;
+use crate::trace::now_ms;
+
+impl Replica {
+    /// SubscribeToTask: a Task snapshot first, then each later version from the store's event
+    /// log (polled), ending at a terminal or interrupted state.
+    pub(super) async fn subscribe(
+        self: Rc<Self>,
+        id: Value,
+        task_id: String,
+        caller: &Caller,
+    ) -> Response<BoxBody> {
+        let (task, version) = match self.load_for(caller, &task_id).await {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                if self.profile.subscribe.unknown_task == SubscribeUnknown::EmptyStream {
+                    self.record(format!("subscribe to unknown {task_id}: empty stream"));
+                    let (_tx, rx) = mpsc::channel::<StreamResponse>(1);
+                    return sse_response(id, rx);
+                }
+                return self.rpc_error(id, rpc(-32001, format!("task {task_id} not found")));
+            }
+            Err(e) => return self.rpc_error(id, rpc(-32603, e)),
+        };
+        if task.status.state.is_terminal() {
+            return self.rpc_error(id, rpc(-32004, format!("task {task_id} is terminal")));
+        }
+        let (tx, rx) = mpsc::channel::<StreamResponse>(16);
+        let me = self.clone();
+        tokio::task::spawn_local(async move {
+            let interrupted = matches!(
+                task.status.state,
+                TaskState::InputRequired | TaskState::AuthRequired
+            );
+            if tx.send(StreamResponse::Task(task.clone())).await.is_err() || interrupted {
+                // An interrupted task has nothing more to say until the client answers.
+                return;
+            }
+            me.chaos.borrow_mut().reached(&me.name, KillPoint::Stream);
+            let mut seen = version;
+            let mut last = task;
+            let poll = Duration::from_millis(me.profile.subscribe.poll_ms.max(1));
+            loop {
+                tokio::time::sleep(poll).await;
+                if me.chaos.borrow_mut().buggify(Point::SlowEventPoll) {
+                    let ms = me.chaos.borrow_mut().draw_ms(1000, 3000);
+                    {
+                        let mut chaos = me.chaos.borrow_mut();
+                        chaos.poll_slowed_until_ms = chaos.poll_slowed_until_ms.max(now_ms() + ms);
+                    }
+                    me.record(format!(
+                        "buggify: event poll of {task_id} takes {ms} ms more"
+                    ));
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                }
+                let events = match me.profile.subscribe.source {
+                    SubscribeSource::StoreEvents => {
+                        match me.store.events_after(&task_id, seen).await {
+                            Ok(events) => events,
+                            Err(_) => continue,
+                        }
+                    }
+                    SubscribeSource::LocalOnly => me
+                        .local_events
+                        .borrow()
+                        .get(&task_id)
+                        .map(|evs| evs.iter().filter(|(v, _)| *v > seen).cloned().collect())
+                        .unwrap_or_default(),
+                };
+                for (v, snapshot) in events {
+                    seen = v;
+                    for update in diff(&last, &snapshot) {
+                        if tx.send(update).await.is_err() {
+                            return;
+                        }
+                    }
+                    let state = snapshot.status.state.clone();
+                    last = snapshot;
+                    if state.is_terminal()
+                        || matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
+                    {
+                        return;
+                    }
+                }
+            }
+        });
+        sse_response(id, rx)
+    }
+}
+
+/// The updates that take a subscriber from `old` to `new`: new artifacts, then the status.
+fn diff(old: &Task, new: &Task) -> Vec<StreamResponse> {
+    let mut out = Vec::new();
+    let known = old.artifacts.as_ref().map_or(0, Vec::len);
+    for artifact in new.artifacts.iter().flatten().skip(known) {
+        out.push(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+            task_id: new.id.clone(),
+            context_id: new.context_id.clone(),
+            artifact: artifact.clone(),
+            append: Some(false),
+            last_chunk: Some(true),
+            metadata: None,
+        }));
+    }
+    if old.status.state != new.status.state {
+        out.push(status_update(new));
+    }
+    out
+}
+
+/// The stream event announcing `task`'s current status.
+pub(super) fn status_update(task: &Task) -> StreamResponse {
+    StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+        task_id: task.id.clone(),
+        context_id: task.context_id.clone(),
+        status: task.status.clone(),
+        metadata: None,
+    })
+}

@@ -1,0 +1,731 @@
+//! Sending a message: SendMessage and SendStreamingMessage. A turn is claimed for
+//! deduplication, finds (or creates) its task, saves it as working, then runs the scripted
+//! agent: think, the effect fence, the business effect on the ledger, compose, and the save
+//! of its result, with the stream events and pushes each step produces.
+//!
+//! Knobs read: `[dedup]` (`scope`, `lease_ms`, `ttl_ms`); `[handler]` (`cache_snapshot`,
+//! `unknown_task`, `context_mismatch`, `message_to_terminal_code`, `nonblocking_to_working`,
+//! `saves`, `after_effect_failure`, `input_timeout_ms`); `recovery.sweep_ms` and
+//! `recovery.runner_lease_ms` (the runner lease); `cancel.fence_effects`;
+//! `ledger.idempotency_key`; `push.on`; `auth.owner` (a new task's owner).
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use a2a::{
+    Artifact, Message, Part, Role, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
+};
+use http::Response;
+use rand::Rng;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::auth::auth_pending;
+use super::rpc::sse_response;
+use super::save::Saved;
+use super::subscribe::status_update;
+use super::{needs_auth, rpc, set_marker, status, ActiveTask, Caller, Refusal, Replica, TurnInfo};
+use crate::faults::{KillPoint, Point};
+use crate::ground::ledger::{self, EffectRequest};
+use crate::model::{
+    AfterEffect, DedupScope, MismatchRule, NonBlockingToWorking, OwnerScope, PushOn, Saves,
+    UnknownTask,
+};
+use crate::net::BoxBody;
+use crate::store::{Claim, TaskStore};
+use crate::trace::event::failure_tone;
+use crate::trace::{now_ms, Tone};
+
+/// How long an effect intent holds off a fenced cancel (the pod may have died mid-effect).
+const EFFECT_LEASE_MS: u64 = 2500;
+
+impl Replica {
+    /// SendMessage: runs a whole turn (blocking) or returns after the working save.
+    pub async fn send(
+        self: Rc<Self>,
+        message: Message,
+        blocking: bool,
+        caller: Caller,
+    ) -> Result<Task, Refusal> {
+        let turn = self.clone().begin(message, blocking, None, &caller).await?;
+        match turn {
+            Begun::Replay(task) => Ok(*task),
+            Begun::Turn(turn) => {
+                if blocking {
+                    self.finish(turn, None).await
+                } else {
+                    let snapshot = turn.task.clone();
+                    tokio::task::spawn_local(async move {
+                        let _ = self.finish(turn, None).await;
+                    });
+                    Ok(snapshot)
+                }
+            }
+        }
+    }
+
+    pub(super) async fn send_streaming(
+        self: Rc<Self>,
+        id: Value,
+        message: Message,
+        caller: Caller,
+    ) -> Response<BoxBody> {
+        let (tx, rx) = mpsc::channel::<StreamResponse>(16);
+        let begun = {
+            let (me, tx) = (self.clone(), tx.clone());
+            tokio::task::spawn_local(
+                async move { me.begin(message, true, Some(&tx), &caller).await },
+            )
+        };
+        let turn = match begun.await {
+            Ok(Ok(t)) => t,
+            Ok(Err(r)) => return self.rpc_error(id, r),
+            Err(e) => return self.rpc_error(id, rpc(-32603, format!("turn aborted: {e}"))),
+        };
+        match turn {
+            Begun::Replay(task) => {
+                let _ = tx.send(StreamResponse::Task(*task)).await;
+            }
+            Begun::Turn(turn) => {
+                self.chaos
+                    .borrow_mut()
+                    .reached(&self.name, KillPoint::Stream);
+                let me = self.clone();
+                let tx2 = tx.clone();
+                tokio::task::spawn_local(async move {
+                    let _ = me.finish(turn, Some(&tx2)).await;
+                });
+            }
+        }
+        drop(tx);
+        sse_response(id, rx)
+    }
+
+    async fn begin(
+        self: Rc<Self>,
+        message: Message,
+        blocking: bool,
+        sink: Option<&mpsc::Sender<StreamResponse>>,
+        caller: &Caller,
+    ) -> Result<Begun, Refusal> {
+        let Some(info) = TurnInfo::from_message(&message) else {
+            return Err(rpc(
+                -32602,
+                "invalid params: the scripted agent needs a data part {conversation, turn, turns}",
+            ));
+        };
+        // Deduplication by (contextId, messageId), where the model has it.
+        let dedup_key = format!(
+            "{}/{}",
+            message.context_id.as_deref().unwrap_or(""),
+            message.message_id
+        );
+        let dedup_store = match self.profile.dedup.scope {
+            DedupScope::None => None,
+            DedupScope::PerPod => Some(TaskStore::Local(self.local_dedup.clone())),
+            DedupScope::Shared => Some(self.store.clone()),
+        };
+        if let Some(dedup) = &dedup_store {
+            let lease = match self.profile.dedup.scope {
+                DedupScope::Shared => self.profile.dedup.lease_ms,
+                _ => u64::MAX / 4,
+            };
+            match dedup.claim(&dedup_key, lease).await {
+                Ok(Claim::New) => {}
+                Ok(Claim::InFlight) => {
+                    self.record_as(
+                        Tone::Warn,
+                        format!(
+                            "{}#{}: duplicate in flight, 409",
+                            info.conversation, info.turn
+                        ),
+                    );
+                    return Err(Refusal::Http(
+                        409,
+                        format!("message {} is in flight", message.message_id),
+                    ));
+                }
+                Ok(Claim::Done { task_id }) => {
+                    self.record_as(
+                        Tone::Warn,
+                        format!(
+                            "{}#{}: duplicate of a done message, replay {task_id}",
+                            info.conversation, info.turn
+                        ),
+                    );
+                    return match self.load_for(caller, &task_id).await {
+                        Ok(Some((task, _))) => Ok(Begun::Replay(Box::new(task))),
+                        Ok(None) => Err(rpc(-32001, format!("task {task_id} not found"))),
+                        Err(e) => Err(rpc(-32603, e)),
+                    };
+                }
+                Err(e) => return Err(rpc(-32603, e)),
+            }
+        }
+        let release = || release_claim(dedup_store.as_ref(), &dedup_key);
+
+        // Resolve the task.
+        let (task, version, active, guard, mismatch) = match &message.task_id {
+            None => {
+                let task = self.fresh_task(&message, caller);
+                let active = self.active(&task.id);
+                let guard = self.lock(&active).await;
+                (task, None, active, guard, false)
+            }
+            Some(task_id) => {
+                let active = self.active(task_id);
+                let guard = self.lock(&active).await;
+                let cached = if self.profile.handler.cache_snapshot {
+                    active.cached.borrow().clone()
+                } else {
+                    None
+                };
+                let loaded = match cached {
+                    Some(c) => Some(c),
+                    None => match self.load(task_id).await {
+                        Ok(found) => found,
+                        Err(e) => {
+                            release().await;
+                            return Err(rpc(-32603, e));
+                        }
+                    },
+                };
+                // Another owner's task is not found (the cached snapshot included).
+                let loaded = loaded.filter(|(task, _)| self.may_touch(caller, task));
+                let Some((task, version)) = loaded else {
+                    if self.profile.handler.unknown_task == UnknownTask::NewTask {
+                        // The conversation goes on in a new task on this pod.
+                        drop(guard);
+                        let task = self.fresh_task(&message, caller);
+                        self.record(format!(
+                            "{}#{}: task {task_id} unknown here; new task {}",
+                            info.conversation, info.turn, task.id
+                        ));
+                        let active = self.active(&task.id);
+                        let guard = self.lock(&active).await;
+                        return self
+                            .clone()
+                            .start(
+                                message,
+                                info,
+                                task,
+                                None,
+                                active,
+                                guard,
+                                false,
+                                sink,
+                                dedup_store,
+                                dedup_key,
+                            )
+                            .await;
+                    }
+                    release().await;
+                    self.record(format!(
+                        "{}#{}: task {task_id} not found",
+                        info.conversation, info.turn
+                    ));
+                    return Err(rpc(-32001, format!("task {task_id} not found")));
+                };
+                let mismatch = message
+                    .context_id
+                    .as_ref()
+                    .is_some_and(|c| *c != task.context_id);
+                if mismatch
+                    && self.profile.handler.context_mismatch == MismatchRule::RejectBeforeExecutor
+                {
+                    release().await;
+                    return Err(rpc(-32602, "contextId does not match the task's"));
+                }
+                if task.status.state.is_terminal() {
+                    release().await;
+                    return Err(rpc(
+                        self.profile.handler.message_to_terminal_code,
+                        format!("task {task_id} is terminal"),
+                    ));
+                }
+                if self.profile.recovery.sweep_ms > 0
+                    && task.status.state == TaskState::Working
+                    && *caller != Caller::Internal
+                {
+                    // Another turn of this task is in flight, or waits for the takeover
+                    // because its runner died or lost its effect's answer: running this one
+                    // over it would let it complete the task while the earlier, accepted
+                    // turn is never processed. Busy: retry later. (The takeover itself is
+                    // the replica's own caller and goes through.)
+                    release().await;
+                    self.record(format!(
+                        "{}#{}: {task_id} has a turn in flight; busy, 409",
+                        info.conversation, info.turn
+                    ));
+                    return Err(Refusal::Http(
+                        409,
+                        format!("task {task_id} has a turn in flight; retry"),
+                    ));
+                }
+                if !blocking
+                    && task.status.state == TaskState::Working
+                    && self.profile.handler.nonblocking_to_working
+                        == NonBlockingToWorking::ReturnCurrent
+                {
+                    release().await;
+                    self.record(format!(
+                        "{}#{}: {task_id} is working; non-blocking follow-up not processed",
+                        info.conversation, info.turn
+                    ));
+                    return Ok(Begun::Replay(Box::new(task)));
+                }
+                (task, Some(version), active, guard, mismatch)
+            }
+        };
+
+        self.start(
+            message,
+            info,
+            task,
+            version,
+            active,
+            guard,
+            mismatch,
+            sink,
+            dedup_store,
+            dedup_key,
+        )
+        .await
+    }
+
+    /// Appends the user message and saves the task as working: the turn has begun.
+    #[allow(clippy::too_many_arguments)]
+    async fn start(
+        self: Rc<Self>,
+        message: Message,
+        info: TurnInfo,
+        mut task: Task,
+        version: Option<u64>,
+        active: Rc<ActiveTask>,
+        guard: tokio::sync::OwnedMutexGuard<()>,
+        mismatch: bool,
+        sink: Option<&mpsc::Sender<StreamResponse>>,
+        dedup_store: Option<TaskStore>,
+        dedup_key: String,
+    ) -> Result<Begun, Refusal> {
+        // A message to a task that waits for authorisation answers that request (the
+        // request is a marker in the task, so a takeover of the answer knows it too).
+        let answering_auth = auth_pending(&task);
+        let mut version = version;
+        let user_message = message.clone();
+        if self.profile.handler.saves == Saves::PerEvent {
+            // The user message is its own save, the state unchanged (on turn 1, the
+            // submitted task holding it), before the working event.
+            push_message(&mut task, &message);
+            let saved = self
+                .save_reapplying(&mut task, version, |fresh| {
+                    push_message(fresh, &user_message)
+                })
+                .await;
+            version = Some(
+                self.saved_before_effect(saved, dedup_store.as_ref(), &dedup_key)
+                    .await?,
+            );
+        }
+        // Append the user message and save the task as working.
+        let runner = (self.profile.recovery.sweep_ms > 0)
+            .then(|| json!(now_ms() + self.profile.recovery.runner_lease_ms));
+        push_message(&mut task, &message);
+        task.status = status(TaskState::Working);
+        if runner.is_some() {
+            set_marker(&mut task, "runnerUntilMs", runner.clone());
+        }
+        let saved = self
+            .save_reapplying(&mut task, version, |fresh| {
+                push_message(fresh, &user_message);
+                fresh.status = status(TaskState::Working);
+                if runner.is_some() {
+                    set_marker(fresh, "runnerUntilMs", runner.clone());
+                }
+            })
+            .await;
+        let version = self
+            .saved_before_effect(saved, dedup_store.as_ref(), &dedup_key)
+            .await?;
+        self.record(format!(
+            "{}#{}: working on {} v{version}",
+            info.conversation, info.turn, task.id
+        ));
+        if self.profile.push.on == PushOn::EverySave {
+            self.push(&task).await;
+        }
+        if let Some(tx) = sink {
+            let _ = tx.send(StreamResponse::Task(task.clone())).await;
+        }
+        active.canceled.set(false);
+        active.running.set(true);
+        active.streaming.set(sink.is_some());
+        Ok(Begun::Turn(Box::new(Turn {
+            info,
+            message,
+            task,
+            version,
+            active,
+            _guard: guard,
+            mismatch,
+            dedup: dedup_store.map(|d| (d, dedup_key)),
+            answering_auth,
+        })))
+    }
+
+    /// A new task for a message that names none: a server-chosen id, the message's context
+    /// (or a new one), submitted.
+    fn fresh_task(&self, message: &Message, caller: &Caller) -> Task {
+        let mut task = Task {
+            id: self.new_id("task"),
+            context_id: message
+                .context_id
+                .clone()
+                .unwrap_or_else(|| self.new_id("ctx")),
+            status: status(TaskState::Submitted),
+            artifacts: None,
+            history: None,
+            metadata: None,
+        };
+        if self.profile.auth.owner != OwnerScope::None {
+            set_marker(&mut task, "owner", Some(json!(caller.owner())));
+        }
+        task
+    }
+
+    /// The outcome of a save made before the turn's effect: its version, or, once the
+    /// dedup claim is released, the refusal. A task found terminal is refused with the
+    /// model's code; a failed save may have landed (its answer lost), and a takeover could
+    /// still run the turn, so it is answered as [`Replica::after_effect`] says.
+    async fn saved_before_effect(
+        &self,
+        saved: Result<Saved, Refusal>,
+        dedup_store: Option<&TaskStore>,
+        dedup_key: &str,
+    ) -> Result<u64, Refusal> {
+        let refusal = match saved {
+            Ok(Saved::Version(v)) => return Ok(v),
+            Ok(Saved::Terminal(t, _)) => rpc(
+                self.profile.handler.message_to_terminal_code,
+                format!("task {} is {:?}", t.id, t.status.state),
+            ),
+            Err(r) => self.after_effect(r),
+        };
+        release_claim(dedup_store, dedup_key).await;
+        Err(refusal)
+    }
+
+    async fn finish(
+        self: Rc<Self>,
+        turn: Box<Turn>,
+        sink: Option<&mpsc::Sender<StreamResponse>>,
+    ) -> Result<Task, Refusal> {
+        let Turn {
+            info,
+            message,
+            mut task,
+            version,
+            active,
+            _guard,
+            mismatch,
+            dedup,
+            answering_auth,
+        } = *turn;
+        let result = self
+            .run_turn(
+                &info,
+                &message,
+                &mut task,
+                (version, answering_auth),
+                &active,
+                sink,
+            )
+            .await;
+        active.running.set(false);
+        if let Some((store, key)) = dedup {
+            let done = result.as_ref().ok().map(|t| t.id.clone());
+            let _ = store.finish(&key, done, self.profile.dedup.ttl_ms).await;
+        }
+        let task = result?;
+        if mismatch && self.profile.handler.context_mismatch == MismatchRule::RejectAfterExecutor {
+            return Err(rpc(-32602, "contextId does not match the task's"));
+        }
+        Ok(task)
+    }
+
+    async fn run_turn(
+        self: &Rc<Self>,
+        info: &TurnInfo,
+        message: &Message,
+        task: &mut Task,
+        (version, answering_auth): (u64, bool),
+        active: &ActiveTask,
+        sink: Option<&mpsc::Sender<StreamResponse>>,
+    ) -> Result<Task, Refusal> {
+        let mut version = version;
+        let fenced = self.profile.cancel.fence_effects;
+
+        // Think (the model call).
+        tokio::time::sleep(self.draw(self.timing.think_ms)).await;
+        if active.canceled.get() {
+            return self.canceled_result(task).await;
+        }
+
+        // The action needs the user's authorisation (the turn asked for one, or the task
+        // waits for one): without it, the task asks for it and nothing runs.
+        if (needs_auth(message) || answering_auth) && !self.authorised(task, answering_auth) {
+            return self
+                .ask_for_auth(info, message, task, (version, active), sink)
+                .await;
+        }
+
+        // Fence: record the effect intent with CAS, so a cancel that landed first stops the
+        // effect, and a cancel that lands later waits for it.
+        if fenced {
+            let marker = json!({
+                "turn": info.turn,
+                "messageId": message.message_id,
+                "untilMs": now_ms() + EFFECT_LEASE_MS,
+            });
+            set_marker(task, "effectPending", Some(marker.clone()));
+            match self
+                .save_reapplying(task, Some(version), |t| {
+                    set_marker(t, "effectPending", Some(marker.clone()))
+                })
+                .await
+            {
+                Ok(Saved::Version(v)) => version = v,
+                Ok(Saved::Terminal(t, _)) => {
+                    self.record(format!(
+                        "{}#{}: {} became {:?} before the effect; no effect",
+                        info.conversation, info.turn, t.id, t.status.state
+                    ));
+                    return Ok(*t);
+                }
+                // The working save landed: a takeover may still run this turn.
+                Err(r) => return Err(self.after_effect(r)),
+            }
+        }
+
+        // The business effect (the tool call).
+        let effect = EffectRequest {
+            task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
+            conversation: info.conversation.clone(),
+            turn: info.turn,
+            message_id: message.message_id.clone(),
+            replica: self.name.clone(),
+            key: self
+                .profile
+                .ledger
+                .idempotency_key
+                .then(|| format!("{}/{}", task.context_id, message.message_id)),
+            sent_ms: now_ms(),
+        };
+        self.chaos
+            .borrow_mut()
+            .reached(&self.name, KillPoint::Effect);
+        if let Err(e) = ledger::perform(&effect, self.timing.ledger_timeout).await {
+            self.record_as(
+                failure_tone(&e),
+                format!(
+                    "{}#{}: effect outcome unknown: {e}",
+                    info.conversation, info.turn
+                ),
+            );
+            if self.profile.handler.after_effect_failure == AfterEffect::RpcError {
+                // The executor raised: the task is failed (best effort).
+                task.status = status(TaskState::Failed);
+                let _ = self
+                    .persist(task, self.save_mode(Some(version)), Some(version))
+                    .await;
+            }
+            return Err(self.after_effect(rpc(-32603, format!("business effect failed: {e}"))));
+        }
+
+        self.chaos
+            .borrow_mut()
+            .reached(&self.name, KillPoint::AfterEffect);
+
+        // Compose the reply: a step between the effect and the save.
+        tokio::time::sleep(self.draw(self.timing.compose_ms)).await;
+        if self.chaos.borrow_mut().buggify(Point::DelayBeforeSave) {
+            let ms = self.chaos.borrow_mut().draw_ms(200, 1500);
+            self.record(format!(
+                "buggify: {}#{} waits {ms} ms more before its save",
+                info.conversation, info.turn
+            ));
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        if active.canceled.get() && !fenced {
+            // Stopped at its next await: the effect ran, its result is never saved.
+            return self.canceled_result(task).await;
+        }
+
+        // Write the artifact and the reply; input-required until the last turn.
+        let artifact = Artifact {
+            artifact_id: format!("{}-turn-{}", task.id, info.turn),
+            name: Some(format!("turn-{}", info.turn)),
+            description: None,
+            parts: vec![Part::text(format!("result of turn {}", info.turn))],
+            metadata: None,
+            extensions: None,
+        };
+        let reply = Message {
+            message_id: format!("{}-reply", message.message_id),
+            context_id: Some(task.context_id.clone()),
+            task_id: Some(task.id.clone()),
+            role: Role::Agent,
+            parts: vec![Part::text(format!("done turn {}", info.turn))],
+            metadata: None,
+            extensions: None,
+            reference_task_ids: None,
+        };
+        let next_state = if info.turn >= info.turns {
+            TaskState::Completed
+        } else {
+            TaskState::InputRequired
+        };
+        // Idempotent: re-applied on a fresh copy after a conflict, it adds nothing twice.
+        let apply = |t: &mut Task| {
+            let artifacts = t.artifacts.get_or_insert_with(Vec::new);
+            if !artifacts
+                .iter()
+                .any(|a| a.artifact_id == artifact.artifact_id)
+            {
+                artifacts.push(artifact.clone());
+            }
+            push_message(t, &reply);
+            set_marker(t, "effectPending", None);
+            set_marker(t, "runnerUntilMs", None);
+            set_marker(t, "authPending", None);
+            t.status = status(next_state.clone());
+        };
+        if self.profile.handler.saves == Saves::PerEvent {
+            // The artifact is its own save, before the reply and the final status.
+            let add_artifact = |t: &mut Task| {
+                let artifacts = t.artifacts.get_or_insert_with(Vec::new);
+                if !artifacts
+                    .iter()
+                    .any(|a| a.artifact_id == artifact.artifact_id)
+                {
+                    artifacts.push(artifact.clone());
+                }
+            };
+            add_artifact(task);
+            match self.save_result(task, version, add_artifact).await {
+                Ok(Saved::Version(v)) => {
+                    version = v;
+                    self.record(format!(
+                        "{}#{}: saved artifact turn-{} on {} v{version}",
+                        info.conversation, info.turn, info.turn, task.id
+                    ));
+                    if self.profile.push.on == PushOn::EverySave {
+                        self.push(task).await;
+                    }
+                }
+                Ok(Saved::Terminal(t, v)) => {
+                    // The consumer drops the artifact event and answers with the terminal
+                    // task, but the executor has already queued its final status: that event
+                    // is still applied to the terminal copy just re-read and saved on its
+                    // version, so the CAS passes and the task is reopened (seen run on
+                    // a2a-sdk 1.3.0: EventConsumer._process_event returns, and run() goes on
+                    // to the next queued event).
+                    self.record(format!(
+                        "{}#{}: {} became {:?}; artifact not saved, the queued status is",
+                        info.conversation, info.turn, t.id, t.status.state
+                    ));
+                    let mut fresh = (*t).clone();
+                    push_message(&mut fresh, &reply);
+                    fresh.status = status(next_state.clone());
+                    let saved = self.persist(&fresh, self.save_mode(Some(v)), Some(v)).await;
+                    if saved.is_ok() && self.profile.push.on == PushOn::EverySave {
+                        self.push(&fresh).await;
+                    }
+                    return Ok(*t);
+                }
+                Err(r) => return Err(self.after_effect(r)),
+            }
+        }
+        apply(task);
+        let saved = self.save_result(task, version, apply).await;
+        let version = match saved {
+            Ok(Saved::Version(v)) => v,
+            Ok(Saved::Terminal(t, _)) => {
+                self.record(format!(
+                    "{}#{}: {} became {:?}; result not saved",
+                    info.conversation, info.turn, t.id, t.status.state
+                ));
+                return Ok(*t);
+            }
+            Err(r) => return Err(self.after_effect(r)),
+        };
+        self.record(format!(
+            "{}#{}: saved {} v{version} as {:?}",
+            info.conversation, info.turn, task.id, task.status.state
+        ));
+        if self.profile.handler.cache_snapshot {
+            *active.cached.borrow_mut() = Some((task.clone(), version));
+        }
+        if let Some(tx) = sink {
+            let _ = tx
+                .send(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+                    task_id: task.id.clone(),
+                    context_id: task.context_id.clone(),
+                    artifact: artifact.clone(),
+                    append: Some(false),
+                    last_chunk: Some(true),
+                    metadata: None,
+                }))
+                .await;
+            let _ = tx.send(status_update(task)).await;
+        }
+        self.push(task).await;
+        if next_state == TaskState::InputRequired && self.profile.handler.input_timeout_ms > 0 {
+            let (me, id) = (self.clone(), task.id.clone());
+            let messages = task.history.as_ref().map_or(0, Vec::len);
+            tokio::task::spawn_local(async move { me.expire_input(&id, messages).await });
+        }
+        Ok(task.clone())
+    }
+
+    /// A duration drawn uniformly from `[lo, hi]` ms with this replica's generator.
+    fn draw(&self, (lo, hi): (u64, u64)) -> Duration {
+        Duration::from_millis(self.rng.borrow_mut().random_range(lo..=hi))
+    }
+}
+
+enum Begun {
+    /// A deduplicated message: the task it produced before.
+    Replay(Box<Task>),
+    /// A turn that has saved its working state and still has to run.
+    Turn(Box<Turn>),
+}
+
+struct Turn {
+    info: TurnInfo,
+    message: Message,
+    task: Task,
+    version: u64,
+    active: Rc<ActiveTask>,
+    _guard: tokio::sync::OwnedMutexGuard<()>,
+    mismatch: bool,
+    dedup: Option<(TaskStore, String)>,
+    /// The task waited for authorisation when the message came: it answers that request.
+    answering_auth: bool,
+}
+
+/// Gives up a dedup claim (the request did not run), so a retry may take it.
+async fn release_claim(dedup: Option<&TaskStore>, key: &str) {
+    if let Some(d) = dedup {
+        let _ = d.finish(key, None, 0).await;
+    }
+}
+
+/// Appends a message to a task's history unless a message with its id is already there.
+fn push_message(task: &mut Task, message: &Message) {
+    let history = task.history.get_or_insert_with(Vec::new);
+    if !history.iter().any(|m| m.message_id == message.message_id) {
+        history.push(message.clone());
+    }
+}
