@@ -100,7 +100,7 @@ fn etag_of(body: &Value) -> String {
 
 /// The unsigned payload of revision `revision`.
 fn payload(revision: u64, url: &str, streaming: bool) -> Value {
-    let mut card = crate::replica::agent_card(
+    let mut card = crate::protocol::agent_card(
         "Scripted agent behind the router; its card is published by the simulation's card authority.",
         &format!("{}+card{revision}", env!("CARGO_PKG_VERSION")),
         url,

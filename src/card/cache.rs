@@ -215,7 +215,7 @@ impl CardClient {
         let at_ms = now_ms();
         let mut call = Call::post_json(
             "router",
-            crate::router::PORT,
+            crate::protocol::ROUTER_PORT,
             CARD_PATH,
             Vec::new(),
             self.timeout,
@@ -338,7 +338,7 @@ impl CardClient {
     ) -> Result<Cached, String> {
         let kid = self.verify(&body, at_ms)?;
         let url = execution_url(&body).ok_or("the card names no execution URL")?;
-        let (host, port, path) = crate::replica::parse_http_url(url)
+        let (host, port, path) = crate::protocol::parse_http_url(url)
             .ok_or_else(|| format!("the card's execution URL `{url}` is not an http:// URL"))?;
         let origin = origin_of(url).unwrap_or_default();
         if self.knobs.pin_origins && origin != CARD_ORIGIN {

@@ -72,7 +72,7 @@ async fn forward(
         .map_err(|e| -> BoxError { e.to_string().into() })?;
     let mut call = Call::post_json(
         "router",
-        crate::router::PORT,
+        crate::protocol::ROUTER_PORT,
         "/",
         body.to_vec(),
         std::time::Duration::from_secs(5),
@@ -82,8 +82,8 @@ async fn forward(
         let keep: Option<&'static str> = match name.as_str() {
             "a2a-version" => Some("a2a-version"),
             "authorization" => Some("authorization"),
-            crate::router::CONTEXT_HEADER => Some(crate::router::CONTEXT_HEADER),
-            crate::router::TARGET_HEADER => Some(crate::router::TARGET_HEADER),
+            crate::protocol::CONTEXT_HEADER => Some(crate::protocol::CONTEXT_HEADER),
+            crate::protocol::TARGET_HEADER => Some(crate::protocol::TARGET_HEADER),
             _ => None,
         };
         if let (Some(k), Ok(v)) = (keep, value.to_str()) {

@@ -91,7 +91,7 @@ pub fn check_profile(
 
 /// The origin (`scheme://host:port`) of an `http://` URL.
 pub fn origin_of(url: &str) -> Option<String> {
-    let (host, port, _) = crate::replica::parse_http_url(url)?;
+    let (host, port, _) = crate::protocol::parse_http_url(url)?;
     Some(format!("http://{host}:{port}"))
 }
 
@@ -214,7 +214,7 @@ impl CardRecord {
     pub fn extra_hosts(&self) -> BTreeSet<String> {
         self.versions
             .iter()
-            .filter_map(|v| crate::replica::parse_http_url(&v.execution_url))
+            .filter_map(|v| crate::protocol::parse_http_url(&v.execution_url))
             .map(|(h, _, _)| h)
             .filter(|h| h != "router")
             .collect()

@@ -108,7 +108,7 @@ pub type SharedPush = Rc<RefCell<PushWorld>>;
 
 /// Splits `http://host[:port]/path`.
 pub fn parse_url(url: &str) -> Option<(String, u16, String)> {
-    crate::replica::parse_http_url(url)
+    crate::protocol::parse_http_url(url)
 }
 
 #[cfg(test)]

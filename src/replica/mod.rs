@@ -37,7 +37,7 @@
 //!   headers, `serve` and `handle` (the HTTP entry), and the small helpers every part uses
 //!   (ids, the per-task lock of `handler.per_task_lock`, trace notes, task markers);
 //! - `rpc`: JSON-RPC dispatch of the A2A methods, the `A2A-Version` check, error and result
-//!   responses, response headers, the agent card ([`agent_card`]) and server-sent events;
+//!   responses, response headers, the agent card (built by [`crate::protocol::agent_card`]) and server-sent events;
 //! - `auth`: `[auth]`: bearer tokens, owner scoping, and the `auth-required` pause and
 //!   its resumption ([`NEEDS_AUTH_KEY`]);
 //! - `save`: reads and saves through the store (`[store]`, and the `[handler]` knobs that
@@ -79,15 +79,12 @@ mod subscribe;
 mod turn;
 
 pub use auth::{ask_for_authorised_action, needs_auth, Caller, NEEDS_AUTH_KEY};
-pub use rpc::{agent_card, Refusal};
+pub use crate::protocol::{agent_card, parse_http_url};
+pub use rpc::Refusal;
 
 use rpc::rpc;
 
-/// Port every replica serves on.
-pub const PORT: u16 = 9000;
-
-/// Response header naming the replica that answered (read by the client's history).
-pub const REPLICA_HEADER: &str = "x-a2a-chaos-replica";
+pub use crate::protocol::{REPLICA_HEADER, REPLICA_PORT as PORT};
 
 /// Simulated-time settings shared by every replica of a run.
 #[derive(Debug, Clone)]
@@ -383,19 +380,6 @@ fn status(state: TaskState) -> TaskStatus {
     }
 }
 
-/// Splits `http://host:port/path` into its parts.
-pub fn parse_http_url(url: &str) -> Option<(String, u16, String)> {
-    let rest = url.strip_prefix("http://")?;
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], rest[i..].to_string()),
-        None => (rest, "/".to_string()),
-    };
-    let (host, port) = match authority.rsplit_once(':') {
-        Some((h, p)) => (h, p.parse().ok()?),
-        None => (authority, 80),
-    };
-    (!host.is_empty()).then(|| (host.to_string(), port, path))
-}
 
 /// A fresh per-pod memory store for a replica of a model with `placement = "memory"`.
 pub fn memory_store() -> SharedState {

@@ -65,7 +65,7 @@ impl Replica {
             || "http://router:8080/".to_string(),
             |a| format!("http://{a}/"),
         );
-        agent_card(
+        crate::protocol::agent_card(
             &format!(
                 "Scripted agent on {} (model {})",
                 self.name, self.profile.name
@@ -231,34 +231,6 @@ impl Replica {
     }
 }
 
-/// The scripted agent's card: one JSON-RPC 1.0 interface at `url` and one skill.
-pub fn agent_card(
-    description: &str,
-    version: &str,
-    url: &str,
-    streaming: bool,
-    push: bool,
-) -> Value {
-    json!({
-        "name": "a2a-chaos scripted agent",
-        "description": description,
-        "version": version,
-        "supportedInterfaces": [{
-            "url": url,
-            "protocolBinding": "JSONRPC",
-            "protocolVersion": "1.0"
-        }],
-        "capabilities": { "streaming": streaming, "pushNotifications": push },
-        "defaultInputModes": ["text/plain", "application/json"],
-        "defaultOutputModes": ["text/plain"],
-        "skills": [{
-            "id": "scripted-turn",
-            "name": "Scripted turn",
-            "description": "Performs one business effect per turn and writes artifact turn-N.",
-            "tags": ["simulation"]
-        }]
-    })
-}
 
 /// A server-sent-events response carrying each stream event as a JSON-RPC result.
 pub(super) fn sse_response(id: Value, mut rx: mpsc::Receiver<StreamResponse>) -> Response<BoxBody> {

@@ -31,14 +31,7 @@ use serde_json::Value;
 use crate::net::{self, BoxBody, BoxError, Call};
 use crate::trace::{Event, Trace};
 
-/// Port the router serves A2A on.
-pub const PORT: u16 = 8080;
-
-/// Header carrying the routing key for calls whose body has no contextId.
-pub const CONTEXT_HEADER: &str = "x-a2a-context-id";
-
-/// Header pinning a request to one replica (`replica-1`), used by scripted steps.
-pub const TARGET_HEADER: &str = "x-a2a-chaos-target";
+pub use crate::protocol::{CONTEXT_HEADER, ROUTER_PORT as PORT, TARGET_HEADER};
 
 /// What a strategy may look at to pick a replica.
 #[derive(Debug, Clone)]
@@ -210,7 +203,7 @@ impl Router {
         );
         let mut call = Call::post_json(
             target.clone(),
-            crate::replica::PORT,
+            crate::protocol::REPLICA_PORT,
             parts.uri.path(),
             body.to_vec(),
             self.forward_timeout,
