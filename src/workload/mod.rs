@@ -1,49 +1,86 @@
-//! Generated workloads: conversations of several turns, with retries and duplicates.
+//! Generated workloads: conversations of several turns, with retries, duplicates and the
+//! behaviours an experiment's `[workload]` table turns on.
 //!
 //! Each conversation is a user talking to the agent: turn 1 creates a task, every later turn
 //! continues it (taskId and contextId), with the task input-required in between, until the
-//! last turn completes it. A turn whose outcome is unknown (`info`) is retried with the same
-//! messageId, as Mastra's client `retries` do (A2A-BEHAVIOURS.md §3); a 409 (duplicate in
-//! flight) is retried too. With `duplicate-rate`, a send is also fired a second time at once,
-//! as a double-clicking user or a retrying proxy would. With `cancel-rate`, a conversation
-//! sends one turn non-blocking and cancels it while it runs (sometimes twice, as a client
-//! that retries its cancel does). With `subscribe-rate`, a conversation follows one
-//! non-blocking turn with SubscribeToTask; with `push-rate`, it registers a push config after
-//! its first turn (a healthy, redirecting, slow or rebinding receiver, see [`PUSH_URLS`]).
-//! With `resubscribe-rate`, a subscriber whose stream was cut subscribes again. With
-//! `poll-rate`, a conversation is a polling client (Cognigy's style, A2A-BEHAVIOURS.md §5):
-//! every turn is sent with `returnImmediately`, then GetTask is polled until the task waits
-//! for input or ends. With `follow-up-rate`, a conversation sends two follow-ups at once
-//! (turns n and n+1), which the router may send to different replicas.
+//! last turn completes it. Every conversation belongs to [`crate::auth::DEFAULT_PRINCIPAL`].
+//! Sending a turn ([`Turn`], `turn.rs`) retries an unknown outcome (`info`) and a 409 with
+//! the same messageId, and with `duplicate-rate` fires a send twice at once.
 //!
 //! With `swarm` (the default), each seed draws its own workload shape from the written one
 //! ([`WorkloadSpec::resolve`]): fewer conversations or turns, and each rate kept or dropped
 //! and scaled, as the fault mix is. The drawn shape is printed with the seed.
 //!
-//! Every conversation belongs to [`crate::auth::DEFAULT_PRINCIPAL`]. With
-//! `foreign-reader-rate`, a second principal ([`FOREIGN_PRINCIPAL`], or an anonymous caller)
-//! tries a conversation's task id once after its first turn; with `context-mismatch-rate`,
-//! one turn is first sent on its own task with another conversation's contextId.
+//! # Behaviours
 //!
-//! With `auth-required-rate`, one blocking turn asks for an action that needs the user's
-//! authorisation: the client answers the agent's `auth-required` with a message saying "yes",
-//! and authorises the task out of band only if that did not resume it.
+//! Everything a conversation does beyond sending its turns is a [`Behaviour`], one file in
+//! this folder each, registered in [`BEHAVIOURS`]:
+//!
+//! | file | knob | what the conversation does |
+//! |---|---|---|
+//! | `cancel.rs` | `cancel-rate` | sends one turn non-blocking, cancels it (sometimes twice), ends |
+//! | `subscribe.rs` | `subscribe-rate` | follows one non-blocking turn with SubscribeToTask; `resubscribe-rate` after a cut stream |
+//! | `push.rs` | `push-rate` | registers a push config after its first turn ([`PUSH_URLS`]) |
+//! | `poll.rs` | `poll-rate` | sends every turn with `returnImmediately` and polls GetTask |
+//! | `follow_up.rs` | `follow-up-rate` | sends turns n and n+1 at once |
+//! | `foreign_reader.rs` | `foreign-reader-rate` | a second principal ([`FOREIGN_PRINCIPAL`]) tries its task id |
+//! | `context_mismatch.rs` | `context-mismatch-rate` | sends one turn first with another conversation's contextId |
+//! | `auth_required.rs` | `auth-required-rate` | asks for an authorised action, answers "yes", authorises out of band |
+//!
+//! A conversation first sleeps a start offset in `0..=start-spread-ms`, drawn from its own
+//! generator (derived from the seed and its index). Then every behaviour, in registry order,
+//! [draws](Behaviour::draw) from that generator whether the conversation does it, and
+//! where: an optional [`Plan`]. Then the turn loop calls the plans' hooks at fixed phases,
+//! each phase in registry order:
+//!
+//! 1. [`Plan::shape`]: the turn's [`Shape`] (ends after it, watched, polled; from them,
+//!    whether it is sent blocking);
+//! 2. [`Plan::pair`]: a plan may take over the turn and the next, sent at once;
+//! 3. [`Plan::before_send`]: calls before the turn's send;
+//! 4. [`Plan::send`]: a plan may take over the turn's send; otherwise [`Turn::send`];
+//! 5. [`Plan::after_first_turn`]: after turn 1 was acknowledged;
+//! 6. [`Plan::after_send`]: after the turn, each hook may end the conversation
+//!    ([`Flow::Stop`]);
+//!
+//! and then the pause before the next turn (`gap-ms`). Hooks share the [`Conversation`]: the
+//! spec, seed, index, name, contextId, client, current task id and the generator.
+//!
+//! **Adding a behaviour** is one file in this folder and one line in [`BEHAVIOURS`]: a unit
+//! type that implements [`Behaviour`] (its name, and a `draw` that reads its knob from the
+//! [`WorkloadSpec`]) and a plan type that implements the hooks it needs (every hook does
+//! nothing by default). Put the line last, and draw nothing when the knob is 0, so that
+//! every workload that does not use it draws and runs what it always did; its knob is a
+//! field of [`WorkloadSpec`] (with its `validate` range and, for a rate, its `resolve` line,
+//! last there too).
 //!
 //! Every id is derived from the seed and the conversation: nothing random is unseeded.
 
+mod auth_required;
+mod cancel;
+mod context_mismatch;
+mod follow_up;
+mod foreign_reader;
+mod poll;
+mod push;
+mod subscribe;
+mod turn;
+
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use crate::client::history::{OpKind, Outcome};
 use crate::client::Client;
 use crate::error::InputError;
-use crate::replica::TurnInfo;
+
+pub use self::foreign_reader::FOREIGN_PRINCIPAL;
+pub use self::push::{pick_push_url, PUSH_URLS};
+pub use self::turn::Turn;
 
 /// The `[workload]` table of an experiment.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -109,19 +146,6 @@ pub struct WorkloadSpec {
     /// ([`Client::authorize`]), and the client answers once more.
     pub auth_required_rate: f64,
 }
-
-/// The second principal of a workload: every conversation belongs to
-/// [`crate::auth::DEFAULT_PRINCIPAL`], and this one tries task ids it should not have.
-pub const FOREIGN_PRINCIPAL: &str = "bob";
-
-/// Push receivers a conversation may register, with their weights: a healthy one, one that
-/// redirects to a private address, a slow one, and a name that rebinds to a private address.
-pub const PUSH_URLS: &[(u32, &str)] = &[
-    (6, "http://hooks.example:7200/ok/"),
-    (1, "http://hooks.example:7200/redirect/"),
-    (1, "http://hooks.example:7200/slow/"),
-    (2, "http://rebind.example:7200/ok/"),
-];
 
 impl Default for WorkloadSpec {
     fn default() -> Self {
@@ -297,6 +321,159 @@ pub fn message_id(seed: u64, conversation: &str, turn: u32) -> String {
     format!("msg-{conversation}-t{turn}-{:04x}", seed & 0xffff)
 }
 
+/// Every workload behaviour, in the order each conversation draws them (see the module
+/// documentation). A new behaviour goes last, so that the others draw what they always drew.
+#[rustfmt::skip]
+pub const BEHAVIOURS: &[&dyn Behaviour] = &[
+    &cancel::Cancel,
+    &subscribe::Subscribe,
+    &push::Push,
+    &poll::Poll,
+    &follow_up::FollowUp,
+    &foreign_reader::ForeignReader,
+    &context_mismatch::ContextMismatch,
+    &auth_required::AuthRequired,
+];
+
+/// Something a conversation may do beyond sending its turns, turned on by a `[workload]`
+/// knob. See the module documentation.
+pub trait Behaviour: Sync {
+    /// The behaviour's name, as the drawn shape prints it (`cancel`, `follow-up`).
+    fn name(&self) -> &'static str;
+    /// Whether (and where) one conversation does it, drawn from the conversation's
+    /// generator: `None` when it does not. Draw nothing when the knob is off.
+    fn draw(&self, spec: &WorkloadSpec, rng: &mut ChaCha8Rng) -> Option<Box<dyn Plan>>;
+}
+
+/// A future a hook returns, borrowing the plan and the conversation.
+pub type Hook<'a, T = ()> = Pin<Box<dyn Future<Output = T> + 'a>>;
+
+/// What sending a turn gave: `None` when the user gives up on the conversation (the send
+/// failed, or no attempt was acknowledged); `Some(task id)` when it was acknowledged, with
+/// the task's id when the answer had one.
+pub type Answered = Option<Option<String>>;
+
+/// Whether the conversation goes on after a hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// On to the next turn.
+    Next,
+    /// The conversation ends here.
+    Stop,
+}
+
+/// How one turn is sent, as the plans shape it ([`Plan::shape`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// The conversation ends after this turn (it is canceled).
+    pub ends: bool,
+    /// The turn is followed with SubscribeToTask.
+    pub watched: bool,
+    /// The turn is polled with GetTask.
+    pub polled: bool,
+}
+
+impl Shape {
+    /// Whether the turn is sent blocking: only when nothing watches, polls or cancels it.
+    pub fn blocking(&self) -> bool {
+        !(self.ends || self.watched || self.polled)
+    }
+}
+
+/// What one conversation decided to do, drawn by a [`Behaviour`]: hooks the turn loop calls
+/// at fixed phases, in registry order within each phase. Every hook does nothing by
+/// default; an async hook returns `None` when it has nothing to do at that turn.
+pub trait Plan {
+    /// Shapes turn `turn` (before anything is sent).
+    fn shape(&self, _turn: u32, _shape: &mut Shape) {}
+
+    /// Takes over turns `turn` and `turn + 1`, sent at once. [`Flow::Next`] goes on after
+    /// both; the first plan that takes over wins.
+    fn pair<'a>(
+        &'a self,
+        _conv: &'a mut Conversation,
+        _turn: u32,
+        _shape: Shape,
+    ) -> Option<Hook<'a, Flow>> {
+        None
+    }
+
+    /// Runs before turn `turn` is sent.
+    fn before_send<'a>(&'a self, _conv: &'a mut Conversation, _turn: u32) -> Option<Hook<'a>> {
+        None
+    }
+
+    /// Takes over the send of `req` (turn `turn`); the first plan that takes over wins.
+    fn send<'a>(
+        &'a self,
+        _conv: &'a mut Conversation,
+        _turn: u32,
+        _shape: Shape,
+        _req: &'a mut Turn,
+    ) -> Option<Hook<'a, Answered>> {
+        None
+    }
+
+    /// Runs after turn 1 was acknowledged.
+    fn after_first_turn<'a>(&'a self, _conv: &'a mut Conversation) -> Option<Hook<'a>> {
+        None
+    }
+
+    /// Runs after turn `turn` was acknowledged; [`Flow::Stop`] ends the conversation (the
+    /// later hooks of the phase do not run).
+    fn after_send<'a>(
+        &'a self,
+        _conv: &'a mut Conversation,
+        _turn: u32,
+        _shape: Shape,
+    ) -> Option<Hook<'a, Flow>> {
+        None
+    }
+}
+
+/// One conversation, as its hooks see it.
+pub struct Conversation {
+    /// The run's workload shape.
+    pub spec: WorkloadSpec,
+    /// The run's seed.
+    pub seed: u64,
+    /// Its index among the run's conversations.
+    pub index: u32,
+    /// Its name, `c{index}`.
+    pub name: String,
+    /// Its contextId ([`context_id`]).
+    pub ctx: String,
+    /// The client it calls through.
+    pub client: Rc<Client>,
+    /// Its task's id, once a turn was acknowledged with one.
+    pub task_id: Option<String>,
+    /// Its generator: every draw of the conversation, in order.
+    pub rng: ChaCha8Rng,
+}
+
+impl Conversation {
+    /// Turn `turn` on the conversation's task, ready to send.
+    pub fn turn(&self, turn: u32, blocking: bool) -> Turn {
+        Turn::new(
+            &self.spec,
+            self.seed,
+            &self.name,
+            &self.ctx,
+            turn,
+            self.task_id.as_deref(),
+            blocking,
+        )
+    }
+
+    /// The pause before the next turn (the user typing), drawn from `gap-ms`.
+    async fn gap(&mut self) {
+        let gap = self
+            .rng
+            .random_range(self.spec.gap_ms[0]..=self.spec.gap_ms[1]);
+        tokio::time::sleep(Duration::from_millis(gap)).await;
+    }
+}
+
 /// Runs every conversation to its end; returns each conversation's task id, where it got one.
 pub async fn run(spec: WorkloadSpec, seed: u64, client: Rc<Client>) -> BTreeMap<String, String> {
     let mut handles = Vec::new();
@@ -304,7 +481,7 @@ pub async fn run(spec: WorkloadSpec, seed: u64, client: Rc<Client>) -> BTreeMap<
         let client = client.clone();
         let spec = spec.clone();
         handles.push(tokio::task::spawn_local(async move {
-            conversation(&spec, seed, c, &client).await
+            conversation(spec, seed, c, client).await
         }));
     }
     let mut tasks = BTreeMap::new();
@@ -316,11 +493,12 @@ pub async fn run(spec: WorkloadSpec, seed: u64, client: Rc<Client>) -> BTreeMap<
     tasks
 }
 
+/// One conversation: its start offset, its behaviours' draws, then its turns.
 async fn conversation(
-    spec: &WorkloadSpec,
+    spec: WorkloadSpec,
     seed: u64,
     index: u32,
-    client: &Rc<Client>,
+    client: Rc<Client>,
 ) -> Option<(String, String)> {
     let name = format!("c{index}");
     let mut rng = ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(
@@ -333,508 +511,82 @@ async fn conversation(
         rng.random_range(0..=spec.start_spread_ms),
     ))
     .await;
-    let mut task_id: Option<String> = None;
-    let cancel_at = (spec.cancel_rate > 0.0 && rng.random_bool(spec.cancel_rate))
-        .then(|| rng.random_range(1..=spec.turns));
-    let subscribe_at = (spec.subscribe_rate > 0.0 && rng.random_bool(spec.subscribe_rate))
-        .then(|| rng.random_range(1..=spec.turns));
-    let push_url = (spec.push_rate > 0.0 && rng.random_bool(spec.push_rate))
-        .then(|| format!("{}{name}", pick_push_url(&mut rng)));
-    // Drawn only when asked for, so workloads without them draw what they always drew.
-    let polling = spec.poll_rate > 0.0 && rng.random_bool(spec.poll_rate);
-    let follow_up_at =
-        (spec.follow_up_rate > 0.0 && spec.turns >= 3 && rng.random_bool(spec.follow_up_rate))
-            .then(|| rng.random_range(2..=spec.turns - 1));
-    let foreign = (spec.foreign_reader_rate > 0.0 && rng.random_bool(spec.foreign_reader_rate))
-        .then(|| (rng.random_range(0..4u32), rng.random_bool(0.25)));
-    let mismatch_at = (spec.context_mismatch_rate > 0.0
-        && spec.turns >= 2
-        && rng.random_bool(spec.context_mismatch_rate))
-    .then(|| rng.random_range(2..=spec.turns));
-    let auth_at = (spec.auth_required_rate > 0.0 && rng.random_bool(spec.auth_required_rate))
-        .then(|| rng.random_range(1..=spec.turns));
+    let plans: Vec<Box<dyn Plan>> = BEHAVIOURS
+        .iter()
+        .filter_map(|b| b.draw(&spec, &mut rng))
+        .collect();
+    let mut conv = Conversation {
+        spec,
+        seed,
+        index,
+        name,
+        ctx,
+        client,
+        task_id: None,
+        rng,
+    };
     let mut turn = 1;
-    while turn <= spec.turns {
-        let cancel_now = cancel_at == Some(turn);
-        let subscribe_now = subscribe_at == Some(turn) && !cancel_now && turn > 1;
-        let blocking = !(cancel_now || subscribe_now || polling);
-        let together = follow_up_at == Some(turn) && blocking && task_id.is_some();
-        if together {
-            // Turns n and n+1 at once, as two concurrent callers (or a user who typed twice).
-            let second = {
-                let (client, spec, name, ctx) =
-                    (client.clone(), spec.clone(), name.clone(), ctx.clone());
-                let task_id = task_id.clone();
-                let mut rng = ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(
-                    seed,
-                    "follow-up",
-                    u64::from(index),
-                ));
-                tokio::task::spawn_local(async move {
-                    let req =
-                        Turn::new(&spec, seed, &name, &ctx, turn + 1, task_id.as_deref(), true);
-                    req.send(&spec, &client, &mut rng).await
-                })
-            };
-            let req = Turn::new(spec, seed, &name, &ctx, turn, task_id.as_deref(), true);
-            let first = req.send(spec, client, &mut rng).await;
-            let second = second.await.ok().flatten();
-            if let (Some(a), Some(b)) = (first, second) {
-                task_id = b.or(a).or(task_id);
+    'turns: while turn <= conv.spec.turns {
+        let mut shape = Shape::default();
+        for plan in &plans {
+            plan.shape(turn, &mut shape);
+        }
+        let mut paired = None;
+        for plan in &plans {
+            if let Some(hook) = plan.pair(&mut conv, turn, shape) {
+                paired = Some(hook.await);
+                break;
+            }
+        }
+        match paired {
+            Some(Flow::Next) => {
                 turn += 2;
-                let gap = rng.random_range(spec.gap_ms[0]..=spec.gap_ms[1]);
-                tokio::time::sleep(Duration::from_millis(gap)).await;
+                conv.gap().await;
                 continue;
             }
-            break;
+            Some(Flow::Stop) => break,
+            None => {}
         }
-        if let (true, Some(id)) = (mismatch_at == Some(turn), &task_id) {
-            mismatched_send(spec, seed, client, &name, turn, id).await;
+        for plan in &plans {
+            if let Some(hook) = plan.before_send(&mut conv, turn) {
+                hook.await;
+            }
         }
-        let mut req = Turn::new(spec, seed, &name, &ctx, turn, task_id.as_deref(), blocking);
-        let answered = if auth_at == Some(turn) && blocking && !polling {
-            req.needs_auth();
-            authorised_turn(spec, client, &req, &name, &mut rng).await
-        } else {
-            req.send(spec, client, &mut rng).await
+        let mut req = conv.turn(turn, shape.blocking());
+        let mut answered = None;
+        for plan in &plans {
+            if let Some(hook) = plan.send(&mut conv, turn, shape, &mut req) {
+                answered = Some(hook.await);
+                break;
+            }
+        }
+        let answered = match answered {
+            Some(answered) => answered,
+            None => req.send(&conv.spec, &conv.client, &mut conv.rng).await,
         };
         match answered {
-            Some(answered) => task_id = answered.or(task_id),
+            Some(answered) => conv.task_id = answered.or(conv.task_id.take()),
             // The user gives up on this conversation.
             None => break,
         }
         if turn == 1 {
-            if let (Some(url), Some(id)) = (&push_url, &task_id) {
-                client
-                    .unary(
-                        OpKind::SetPush {
-                            conversation: name.clone(),
-                        },
-                        "CreateTaskPushNotificationConfig",
-                        json!({ "taskId": id, "url": url }),
-                        Some(&ctx),
-                        None,
-                    )
-                    .await;
-            }
-        }
-        if let (1, Some((what, anonymous)), Some(id)) = (turn, foreign, &task_id) {
-            let who = if anonymous {
-                crate::auth::ANONYMOUS
-            } else {
-                FOREIGN_PRINCIPAL
-            };
-            foreign_try(spec, client, who, what, &name, &ctx, id).await;
-        }
-        if subscribe_now {
-            if let Some(id) = &task_id {
-                subscribe(spec, client, &name, &ctx, id, &mut rng).await;
-            }
-        }
-        if cancel_now {
-            if let Some(id) = &task_id {
-                let delay = rng.random_range(spec.cancel_delay_ms[0]..=spec.cancel_delay_ms[1]);
-                tokio::time::sleep(Duration::from_millis(delay)).await;
-                let times = if rng.random_bool(spec.double_cancel_rate) {
-                    2
-                } else {
-                    1
-                };
-                for _ in 0..times {
-                    cancel(spec, client, &name, &ctx, id).await;
+            for plan in &plans {
+                if let Some(hook) = plan.after_first_turn(&mut conv) {
+                    hook.await;
                 }
             }
-            break;
         }
-        if polling && !subscribe_now {
-            let settled = match &task_id {
-                Some(id) => poll(spec, client, &name, &ctx, id).await,
-                None => false,
-            };
-            if !settled {
-                break;
+        for plan in &plans {
+            if let Some(hook) = plan.after_send(&mut conv, turn, shape) {
+                if hook.await == Flow::Stop {
+                    break 'turns;
+                }
             }
         }
-        let gap = rng.random_range(spec.gap_ms[0]..=spec.gap_ms[1]);
-        tokio::time::sleep(Duration::from_millis(gap)).await;
+        conv.gap().await;
         turn += 1;
     }
-    task_id.map(|id| (name, id))
-}
-
-/// One turn's request, ready to send (and resend).
-struct Turn {
-    kind: OpKind,
-    params: serde_json::Value,
-    ctx: String,
-}
-
-impl Turn {
-    fn new(
-        spec: &WorkloadSpec,
-        seed: u64,
-        name: &str,
-        ctx: &str,
-        turn: u32,
-        task_id: Option<&str>,
-        blocking: bool,
-    ) -> Turn {
-        let info = TurnInfo {
-            conversation: name.to_string(),
-            turn,
-            turns: spec.turns,
-        };
-        let mid = message_id(seed, name, turn);
-        let message = Client::turn_message(&info, &mid, ctx, task_id);
-        let mut params = json!({ "message": message });
-        if !blocking {
-            params["configuration"] = json!({ "returnImmediately": true });
-        }
-        Turn {
-            kind: OpKind::Send {
-                conversation: name.to_string(),
-                turn,
-                message_id: mid,
-                blocking,
-                foreign_context: false,
-                needs_auth: false,
-                reply: None,
-            },
-            params,
-            ctx: ctx.to_string(),
-        }
-    }
-
-    /// Marks the turn as asking for an action that needs the user's authorisation.
-    fn needs_auth(&mut self) {
-        if let Ok(mut message) =
-            serde_json::from_value::<a2a::Message>(self.params["message"].clone())
-        {
-            crate::replica::ask_for_authorised_action(&mut message);
-            self.params["message"] = json!(message);
-            if let OpKind::Send { needs_auth, .. } = &mut self.kind {
-                *needs_auth = true;
-            }
-        }
-    }
-
-    /// A reply with `text` on the turn's task (taskId `task_id`): the `n`th answer to it,
-    /// with its own messageId, as a scenario's `reply` sends it.
-    fn reply(&self, task_id: &str, text: &str, n: u32) -> Turn {
-        let mut params = self.params.clone();
-        let mut kind = self.kind.clone();
-        if let OpKind::Send {
-            message_id,
-            needs_auth,
-            reply,
-            ..
-        } = &mut kind
-        {
-            *message_id = format!("{message_id}-reply{n}");
-            params["message"]["messageId"] = json!(message_id);
-            *needs_auth = false;
-            *reply = Some(text.to_string());
-        }
-        params["message"]["taskId"] = json!(task_id);
-        params["message"]["parts"][0] = json!(a2a::Part::text(text));
-        if let Some(data) = params["message"]["parts"][1]["data"].as_object_mut() {
-            data.remove(crate::replica::NEEDS_AUTH_KEY);
-        }
-        Turn {
-            kind,
-            params,
-            ctx: self.ctx.clone(),
-        }
-    }
-
-    /// Sends the turn, retrying an unknown outcome (and a 409) with the same messageId, and
-    /// sometimes firing a duplicate alongside. `Some(task id)` when it was acknowledged.
-    async fn send(
-        &self,
-        spec: &WorkloadSpec,
-        client: &Rc<Client>,
-        rng: &mut ChaCha8Rng,
-    ) -> Option<Option<String>> {
-        self.send_for_task(spec, client, rng)
-            .await
-            .map(|t| t.map(|t| t.id))
-    }
-
-    /// [`Turn::send`], answering with the task itself.
-    async fn send_for_task(
-        &self,
-        spec: &WorkloadSpec,
-        client: &Rc<Client>,
-        rng: &mut ChaCha8Rng,
-    ) -> Option<Option<a2a::Task>> {
-        for attempt in 0..=spec.retries {
-            if spec.duplicate_rate > 0.0 && rng.random_bool(spec.duplicate_rate) {
-                let (c, k, p, x) = (
-                    client.clone(),
-                    self.kind.clone(),
-                    self.params.clone(),
-                    self.ctx.clone(),
-                );
-                tokio::task::spawn_local(async move {
-                    c.unary(k, "SendMessage", p, Some(&x), None).await;
-                });
-            }
-            let answer = client
-                .unary(
-                    self.kind.clone(),
-                    "SendMessage",
-                    self.params.clone(),
-                    Some(&self.ctx),
-                    None,
-                )
-                .await;
-            match answer.outcome {
-                Outcome::Ok => return Some(answer.task),
-                Outcome::Fail { code, .. } if code != 409 => return None,
-                _ if attempt < spec.retries => {
-                    tokio::time::sleep(Duration::from_millis(spec.retry_backoff_ms)).await;
-                }
-                _ => {}
-            }
-        }
-        None
-    }
-}
-
-/// A turn that asks for an authorised action: sent, then, while the task waits in
-/// `auth-required`, answered "yes" (a message, not a credential); if it still waits, the user
-/// authorises it out of band and the client answers again. `Some(task id)` as
-/// [`Turn::send`] gives it; `None` when the user gives up.
-async fn authorised_turn(
-    spec: &WorkloadSpec,
-    client: &Rc<Client>,
-    req: &Turn,
-    name: &str,
-    rng: &mut ChaCha8Rng,
-) -> Option<Option<String>> {
-    let mut task = req.send_for_task(spec, client, rng).await?;
-    let waits = |t: &Option<a2a::Task>| {
-        t.as_ref()
-            .is_some_and(|t| t.status.state == a2a::TaskState::AuthRequired)
-    };
-    for (n, text) in [(1, "yes"), (2, "authorised")] {
-        if !waits(&task) {
-            break;
-        }
-        let id = task.as_ref().map(|t| t.id.clone()).unwrap_or_default();
-        if n == 2 {
-            client.authorize(crate::auth::DEFAULT_PRINCIPAL, name, &id);
-        }
-        let answer = req.reply(&id, text, n);
-        task = answer.send_for_task(spec, client, rng).await?.or(task);
-    }
-    Some(task.map(|t| t.id))
-}
-
-/// SubscribeToTask through the router; a cut stream is resubscribed (`resubscribe-rate`).
-async fn subscribe(
-    spec: &WorkloadSpec,
-    client: &Rc<Client>,
-    name: &str,
-    ctx: &str,
-    task_id: &str,
-    rng: &mut ChaCha8Rng,
-) {
-    for attempt in 0..=spec.retries {
-        let answer = client
-            .stream(
-                OpKind::Subscribe {
-                    conversation: name.to_string(),
-                },
-                "SubscribeToTask",
-                json!({ "id": task_id }),
-                Some(ctx),
-                None,
-                Duration::from_millis(spec.request_timeout_ms * 2),
-            )
-            .await;
-        let cut = matches!(answer.outcome, Outcome::Info { .. });
-        if !cut
-            || attempt >= spec.retries
-            || spec.resubscribe_rate <= 0.0
-            || !rng.random_bool(spec.resubscribe_rate)
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(spec.retry_backoff_ms)).await;
-    }
-}
-
-/// Polls GetTask until the task waits for input or ends; false when the client gave up
-/// (the poll timeout passed) or the task ended in a state that stops the conversation.
-async fn poll(spec: &WorkloadSpec, client: &Rc<Client>, name: &str, ctx: &str, id: &str) -> bool {
-    let deadline = crate::trace::now_ms() + spec.poll_timeout_ms;
-    loop {
-        tokio::time::sleep(Duration::from_millis(spec.poll_interval_ms)).await;
-        let answer = client
-            .unary(
-                OpKind::Get {
-                    conversation: name.to_string(),
-                },
-                "GetTask",
-                json!({ "id": id }),
-                Some(ctx),
-                None,
-            )
-            .await;
-        if let (Outcome::Ok, Some(task)) = (&answer.outcome, &answer.task) {
-            match task.status.state {
-                a2a::TaskState::InputRequired | a2a::TaskState::Completed => return true,
-                ref s if s.is_terminal() => return false,
-                _ => {}
-            }
-        }
-        if crate::trace::now_ms() >= deadline {
-            // A client timeout is not a remote cancel (A2A-BEHAVIOURS.md §5): it just stops.
-            return false;
-        }
-    }
-}
-
-/// A push receiver drawn from [`PUSH_URLS`] by weight.
-pub fn pick_push_url(rng: &mut ChaCha8Rng) -> &'static str {
-    let total: u32 = PUSH_URLS.iter().map(|(w, _)| w).sum();
-    let mut pick = rng.random_range(0..total);
-    for (weight, url) in PUSH_URLS {
-        if pick < *weight {
-            return url;
-        }
-        pick -= weight;
-    }
-    unreachable!("the weights cover 0..total")
-}
-
-/// Turn `turn` of `name`, sent once on its own task but with another conversation's
-/// contextId (and a messageId of its own). A server must refuse it before anything runs.
-async fn mismatched_send(
-    spec: &WorkloadSpec,
-    seed: u64,
-    client: &Rc<Client>,
-    name: &str,
-    turn: u32,
-    task_id: &str,
-) {
-    let info = TurnInfo {
-        conversation: name.to_string(),
-        turn,
-        turns: spec.turns,
-    };
-    let ctx = context_id(seed, &format!("{name}-elsewhere"));
-    let mid = format!("{}-mismatch", message_id(seed, name, turn));
-    let message = Client::turn_message(&info, &mid, &ctx, Some(task_id));
-    let kind = OpKind::Send {
-        conversation: name.to_string(),
-        turn,
-        message_id: mid,
-        blocking: true,
-        foreign_context: true,
-        needs_auth: false,
-        reply: None,
-    };
-    client
-        .unary(
-            kind,
-            "SendMessage",
-            json!({ "message": message }),
-            Some(&ctx),
-            None,
-        )
-        .await;
-}
-
-/// A second principal tries a task id it learned: call `what` (0 get, 1 subscribe, 2 push
-/// config, 3 cancel).
-async fn foreign_try(
-    spec: &WorkloadSpec,
-    client: &Rc<Client>,
-    who: &str,
-    what: u32,
-    name: &str,
-    ctx: &str,
-    task_id: &str,
-) {
-    let conversation = name.to_string();
-    let id = json!({ "id": task_id });
-    match what {
-        0 => {
-            client
-                .unary_as(
-                    who,
-                    OpKind::Get { conversation },
-                    "GetTask",
-                    id,
-                    Some(ctx),
-                    None,
-                )
-                .await;
-        }
-        1 => {
-            client
-                .stream_as(
-                    who,
-                    OpKind::Subscribe { conversation },
-                    "SubscribeToTask",
-                    id,
-                    Some(ctx),
-                    None,
-                    Duration::from_millis(spec.request_timeout_ms),
-                )
-                .await;
-        }
-        2 => {
-            let url = format!("http://hooks.example:7200/ok/{who}");
-            client
-                .unary_as(
-                    who,
-                    OpKind::SetPush { conversation },
-                    "CreateTaskPushNotificationConfig",
-                    json!({ "taskId": task_id, "url": url }),
-                    Some(ctx),
-                    None,
-                )
-                .await;
-        }
-        _ => {
-            client
-                .unary_as(
-                    who,
-                    OpKind::Cancel { conversation },
-                    "CancelTask",
-                    id,
-                    Some(ctx),
-                    None,
-                )
-                .await;
-        }
-    }
-}
-
-/// Cancels a task, retrying while the outcome is unknown.
-async fn cancel(spec: &WorkloadSpec, client: &Rc<Client>, name: &str, ctx: &str, task_id: &str) {
-    for attempt in 0..=spec.retries {
-        let answer = client
-            .unary(
-                OpKind::Cancel {
-                    conversation: name.to_string(),
-                },
-                "CancelTask",
-                json!({ "id": task_id }),
-                Some(ctx),
-                None,
-            )
-            .await;
-        match answer.outcome {
-            Outcome::Info { .. } if attempt < spec.retries => {
-                tokio::time::sleep(Duration::from_millis(spec.retry_backoff_ms)).await;
-            }
-            _ => return,
-        }
-    }
+    conv.task_id.map(|id| (conv.name, id))
 }
 
 #[cfg(test)]
@@ -842,21 +594,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn push_urls_are_drawn_by_weight() {
-        let mut rng = ChaCha8Rng::seed_from_u64(1);
-        let total: u32 = PUSH_URLS.iter().map(|(w, _)| w).sum();
-        let mut counts = vec![0u32; PUSH_URLS.len()];
-        for _ in 0..10_000 {
-            let url = pick_push_url(&mut rng);
-            counts[PUSH_URLS.iter().position(|(_, u)| *u == url).unwrap()] += 1;
-        }
-        eprintln!("{counts:?}");
-        for (i, (w, _)) in PUSH_URLS.iter().enumerate() {
-            let expected = 10_000 * w / total;
-            assert!(
-                counts[i].abs_diff(expected) < expected / 5 + 50,
-                "{counts:?}"
-            );
+    fn behaviours_are_registered_once_in_draw_order() {
+        let names: Vec<_> = BEHAVIOURS.iter().map(|b| b.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "cancel",
+                "subscribe",
+                "push",
+                "poll",
+                "follow-up",
+                "foreign-reader",
+                "context-mismatch",
+                "auth-required"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_turn_is_blocking_only_when_nothing_watches_polls_or_ends_it() {
+        assert!(Shape::default().blocking());
+        for shape in [
+            Shape {
+                ends: true,
+                ..Shape::default()
+            },
+            Shape {
+                watched: true,
+                ..Shape::default()
+            },
+            Shape {
+                polled: true,
+                ..Shape::default()
+            },
+        ] {
+            assert!(!shape.blocking());
         }
     }
 }

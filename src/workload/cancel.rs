@@ -1,0 +1,98 @@
+//! `cancel`: a conversation sends one turn non-blocking and cancels it while it runs,
+//! sometimes twice (a client that retries its cancel), then ends.
+//!
+//! Turned on by `cancel-rate` (the probability per conversation), with `cancel-delay-ms`
+//! (the wait between the send and the cancel) and `double-cancel-rate`.
+//!
+//! Draws, when the conversation is drawn: `random_bool(cancel-rate)` (only when the rate is
+//! above 0), then the turn in `1..=turns`. At that turn, after the send: the delay, then
+//! `random_bool(double-cancel-rate)`.
+
+use std::time::Duration;
+
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+
+use super::{Behaviour, Conversation, Flow, Hook, Plan, Shape, WorkloadSpec};
+use crate::client::history::{OpKind, Outcome};
+
+/// The `cancel` behaviour.
+pub struct Cancel;
+
+impl Behaviour for Cancel {
+    fn name(&self) -> &'static str {
+        "cancel"
+    }
+
+    fn draw(&self, spec: &WorkloadSpec, rng: &mut ChaCha8Rng) -> Option<Box<dyn Plan>> {
+        let at = (spec.cancel_rate > 0.0 && rng.random_bool(spec.cancel_rate))
+            .then(|| rng.random_range(1..=spec.turns))?;
+        Some(Box::new(CancelAt(at)))
+    }
+}
+
+/// Cancels the turn with this number, and ends the conversation.
+struct CancelAt(u32);
+
+impl Plan for CancelAt {
+    fn shape(&self, turn: u32, shape: &mut Shape) {
+        if turn == self.0 {
+            shape.ends = true;
+        }
+    }
+
+    fn after_send<'a>(
+        &'a self,
+        conv: &'a mut Conversation,
+        turn: u32,
+        _shape: Shape,
+    ) -> Option<Hook<'a, Flow>> {
+        if turn != self.0 {
+            return None;
+        }
+        Some(Box::pin(async move {
+            if let Some(id) = &conv.task_id {
+                let spec = &conv.spec;
+                let delay = conv
+                    .rng
+                    .random_range(spec.cancel_delay_ms[0]..=spec.cancel_delay_ms[1]);
+                tokio::time::sleep(Duration::from_millis(delay)).await;
+                let times = if conv.rng.random_bool(spec.double_cancel_rate) {
+                    2
+                } else {
+                    1
+                };
+                for _ in 0..times {
+                    cancel(conv, id).await;
+                }
+            }
+            Flow::Stop
+        }))
+    }
+}
+
+/// Cancels a task, retrying while the outcome is unknown.
+async fn cancel(conv: &Conversation, task_id: &str) {
+    let spec = &conv.spec;
+    for attempt in 0..=spec.retries {
+        let answer = conv
+            .client
+            .unary(
+                OpKind::Cancel {
+                    conversation: conv.name.clone(),
+                },
+                "CancelTask",
+                json!({ "id": task_id }),
+                Some(&conv.ctx),
+                None,
+            )
+            .await;
+        match answer.outcome {
+            Outcome::Info { .. } if attempt < spec.retries => {
+                tokio::time::sleep(Duration::from_millis(spec.retry_backoff_ms)).await;
+            }
+            _ => return,
+        }
+    }
+}

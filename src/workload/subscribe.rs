@@ -1,0 +1,93 @@
+//! `subscribe`: a conversation sends one turn after the first non-blocking and follows it
+//! with SubscribeToTask through the router (which may pick a replica that does not run it);
+//! a subscriber whose stream was cut (an `info` outcome) may subscribe again.
+//!
+//! Turned on by `subscribe-rate` (the probability per conversation); `resubscribe-rate` is
+//! the probability, per cut stream, of subscribing again (up to `retries` times,
+//! `retry-backoff-ms` apart). A turn that is also canceled is not subscribed to, and a
+//! subscribed turn is not polled.
+//!
+//! Draws, when the conversation is drawn: `random_bool(subscribe-rate)` (only when the rate
+//! is above 0), then the turn in `1..=turns`. After a cut stream, unless it was the last
+//! attempt: `random_bool(resubscribe-rate)` (only when that rate is above 0).
+
+use std::time::Duration;
+
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+
+use super::{Behaviour, Conversation, Flow, Hook, Plan, Shape, WorkloadSpec};
+use crate::client::history::{OpKind, Outcome};
+
+/// The `subscribe` behaviour.
+pub struct Subscribe;
+
+impl Behaviour for Subscribe {
+    fn name(&self) -> &'static str {
+        "subscribe"
+    }
+
+    fn draw(&self, spec: &WorkloadSpec, rng: &mut ChaCha8Rng) -> Option<Box<dyn Plan>> {
+        let at = (spec.subscribe_rate > 0.0 && rng.random_bool(spec.subscribe_rate))
+            .then(|| rng.random_range(1..=spec.turns))?;
+        Some(Box::new(SubscribeAt(at)))
+    }
+}
+
+/// Subscribes to the task after the turn with this number (not the first).
+struct SubscribeAt(u32);
+
+impl Plan for SubscribeAt {
+    fn shape(&self, turn: u32, shape: &mut Shape) {
+        if turn == self.0 && !shape.ends && turn > 1 {
+            shape.watched = true;
+        }
+    }
+
+    fn after_send<'a>(
+        &'a self,
+        conv: &'a mut Conversation,
+        turn: u32,
+        shape: Shape,
+    ) -> Option<Hook<'a, Flow>> {
+        if turn != self.0 || !shape.watched {
+            return None;
+        }
+        Some(Box::pin(async move {
+            if let Some(id) = conv.task_id.clone() {
+                subscribe(conv, &id).await;
+            }
+            Flow::Next
+        }))
+    }
+}
+
+/// SubscribeToTask through the router; a cut stream is resubscribed (`resubscribe-rate`).
+async fn subscribe(conv: &mut Conversation, task_id: &str) {
+    let spec = &conv.spec;
+    for attempt in 0..=spec.retries {
+        let answer = conv
+            .client
+            .stream(
+                OpKind::Subscribe {
+                    conversation: conv.name.clone(),
+                },
+                "SubscribeToTask",
+                json!({ "id": task_id }),
+                Some(&conv.ctx),
+                None,
+                Duration::from_millis(spec.request_timeout_ms * 2),
+            )
+            .await;
+        let cut = matches!(answer.outcome, Outcome::Info { .. });
+        if !cut
+            || attempt >= spec.retries
+            || spec.resubscribe_rate <= 0.0
+            || !conv.rng.random_bool(spec.resubscribe_rate)
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(spec.retry_backoff_ms)).await;
+    }
+}
