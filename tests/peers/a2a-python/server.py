@@ -13,13 +13,24 @@ The executor performs the turn of src/replica.rs: turn ``n`` of a conversation (
 message's data part ``{conversation, turn, turns}``) sets the task working, thinks, performs
 one business effect by POSTing it to the a2a-chaos ledger (``/effect``), composes, writes
 artifact ``turn-n`` and ends input-required, or completed on the conversation's last turn.
+A message without that data part (plain text) is a turn too: on a new task, turn 1 of a
+conversation named after its contextId, ``--turns`` (default 2) long; on an existing task,
+its next turn (the distinct user messages already in the task's history, plus one).
 
 The store is wrapped by an observer that reports every save to the ledger host's ``/save``
 (a2a-chaos keeps it as the save log its checkers read, as the simulator's store host does):
 with the store's versions for the versioned store; without versions for the plain store,
 where a2a-chaos numbers the saves and works out from the content (artifacts and message
 ids) which version each save was built on. The SDK's own code decides what is read, cached
-and written; the wrapper only watches.
+and written; the wrapper only watches. The observers and the effect report are the user
+adapter's, ``adapters/python/a2a_chaos_adapter.py`` (this peer is its first user).
+
+``--store module:Class`` (with ``--pythonpath DIR``, repeatable) runs your own task store
+instead: the class is imported, constructed as ``Class(db_url)`` with the ``--db`` URL, and
+``await store.initialize()`` is called when it has that method. A subclass of a2a-sdk's
+``VersionedTaskStore`` runs the SDK in cluster mode (with the store's ``event_stream``
+attribute as the event stream when it has one, else none); any other ``TaskStore`` runs as
+a plain store. Either way its saves are reported (docs/PEERS.md).
 
 ``server.py --dump --db URL TASK_ID...`` prints the stored tasks as one JSON object (the
 ground truth a live run reads at its end, from the database rather than from a replica).
@@ -30,15 +41,20 @@ URL (URL with NAME as its database); ``server.py --drop-db NAME --db URL`` drops
 end of the run.
 
 Usage: server.py --port P --name replica-0 --ledger http://127.0.0.1:L --db URL
-       [--store plain|versioned] [--think-ms 40] [--compose-ms 10]
+       [--store plain|versioned|module:Class] [--pythonpath DIR] [--think-ms 40]
+       [--compose-ms 10] [--turns 2]
+       server.py --dump --db URL [--store ...] [--pythonpath DIR] -- TASK_ID...
 """
 
 import argparse
 import asyncio
+import importlib
+import inspect
 import json
 import logging
+import os
 import sys
-import urllib.request
+from pathlib import Path
 
 import uvicorn
 from google.protobuf.json_format import MessageToDict
@@ -66,134 +82,38 @@ try:  # 1.3: cluster mode
     from a2a.server.cluster import (
         ConcurrentTaskModificationError,
         DatabaseTaskEventStream,
+        TaskEventStream,
         VersionedDatabaseTaskStore,
         VersionedTaskStore,
     )
 except ImportError:  # 1.1: no cluster package
     VersionedTaskStore = None
 
+# The user adapter (adapters/python/ at the repository root) reports effects and saves.
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "adapters" / "python"))
+from a2a_chaos_adapter import DEFAULT_TURNS, Chaos, turn_of  # noqa: E402
+
 LOG = logging.getLogger("a2a-chaos-peer")
 
-
-def post_json(url, body, timeout=5.0):
-    """POSTs JSON with the standard library (no extra dependency); returns the JSON answer."""
-    data = json.dumps(body).encode()
-    req = urllib.request.Request(
-        url, data=data, headers={"content-type": "application/json"}, method="POST"
-    )
-    with urllib.request.urlopen(req, timeout=timeout) as resp:
-        return json.loads(resp.read() or b"{}")
-
-
-async def post(url, body):
-    return await asyncio.to_thread(post_json, url, body)
-
-
-def state_name(state):
-    return TaskState.Name(state).removeprefix("TASK_STATE_").lower().replace("_", "-")
-
-
-def save_report(task, replica, mode, before=None, based_on=None, version=None):
-    return {
-        "task_id": task.id,
-        "context_id": task.context_id,
-        "state": state_name(task.status.state),
-        "artifacts": [a.name or a.artifact_id for a in task.artifacts],
-        "history": [m.message_id for m in task.history],
-        "replica": replica,
-        "mode": mode,
-        "before": before,
-        "based_on": based_on,
-        "version": version,
-    }
-
-
-class ObservedPlainStore(TaskStore):
-    """A plain store that reports each save before making it (the observer numbers them)."""
-
-    def __init__(self, inner, replica, ledger):
-        self.inner = inner
-        self.replica = replica
-        self.ledger = ledger
-
-    async def get(self, task_id, context=None, *args, **kwargs):
-        return await self.inner.get(task_id, context, *args, **kwargs)
-
-    async def save(self, task, context=None, *args, **kwargs):
-        await post(f"{self.ledger}/save", save_report(task, self.replica, "overwrite"))
-        await self.inner.save(task, context, *args, **kwargs)
-
-    async def list(self, *args, **kwargs):
-        return await self.inner.list(*args, **kwargs)
-
-    async def delete(self, *args, **kwargs):
-        return await self.inner.delete(*args, **kwargs)
-
-
-if VersionedTaskStore is not None:
-
-    class ObservedVersionedStore(VersionedTaskStore):
-        """The cluster store, reporting each accepted save with the SDK's own versions."""
-
-        def __init__(self, inner, replica, ledger):
-            self.inner = inner
-            self.replica = replica
-            self.ledger = ledger
-
-        async def save(self, task, *, event, prev, prev_version, context):
-            version = await self.inner.save(
-                task, event=event, prev=prev, prev_version=prev_version, context=context
-            )
-            canceled = task.status.state == TaskState.TASK_STATE_CANCELED
-            prev_value = None if prev_version.is_missing else prev_version._value
-            await post(
-                f"{self.ledger}/save",
-                save_report(
-                    task,
-                    self.replica,
-                    "cancel" if canceled else "cas",
-                    before=None if canceled else prev_value,
-                    based_on=prev_value,
-                    version=version._value,
-                ),
-            )
-            return version
-
-        async def get(self, task_id, context):
-            return await self.inner.get(task_id, context)
-
-        async def list(self, params, context):
-            return await self.inner.list(params, context)
-
-        async def delete(self, task_id, context):
-            return await self.inner.delete(task_id, context)
-
-
-def turn_info(message):
-    for part in message.parts:
-        if part.HasField("data"):
-            data = MessageToDict(part.data)
-            if isinstance(data, dict) and {"conversation", "turn", "turns"} <= data.keys():
-                return data["conversation"], int(data["turn"]), int(data["turns"])
-    return None
+#: The stores this peer knows by name; anything else is `module:Class`.
+BUILT_IN_STORES = ("plain", "versioned")
 
 
 class TurnExecutor(AgentExecutor):
     """Turn n: working, think, one effect at the ledger, compose, artifact turn-n, then
     input-required (or completed on the last turn)."""
 
-    def __init__(self, replica, ledger, think_s, compose_s):
-        self.replica = replica
-        self.ledger = ledger
+    def __init__(self, chaos, think_s, compose_s, turns=DEFAULT_TURNS):
+        self.chaos = chaos
         self.think_s = think_s
         self.compose_s = compose_s
+        self.turns = turns
 
     async def execute(self, context: RequestContext, event_queue):
         message = context.message
-        info = turn_info(message)
-        if info is None:
-            raise ValueError("the scripted agent needs a data part {conversation, turn, turns}")
-        conversation, turn, turns = info
+        # The data part's turn, or, for a plain text message, the task's next turn.
+        info = turn_of(message, context.current_task, context.context_id, self.turns)
+        conversation, turn, turns = info.conversation, info.turn, info.turns
         task_id, context_id = context.task_id, context.context_id
         if context.current_task is None:
             await event_queue.enqueue_event(
@@ -207,19 +127,8 @@ class TurnExecutor(AgentExecutor):
         updater = TaskUpdater(event_queue, task_id, context_id)
         await updater.start_work()
         await asyncio.sleep(self.think_s)
-        await post(
-            f"{self.ledger}/effect",
-            {
-                "task_id": task_id,
-                "context_id": context_id,
-                "conversation": conversation,
-                "turn": turn,
-                "message_id": message.message_id,
-                "replica": self.replica,
-                "key": None,
-                "sent_ms": 0,
-            },
-        )
+        # The business effect: reported to the ledger, which is also where it "happens".
+        await self.chaos.report_effect(context, conversation=conversation, turn=turn)
         await asyncio.sleep(self.compose_s)
         await updater.add_artifact(
             [Part(text=f"result of turn {turn}")],
@@ -259,22 +168,74 @@ class ReplicaHeader:
         return await self.app(scope, receive, send_named)
 
 
+def load_store_class(spec, pythonpath):
+    """The class named by `spec` (``module:Class``, ``module:Outer.Inner``), imported with
+    the directories of `pythonpath` first on ``sys.path``."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        sys.exit(f"--store {spec!r}: expected plain, versioned or module:Class")
+    for entry in reversed(pythonpath or []):
+        for directory in reversed(entry.split(os.pathsep)):
+            if directory:
+                sys.path.insert(0, directory)
+    try:
+        obj = importlib.import_module(module_name)
+    except ImportError as e:
+        sys.exit(f"--store {spec!r}: cannot import {module_name} ({e}); is --pythonpath right?")
+    for name in attr.split("."):
+        try:
+            obj = getattr(obj, name)
+        except AttributeError:
+            sys.exit(f"--store {spec!r}: {module_name} has no {attr}")
+    return obj
+
+
+async def user_store(args):
+    """The user's store of ``--store module:Class``: ``Class(db_url)``, initialised."""
+    cls = load_store_class(args.store, args.pythonpath)
+    versioned = (
+        VersionedTaskStore is not None
+        and inspect.isclass(cls)
+        and issubclass(cls, VersionedTaskStore)
+    )
+    if not versioned and not (inspect.isclass(cls) and issubclass(cls, TaskStore)):
+        sys.exit(
+            f"--store {args.store!r} is not a subclass of a2a-sdk's TaskStore"
+            + (" or VersionedTaskStore" if VersionedTaskStore is not None else "")
+        )
+    store = cls(args.db)
+    initialize = getattr(store, "initialize", None)
+    if callable(initialize):
+        result = initialize()
+        if inspect.isawaitable(result):
+            await result
+    return store
+
+
 async def build(args):
-    engine = create_async_engine(args.db, connect_args=engine_args(args.db))
-    plain = DatabaseTaskStore(engine)
-    await plain.initialize()
+    chaos = Chaos(ledger=args.ledger, replica=args.name)
     event_stream = None
-    if args.store == "versioned":
-        if VersionedTaskStore is None:
-            sys.exit("--store versioned needs a2a-sdk 1.2 or newer (a2a.server.cluster)")
-        inner = VersionedDatabaseTaskStore(engine)
-        await inner.initialize()
-        store = ObservedVersionedStore(inner, args.name, args.ledger)
-        event_stream = DatabaseTaskEventStream(engine)
-        if hasattr(event_stream, "initialize"):
-            await event_stream.initialize()
+    if args.store not in BUILT_IN_STORES:
+        inner = await user_store(args)
+        stream = getattr(inner, "event_stream", None)
+        if VersionedTaskStore is not None and isinstance(stream, TaskEventStream):
+            event_stream = stream
+        store = chaos.observe_store(inner)
     else:
-        store = ObservedPlainStore(plain, args.name, args.ledger)
+        engine = create_async_engine(args.db, connect_args=engine_args(args.db))
+        plain = DatabaseTaskStore(engine)
+        await plain.initialize()
+        if args.store == "versioned":
+            if VersionedTaskStore is None:
+                sys.exit("--store versioned needs a2a-sdk 1.2 or newer (a2a.server.cluster)")
+            inner = VersionedDatabaseTaskStore(engine)
+            await inner.initialize()
+            store = chaos.observe_store(inner)
+            event_stream = DatabaseTaskEventStream(engine)
+            if hasattr(event_stream, "initialize"):
+                await event_stream.initialize()
+        else:
+            store = chaos.observe_store(plain)
     url = f"http://127.0.0.1:{args.port}/"
     card = AgentCard(
         name="a2a-chaos scripted agent (a2a-python)",
@@ -295,7 +256,9 @@ async def build(args):
             )
         ],
     )
-    executor = TurnExecutor(args.name, args.ledger, args.think_ms / 1000, args.compose_ms / 1000)
+    executor = chaos.executor(
+        TurnExecutor(chaos, args.think_ms / 1000, args.compose_ms / 1000, args.turns)
+    )
     kwargs = {}
     if event_stream is not None:
         kwargs["event_stream"] = event_stream
@@ -314,16 +277,25 @@ def engine_args(db):
 
 
 async def dump(args):
+    """Prints ``{"tasks": {id: task}}`` for the stored tasks among `args.ids` (A2A 1.0 JSON),
+    read from the database (or from the user's ``--store module:Class``)."""
     from a2a.server.context import ServerCallContext
 
-    engine = create_async_engine(args.db, connect_args=engine_args(args.db))
-    store = DatabaseTaskStore(engine, create_table=False)
+    engine = None
+    if args.store in BUILT_IN_STORES:
+        engine = create_async_engine(args.db, connect_args=engine_args(args.db))
+        store = DatabaseTaskStore(engine, create_table=False)
+    else:
+        store = await user_store(args)
     tasks = {}
     for task_id in args.ids:
-        task = await store.get(task_id, ServerCallContext())
+        found = await store.get(task_id, ServerCallContext())
+        # A VersionedTaskStore answers a StoredTask (task and version).
+        task = getattr(found, "task", found)
         if task is not None:
             tasks[task_id] = MessageToDict(task)
-    await engine.dispose()
+    if engine is not None:
+        await engine.dispose()
     print(json.dumps({"tasks": tasks}))
 
 
@@ -363,9 +335,26 @@ def main():
     parser.add_argument("--name", default="replica-0")
     parser.add_argument("--ledger", help="http://127.0.0.1:PORT of the ledger")
     parser.add_argument("--db", required=True, help="SQLAlchemy URL of the shared database")
-    parser.add_argument("--store", choices=["plain", "versioned"], default="plain")
+    parser.add_argument(
+        "--store",
+        default="plain",
+        help="plain, versioned, or module:Class (your TaskStore or VersionedTaskStore)",
+    )
+    parser.add_argument(
+        "--pythonpath",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory to import --store module:Class from (repeatable)",
+    )
     parser.add_argument("--think-ms", type=float, default=40)
     parser.add_argument("--compose-ms", type=float, default=10)
+    parser.add_argument(
+        "--turns",
+        type=int,
+        default=DEFAULT_TURNS,
+        help="length of a conversation of plain text messages (no a2a-chaos data part)",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     if args.dump:
