@@ -108,7 +108,9 @@ fn every_module_uses_only_the_layers_below_it() {
             continue;
         }
         let me = rank(&top).unwrap_or_else(|| {
-            panic!("src/{top} is not in the layer order of tests/layers.rs: add it where it belongs")
+            panic!(
+                "src/{top} is not in the layer order of tests/layers.rs: add it where it belongs"
+            )
         });
         seen.insert(top.clone());
         let text = std::fs::read_to_string(file).expect("a source file");
@@ -124,7 +126,11 @@ fn every_module_uses_only_the_layers_below_it() {
                     continue;
                 }
                 let Some(theirs) = rank(used) else {
-                    broken.push(format!("{}:{}: unknown module crate::{used}", rel.display(), n + 1));
+                    broken.push(format!(
+                        "{}:{}: unknown module crate::{used}",
+                        rel.display(),
+                        n + 1
+                    ));
                     continue;
                 };
                 if theirs > me {
@@ -137,9 +143,16 @@ fn every_module_uses_only_the_layers_below_it() {
             }
         }
     }
-    assert!(broken.is_empty(), "layer violations:\n{}", broken.join("\n"));
+    assert!(
+        broken.is_empty(),
+        "layer violations:\n{}",
+        broken.join("\n")
+    );
     let unused: Vec<&&str> = ORDER.iter().filter(|m| !seen.contains(**m)).collect();
-    assert!(unused.is_empty(), "modules in the order but not in src/: {unused:?}");
+    assert!(
+        unused.is_empty(),
+        "modules in the order but not in src/: {unused:?}"
+    );
 }
 
 #[test]

@@ -78,8 +78,8 @@ mod save;
 mod subscribe;
 mod turn;
 
-pub use auth::{ask_for_authorised_action, needs_auth, Caller, NEEDS_AUTH_KEY};
 pub use crate::protocol::{agent_card, parse_http_url};
+pub use auth::{ask_for_authorised_action, needs_auth, Caller, NEEDS_AUTH_KEY};
 pub use rpc::Refusal;
 
 use rpc::rpc;
@@ -379,7 +379,6 @@ fn status(state: TaskState) -> TaskStatus {
         timestamp: None,
     }
 }
-
 
 /// A fresh per-pod memory store for a replica of a model with `placement = "memory"`.
 pub fn memory_store() -> SharedState {

@@ -231,7 +231,6 @@ impl Replica {
     }
 }
 
-
 /// A server-sent-events response carrying each stream event as a JSON-RPC result.
 pub(super) fn sse_response(id: Value, mut rx: mpsc::Receiver<StreamResponse>) -> Response<BoxBody> {
     let (tx, body) = ChannelBody::channel(16);
