@@ -41,7 +41,7 @@ pub mod partition;
 use std::collections::BTreeMap;
 use std::fmt;
 
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
@@ -391,12 +391,15 @@ impl FaultSpec {
         Ok(())
     }
 
-    /// The rates this seed runs with: swarm-drawn, or as written.
-    pub fn resolve(&self, rng: &mut ChaCha8Rng) -> BTreeMap<String, f64> {
+    /// The rates this seed runs with: swarm-drawn, or as written. Each fault draws from a
+    /// stream of its own (`faults/swarm/<name>`), so adding a fault to a file leaves the
+    /// others' draws alone.
+    pub fn resolve(&self, seed: u64) -> BTreeMap<String, f64> {
         self.rates
             .iter()
             .map(|(name, rate)| {
                 let rate = if self.swarm {
+                    let mut rng = stream(seed, &format!("faults/swarm/{name}"));
                     let keep = rng.random_bool(0.75);
                     let scale: f64 = rng.random_range(0.25..=1.75);
                     if keep {
@@ -412,23 +415,30 @@ impl FaultSpec {
             .collect()
     }
 
-    /// Plans every fault for one run, in time order.
+    /// Plans every fault for one run, in time order. Each fault plans from a stream of its
+    /// own (`faults/<name>`).
     pub fn plan(
         &self,
         rates: &BTreeMap<String, f64>,
         input: &PlanInput,
-        rng: &mut ChaCha8Rng,
+        seed: u64,
     ) -> Vec<Scheduled> {
         let mut out = Vec::new();
         for (name, fault) in FAULTS {
             if let Some(rate) = rates.get(*name).filter(|r| **r > 0.0) {
-                out.extend(fault.plan(*rate, input, rng));
+                let mut rng = stream(seed, &format!("faults/{name}"));
+                out.extend(fault.plan(*rate, input, &mut rng));
             }
         }
         out.push(heal_all(self.window_ms));
         out.sort_by_key(|s| s.at_ms);
         out
     }
+}
+
+/// The generator of one named consumer of a run's randomness.
+fn stream(seed: u64, name: &str) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(seed, name, 0))
 }
 
 /// The start of the liveness phase.

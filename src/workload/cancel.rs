@@ -8,6 +8,7 @@
 //! above 0), then the turn in `1..=turns`. At that turn, after the send: the delay, then
 //! `random_bool(double-cancel-rate)`.
 
+use std::cell::RefCell;
 use std::time::Duration;
 
 use rand::Rng;
@@ -28,12 +29,14 @@ impl Behaviour for Cancel {
     fn draw(&self, spec: &WorkloadSpec, rng: &mut ChaCha8Rng) -> Option<Box<dyn Plan>> {
         let at = (spec.cancel_rate > 0.0 && rng.random_bool(spec.cancel_rate))
             .then(|| rng.random_range(1..=spec.turns))?;
-        Some(Box::new(CancelAt(at)))
+        // The cancel's delay and whether it is sent twice come from the same stream.
+        Some(Box::new(CancelAt(at, RefCell::new(rng.clone()))))
     }
 }
 
-/// Cancels the turn with this number, and ends the conversation.
-struct CancelAt(u32);
+/// Cancels the turn with this number, and ends the conversation; the behaviour's own stream
+/// draws the delay and the second cancel.
+struct CancelAt(u32, RefCell<ChaCha8Rng>);
 
 impl Plan for CancelAt {
     fn shape(&self, turn: u32, shape: &mut Shape) {
@@ -54,11 +57,13 @@ impl Plan for CancelAt {
         Some(Box::pin(async move {
             if let Some(id) = &conv.task_id {
                 let spec = &conv.spec;
-                let delay = conv
-                    .rng
+                let delay = self
+                    .1
+                    .borrow_mut()
                     .random_range(spec.cancel_delay_ms[0]..=spec.cancel_delay_ms[1]);
                 tokio::time::sleep(Duration::from_millis(delay)).await;
-                let times = if conv.rng.random_bool(spec.double_cancel_rate) {
+                let twice = self.1.borrow_mut().random_bool(spec.double_cancel_rate);
+                let times = if twice {
                     2
                 } else {
                     1

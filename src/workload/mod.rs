@@ -28,10 +28,12 @@
 //! | `auth_required.rs` | `auth-required-rate` | asks for an authorised action, answers "yes", authorises out of band |
 //!
 //! A conversation first sleeps a start offset in `0..=start-spread-ms`, drawn from its own
-//! generator (derived from the seed and its index). Then every behaviour, in registry order,
-//! [draws](Behaviour::draw) from that generator whether the conversation does it, and
-//! where: an optional [`Plan`]. Then the turn loop calls the plans' hooks at fixed phases,
-//! each phase in registry order:
+//! generator (derived from the seed and its index; it also draws the gaps between turns and
+//! the duplicates of each send). Then every behaviour [draws](Behaviour::draw), from a
+//! stream of its own (`workload/<name>` and the conversation's index), whether the
+//! conversation does it, and where: an optional [`Plan`] (which may keep drawing from that
+//! stream in its hooks). Then the turn loop calls the plans' hooks at fixed phases, each
+//! phase in registry order:
 //!
 //! 1. [`Plan::shape`]: the turn's [`Shape`] (ends after it, watched, polled; from them,
 //!    whether it is sent blocking);
@@ -48,10 +50,10 @@
 //! **Adding a behaviour** is one file in this folder and one line in [`BEHAVIOURS`]: a unit
 //! type that implements [`Behaviour`] (its name, and a `draw` that reads its knob from the
 //! [`WorkloadSpec`]) and a plan type that implements the hooks it needs (every hook does
-//! nothing by default). Put the line last, and draw nothing when the knob is 0, so that
-//! every workload that does not use it draws and runs what it always did; its knob is a
-//! field of [`WorkloadSpec`] (with its `validate` range and, for a rate, its `resolve` line,
-//! last there too).
+//! nothing by default). Since every behaviour and every swarm knob draws from its own
+//! stream, a new one leaves the draws of the others, and so every existing seed, alone as
+//! long as it does nothing when its knob is 0. Its knob is a field of [`WorkloadSpec`]
+//! (with its `validate` range and, for a rate, its `resolve` line).
 //!
 //! Every id is derived from the seed and the conversation: nothing random is unseeded.
 
@@ -261,24 +263,32 @@ impl WorkloadSpec {
         if !self.swarm {
             return self.clone();
         }
-        let mut rng =
-            ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(seed, "workload-shape", 0));
+        // Each knob draws from a stream of its own (`workload-shape/<knob>`), so a new knob
+        // leaves the others' draws alone.
+        let knob = |name: &str| {
+            ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(
+                seed,
+                &format!("workload-shape/{name}"),
+                0,
+            ))
+        };
         let mut out = self.clone();
-        out.conversations = rng.random_range(self.conversations.div_ceil(2)..=self.conversations);
-        out.turns = rng.random_range(self.turns.div_ceil(2)..=self.turns);
-        for rate in [
-            &mut out.duplicate_rate,
-            &mut out.cancel_rate,
-            &mut out.subscribe_rate,
-            &mut out.push_rate,
-            &mut out.resubscribe_rate,
-            &mut out.poll_rate,
-            &mut out.follow_up_rate,
-            &mut out.foreign_reader_rate,
-            &mut out.context_mismatch_rate,
-            // Last, so that the rates before it draw what they always drew.
-            &mut out.auth_required_rate,
+        out.conversations = knob("conversations")
+            .random_range(self.conversations.div_ceil(2)..=self.conversations);
+        out.turns = knob("turns").random_range(self.turns.div_ceil(2)..=self.turns);
+        for (name, rate) in [
+            ("duplicate", &mut out.duplicate_rate),
+            ("cancel", &mut out.cancel_rate),
+            ("subscribe", &mut out.subscribe_rate),
+            ("push", &mut out.push_rate),
+            ("resubscribe", &mut out.resubscribe_rate),
+            ("poll", &mut out.poll_rate),
+            ("follow-up", &mut out.follow_up_rate),
+            ("foreign-reader", &mut out.foreign_reader_rate),
+            ("context-mismatch", &mut out.context_mismatch_rate),
+            ("auth-required", &mut out.auth_required_rate),
         ] {
+            let mut rng = knob(name);
             let keep = rng.random_bool(0.75);
             let scale: f64 = rng.random_range(0.25..=1.75);
             *rate = if keep { (*rate * scale).min(1.0) } else { 0.0 };
@@ -321,8 +331,8 @@ pub fn message_id(seed: u64, conversation: &str, turn: u32) -> String {
     format!("msg-{conversation}-t{turn}-{:04x}", seed & 0xffff)
 }
 
-/// Every workload behaviour, in the order each conversation draws them (see the module
-/// documentation). A new behaviour goes last, so that the others draw what they always drew.
+/// Every workload behaviour, in the order their hooks run within each phase (see the module
+/// documentation).
 #[rustfmt::skip]
 pub const BEHAVIOURS: &[&dyn Behaviour] = &[
     &cancel::Cancel,
@@ -511,9 +521,18 @@ async fn conversation(
         rng.random_range(0..=spec.start_spread_ms),
     ))
     .await;
+    // Each behaviour draws from a stream of its own, so adding one leaves the others' draws
+    // (and every seed's conversations) alone.
     let plans: Vec<Box<dyn Plan>> = BEHAVIOURS
         .iter()
-        .filter_map(|b| b.draw(&spec, &mut rng))
+        .filter_map(|b| {
+            let mut own = ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(
+                seed,
+                &format!("workload/{}", b.name()),
+                u64::from(index),
+            ));
+            b.draw(&spec, &mut own)
+        })
         .collect();
     let mut conv = Conversation {
         spec,
@@ -594,7 +613,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn behaviours_are_registered_once_in_draw_order() {
+    fn behaviours_are_registered_once_in_hook_order() {
         let names: Vec<_> = BEHAVIOURS.iter().map(|b| b.name()).collect();
         assert_eq!(
             names,

@@ -11,6 +11,7 @@
 //! is above 0), then the turn in `1..=turns`. After a cut stream, unless it was the last
 //! attempt: `random_bool(resubscribe-rate)` (only when that rate is above 0).
 
+use std::cell::RefCell;
 use std::time::Duration;
 
 use rand::Rng;
@@ -31,12 +32,14 @@ impl Behaviour for Subscribe {
     fn draw(&self, spec: &WorkloadSpec, rng: &mut ChaCha8Rng) -> Option<Box<dyn Plan>> {
         let at = (spec.subscribe_rate > 0.0 && rng.random_bool(spec.subscribe_rate))
             .then(|| rng.random_range(1..=spec.turns))?;
-        Some(Box::new(SubscribeAt(at)))
+        // Whether a cut stream is resubscribed comes from the same stream.
+        Some(Box::new(SubscribeAt(at, RefCell::new(rng.clone()))))
     }
 }
 
-/// Subscribes to the task after the turn with this number (not the first).
-struct SubscribeAt(u32);
+/// Subscribes to the task after the turn with this number (not the first); the
+/// behaviour's own stream draws the resubscribes.
+struct SubscribeAt(u32, RefCell<ChaCha8Rng>);
 
 impl Plan for SubscribeAt {
     fn shape(&self, turn: u32, shape: &mut Shape) {
@@ -56,7 +59,7 @@ impl Plan for SubscribeAt {
         }
         Some(Box::pin(async move {
             if let Some(id) = conv.task_id.clone() {
-                subscribe(conv, &id).await;
+                subscribe(conv, &id, &self.1).await;
             }
             Flow::Next
         }))
@@ -64,7 +67,7 @@ impl Plan for SubscribeAt {
 }
 
 /// SubscribeToTask through the router; a cut stream is resubscribed (`resubscribe-rate`).
-async fn subscribe(conv: &mut Conversation, task_id: &str) {
+async fn subscribe(conv: &mut Conversation, task_id: &str, rng: &RefCell<ChaCha8Rng>) {
     let spec = &conv.spec;
     for attempt in 0..=spec.retries {
         let answer = conv
@@ -84,7 +87,7 @@ async fn subscribe(conv: &mut Conversation, task_id: &str) {
         if !cut
             || attempt >= spec.retries
             || spec.resubscribe_rate <= 0.0
-            || !conv.rng.random_bool(spec.resubscribe_rate)
+            || !rng.borrow_mut().random_bool(spec.resubscribe_rate)
         {
             return;
         }

@@ -24,8 +24,6 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::rc::Rc;
 use std::time::{Duration, UNIX_EPOCH};
 
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 
 use crate::buggify::Chaos;
 use crate::client::history::History;
@@ -97,15 +95,14 @@ pub fn run(spec: &RunSpec) -> RunRecord {
 
     // The fault plan, drawn from its own stream of the seed (so drawing it first changes
     // nothing else): the card setup needs to know which hosts it names.
-    let mut rng = ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(seed, "faults", 0));
-    let fault_rates = spec.faults.resolve(&mut rng);
+    let fault_rates = spec.faults.resolve(seed);
     let plan = spec.faults.plan(
         &fault_rates,
         &PlanInput {
             replicas: spec.replicas,
             window_ms: spec.faults.window_ms,
         },
-        &mut rng,
+        seed,
     );
 
     // The agent card, in runs that simulate it: the router serves it, the replicas answer
