@@ -43,7 +43,7 @@ pub struct RealNet {
     /// Listeners bound ahead of time, by the port a server asks for (`ledger::PORT`, ...).
     listeners: RefCell<BTreeMap<u16, std::net::TcpListener>>,
     /// When the live run started: the clock of [`crate::trace::now_ms`] outside a simulation.
-    start: Instant,
+    start: std::cell::Cell<Instant>,
 }
 
 impl RealNet {
@@ -52,8 +52,13 @@ impl RealNet {
         Rc::new(RealNet {
             hosts: RefCell::default(),
             listeners: RefCell::default(),
-            start: Instant::now(),
+            start: std::cell::Cell::new(Instant::now()),
         })
+    }
+
+    /// Starts the clock again (a pool's next scenario begins at 0 ms).
+    pub fn restart_clock(&self) {
+        self.start.set(Instant::now());
     }
 
     /// Binds a real listener on `addr` (port 0 picks a free one) for the server that asks for
@@ -79,7 +84,7 @@ impl RealNet {
 
     /// Time since this map was made.
     pub fn elapsed(&self) -> Duration {
-        self.start.elapsed()
+        self.start.get().elapsed()
     }
 }
 

@@ -22,6 +22,7 @@ use std::path::Path;
 
 /// Every top-level module, bottom to top.
 const ORDER: &[&str] = &[
+    "seed",
     "error",
     "logging",
     "net",
@@ -48,6 +49,7 @@ const ORDER: &[&str] = &[
     "shrink",
     "strategies",
     "live",
+    "fidelity",
     "bench",
     "cli",
 ];

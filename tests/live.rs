@@ -273,10 +273,100 @@ fn assert_all_agree(out: &std::process::Output) {
         "h03-retry-after-lost-reply",
         "h04-cancel-during-effect",
         "h08-resubscribe-on-another-replica",
+        "h11-queued-duplicate",
+        "h12-message-after-remote-cancel",
     ] {
         assert!(
             stdout.contains(scenario),
             "{scenario} missing from\n{stdout}"
         );
     }
+}
+
+/// `fidelity --generate` on a small batch per real a2a-python configuration: scenarios
+/// nobody chose, compared on every observable (see `results/fidelity-generated/` for the
+/// large batches). Exit 0: no undocumented disagreement.
+#[test]
+fn a_small_generated_batch_agrees_with_the_real_a2a_python_sdk() {
+    let _one = SUITE.lock().unwrap_or_else(|e| e.into_inner());
+    if !install_peer() {
+        return;
+    }
+    let out_dir = std::env::temp_dir().join(format!("a2a-chaos-gen-{}", std::process::id()));
+    let out = Command::new(bin())
+        .args(["fidelity", "--generate", "3", "--seed", "0", "--no-shrink"])
+        .args(["--model", "a2a-python-1.3-plain"])
+        .args(["--model", "a2a-python-1.3-versioned"])
+        .args(["--model", "a2a-python-1.3-memory"])
+        .args(["--model", "a2a-python-1.1"])
+        .arg("--out")
+        .arg(&out_dir)
+        .env_remove("A2A_CHAOS_LIVE_DB")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let runs = std::fs::read_to_string(out_dir.join("runs.csv")).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&out_dir);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    // 4 models x 3 scenarios, each a row.
+    assert_eq!(runs.lines().count(), 1 + 12, "{runs}");
+    assert!(stdout.contains("| a2a-python-1.3-memory | 3 |"), "{stdout}");
+}
+
+/// The comparison catches a wrong model: a copy of a2a-python-1.3-plain that refuses a
+/// queued duplicate on a finished task (as the versioned store does) says `pass` on
+/// `exactly-once-effects` for h11, where the real SDK runs the duplicate and applies the
+/// effect twice.
+#[test]
+fn the_comparison_catches_a_deliberately_wrong_profile() {
+    let _one = SUITE.lock().unwrap_or_else(|e| e.into_inner());
+    if !install_peer() {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::temp_dir().join(format!("a2a-chaos-wrong-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let right = std::fs::read_to_string(root.join("models/a2a-python-1.3-plain.toml")).unwrap();
+    assert!(right.contains("queued_terminal = \"run\""));
+    let wrong = right.replace("queued_terminal = \"run\"", "queued_terminal = \"refuse\"");
+    let profile = dir.join("wrong-plain.toml");
+    std::fs::write(&profile, wrong).unwrap();
+    let scenario = std::fs::read_to_string(
+        root.join("tests/fidelity/h11-queued-duplicate-a2a-python-1.3-plain.toml"),
+    )
+    .unwrap()
+    .replace(
+        "model = \"a2a-python-1.3-plain\"",
+        &format!("model = {:?}", profile.display().to_string()),
+    )
+    .replace(
+        "violations = [\"exactly-once-effects\", \"terminal-is-final\"]",
+        "violations = []",
+    );
+    let suite = dir.join("suite");
+    std::fs::create_dir_all(&suite).unwrap();
+    std::fs::write(suite.join("h11-wrong.toml"), scenario).unwrap();
+    let out = Command::new(bin())
+        .arg("fidelity")
+        .arg(&suite)
+        .env_remove("A2A_CHAOS_LIVE_DB")
+        .current_dir(root)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    let row = stdout
+        .lines()
+        .find(|l| l.contains("exactly-once-effects"))
+        .unwrap_or_else(|| panic!("no exactly-once-effects row in\n{stdout}"));
+    assert!(
+        row.split_whitespace()
+            .collect::<Vec<_>>()
+            .ends_with(&["pass", "fail", "DISAGREE"]),
+        "{stdout}"
+    );
 }

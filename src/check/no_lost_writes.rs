@@ -4,11 +4,12 @@
 //! final authoritative task (the shared store's copy, or the memory of a live pod) and in
 //! every later successful read or write answer of that task. Exercised: acknowledged turns
 //! whose conversation saw another operation after the turn began (a concurrent or later
-//! writer, a later read) or a fault after the ack, where a stale snapshot, an overwrite or a
+//! writer, a later read) or a fault after the ack (a lost reply aside), where a stale snapshot, an overwrite or a
 //! dead pod could lose them.
 
 use crate::check::{turn_label, Checker, Finding, Violation};
 use crate::client::history::{OpKind, Outcome};
+use crate::faults::Action;
 use crate::world::RunRecord;
 
 /// The no-lost-writes checker.
@@ -60,7 +61,11 @@ impl Checker for NoLostWrites {
                     && o.kind.conversation() == conversation
                     && o.complete_ms > ack.invoke_ms
             });
-            let struck = run.faults.iter().any(|(at, _)| *at > ack.complete_ms);
+            // A lost reply after the ack loses no stored write, so it does not count.
+            let struck = run
+                .faults
+                .iter()
+                .any(|(at, f)| *at > ack.complete_ms && !matches!(f, Action::DropNextReply(_)));
             if touched || struck {
                 exercised += 1;
             }

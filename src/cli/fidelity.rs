@@ -5,7 +5,14 @@
 //! profile's `[fidelity]` table names. The table compares the two verdicts of every
 //! invariant either run exercised. A disagreement is accepted only when the profile's
 //! `[fidelity.notes]` explains it under `"scenario-name/invariant"`; any other disagreement,
-//! or a live run that did not finish, makes the command exit 1.
+//! or a live run that did not finish, makes the command exit 1; so does any difference in
+//! the other observables ([`crate::fidelity::Observables`]: outcomes, effects, final
+//! tasks) unless `[fidelity.notes]` explains it under `"scenario-name/observables"`. The suite's `found/`
+//! directory (disagreements `--generate` found, shrunk) belongs to the suite.
+//!
+//! `fidelity --generate N` draws N scenarios per model instead ([`crate::fidelity`]),
+//! compares every observable, shrinks each disagreement into `found/`, and writes
+//! `results/fidelity-generated/`.
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +24,32 @@ use crate::scenario::Script;
 use crate::sim::{RunSummary, Sim};
 
 use super::live::{check_peer, PeerArgs};
+use crate::fidelity::{self as differential, report, Status};
+
+/// The flags of `fidelity --generate`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct GenerateArgs {
+    /// Draw this many scenarios per model (scenario seeds S, S+1, ...) instead of running
+    /// the suite.
+    #[arg(long)]
+    pub generate: Option<u64>,
+    /// The first scenario seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// A model to compare (repeatable); default every built-in model with a [fidelity]
+    /// table.
+    #[arg(long = "model")]
+    pub models: Vec<String>,
+    /// Where the results go.
+    #[arg(long, default_value = "results/fidelity-generated")]
+    pub out: PathBuf,
+    /// Report disagreements without shrinking them into the suite's found/.
+    #[arg(long)]
+    pub no_shrink: bool,
+    /// Print the scenario files and run nothing.
+    #[arg(long)]
+    pub print: bool,
+}
 
 /// One row of the table.
 #[derive(Debug, Clone)]
@@ -31,16 +64,25 @@ pub struct Row {
     pub note: Option<String>,
 }
 
-/// The scenario files of a suite, in name order.
+/// The scenario files of a suite and of its `found/` directory, in name order.
 pub fn suite(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
     let origin = dir.display().to_string();
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| InputError::new(&origin, format!("cannot read the suite: {e}")))?;
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
+    let toml_files = |dir: &Path| -> Result<Vec<PathBuf>, InputError> {
+        let entries = std::fs::read_dir(dir)
+            .map_err(|e| InputError::new(&origin, format!("cannot read the suite: {e}")))?;
+        Ok(entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .collect())
+    };
+    let mut files = toml_files(dir)?;
     files.sort();
+    let found = dir.join("found");
+    if found.is_dir() {
+        let mut more = toml_files(&found)?;
+        more.sort();
+        files.extend(more);
+    }
     if files.is_empty() {
         return Err(InputError::new(&origin, "the suite has no .toml scenario"));
     }
@@ -106,10 +148,28 @@ pub fn cmd_fidelity(dir: &Path, peer: &PeerArgs) -> Result<i32, InputError> {
     }
     let mut rows = Vec::new();
     let mut failed = Vec::new();
+    let mut observed = Vec::new();
     for (origin, script, profile) in &scripts {
         eprintln!("fidelity: {origin}: simulated, then live");
-        let sim = Sim::from_scenario(script)?.check().summary;
-        let (real, _) = live::run_scenario(script, profile.clone(), &options)?;
+        let checked = Sim::from_scenario(script)?.check();
+        let sim = checked.summary.clone();
+        let (real, record) = live::run_scenario(script, profile.clone(), &options)?;
+        // Beyond verdicts, everything both worlds observe (as `--generate` compares).
+        if let Some(sim_record) = &checked.record {
+            let differ = differential::Observables::of(sim_record, &sim).diff(
+                &differential::Observables::of(&record, &real),
+                "simulated",
+                "real",
+            );
+            let key = format!("{}/observables", script.file.name);
+            let noted = profile
+                .fidelity
+                .as_ref()
+                .is_some_and(|f| f.notes.contains_key(&key));
+            if !differ.is_empty() && !noted {
+                observed.push((script.file.name.clone(), differ));
+            }
+        }
         if let Some(e) = &real.error {
             failed.push(format!("{origin}: the live run did not finish: {e}"));
         }
@@ -132,22 +192,30 @@ pub fn cmd_fidelity(dir: &Path, peer: &PeerArgs) -> Result<i32, InputError> {
             r.note.as_deref().unwrap_or("")
         );
     }
+    for (scenario, differ) in &observed {
+        for d in differ {
+            println!("DISAGREE {scenario}: {d}");
+        }
+    }
     for f in &failed {
         println!("{f}");
     }
     println!(
-        "{} scenarios, {} verdicts compared: {} agree, {} documented, {} undocumented disagreements",
+        "{} scenarios, {} verdicts compared: {} agree, {} documented, {} undocumented disagreements; observables differ in {} scenarios",
         scripts.len(),
         rows.len(),
         rows.iter().filter(|r| r.status == "agree").count(),
         rows.iter().filter(|r| r.status == "documented").count(),
-        disagreements
+        disagreements,
+        observed.len()
     );
-    Ok(if disagreements == 0 && failed.is_empty() {
-        0
-    } else {
-        1
-    })
+    Ok(
+        if disagreements == 0 && failed.is_empty() && observed.is_empty() {
+            0
+        } else {
+            1
+        },
+    )
 }
 
 /// The table as text.
@@ -194,4 +262,121 @@ pub fn table(rows: &[Row]) -> String {
         line([&row[0], &row[1], &row[2], &row[3], &row[4], &row[5]]);
     }
     out
+}
+
+/// `fidelity --generate N`: N generated scenarios per model, each simulated once and live
+/// twice, compared on every observable; exit 1 on any disagreement the profile's
+/// `[fidelity.notes]` does not explain under the found scenario's name
+/// (`found-<model>-<seed>`).
+pub fn cmd_generate(
+    n: u64,
+    args: &GenerateArgs,
+    suite_dir: &Path,
+    peer: &PeerArgs,
+) -> Result<i32, InputError> {
+    let options = peer.options();
+    let models: Vec<String> = if args.models.is_empty() {
+        crate::model::names()
+            .into_iter()
+            .filter(|m| Profile::load(m).is_ok_and(|p| p.fidelity.is_some()))
+            .map(str::to_string)
+            .collect()
+    } else {
+        args.models.clone()
+    };
+    if n == 0 {
+        return Err(InputError::new(
+            "--generate",
+            "generate at least 1 scenario",
+        ));
+    }
+    if args.print {
+        for model in &models {
+            Profile::load(model)?;
+            for seed in args.seed..args.seed + n {
+                println!("{}", differential::generated(model, seed).to_toml());
+            }
+        }
+        return Ok(0);
+    }
+    // Every model is loaded and its peer checked before anything runs.
+    let mut profiles = Vec::new();
+    for model in &models {
+        let profile = Profile::load(model)?;
+        check_peer(&profile, &options, &format!("--model {model}"))?;
+        profiles.push((model.clone(), profile));
+    }
+    let found_dir = suite_dir.join("found");
+    let total = n * profiles.len() as u64;
+    let mut rows = Vec::new();
+    let mut done = 0;
+    for (model, profile) in &profiles {
+        eprintln!("fidelity: {model}: starting two pools of 3 real replicas");
+        let replicas = *crate::strategies::ScenarioConfig::live(model.as_str())
+            .replicas
+            .end();
+        let mut live = differential::Live::pooled(profile, &options, replicas)?;
+        for seed in args.seed..args.seed + n {
+            done += 1;
+            let script = differential::generated(model, seed);
+            let outcome = differential::run_case(&script, &mut live, 2)?;
+            let mut row = report::Row::of(model, &script, &outcome);
+            eprintln!(
+                "fidelity: [{done}/{total}] {model} seed {seed} ({} steps): {} ({:.1} s live)",
+                script.step_count(),
+                outcome.status.word(),
+                outcome.live_wall_ms as f64 / 1000.0
+            );
+            let found_name = format!("found-{}-{seed}", differential::model_slug(model));
+            let explained = profile
+                .fidelity
+                .as_ref()
+                .and_then(|f| f.notes.get(&found_name));
+            if let (Status::Disagree(_), Some(note)) = (&outcome.status, explained) {
+                // Pinned under found/ and explained in the profile: documented.
+                row.status = "documented";
+                eprintln!("  documented ({found_name}): {note}");
+            } else if let Status::Disagree(differences) = &outcome.status {
+                let reproduce =
+                    format!("a2a-chaos fidelity --generate 1 --seed {seed} --model {model}");
+                for d in differences {
+                    eprintln!("  {d}");
+                }
+                eprintln!("  reproduce: {reproduce}");
+                if !args.no_shrink {
+                    let shrunk =
+                        differential::shrink::shrink(&script, &mut live, &outcome, &mut |what| {
+                            eprintln!("  shrink: {what}")
+                        })?;
+                    let path = report::write_found(
+                        &found_dir,
+                        &shrunk.script,
+                        &shrunk.outcome,
+                        &reproduce,
+                    )?;
+                    eprintln!(
+                        "  shrunk to {} steps in {} candidates: {}",
+                        shrunk.script.step_count(),
+                        shrunk.tried,
+                        path.display()
+                    );
+                    row.found = Some(path.display().to_string());
+                }
+            }
+            rows.push(row);
+            // The results so far, so a long batch cut short keeps what it measured.
+            report::write_results(&args.out, &rows)?;
+        }
+    }
+    let summary = report::summarise(&rows);
+    print!("{}", report::summary_table(&summary));
+    for r in rows.iter().filter(|r| r.status == "DISAGREE") {
+        println!("DISAGREE {} seed {}: {}", r.model, r.seed, r.differences);
+    }
+    println!("results: {}", args.out.display());
+    Ok(if summary.values().all(|s| s.disagree == 0) {
+        0
+    } else {
+        1
+    })
 }

@@ -137,11 +137,15 @@ pub enum Command {
         #[arg(long)]
         trace: bool,
     },
-    /// Run a suite of scenarios simulated and live; print both verdicts side by side.
+    /// Run a suite of scenarios simulated and live; print both verdicts side by side. With
+    /// --generate N, draw N scenarios nobody chose per model instead and compare everything
+    /// both worlds observe.
     Fidelity {
-        /// The suite: a directory of scenario files.
+        /// The suite: a directory of scenario files (its `found/` too).
         #[arg(default_value = "tests/fidelity")]
         dir: PathBuf,
+        #[command(flatten)]
+        generate: fidelity::GenerateArgs,
         #[command(flatten)]
         peer: live::PeerArgs,
     },
@@ -238,7 +242,14 @@ pub fn main(cli: Cli) -> i32 {
             json,
             trace,
         } => live::cmd_live(&file, &peer, json, trace),
-        Command::Fidelity { dir, peer } => fidelity::cmd_fidelity(&dir, &peer),
+        Command::Fidelity {
+            dir,
+            generate,
+            peer,
+        } => match generate.generate {
+            Some(n) => fidelity::cmd_generate(n, &generate, &dir, &peer),
+            None => fidelity::cmd_fidelity(&dir, &peer),
+        },
         Command::List => {
             list::cmd_list();
             Ok(0)

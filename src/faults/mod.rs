@@ -37,6 +37,7 @@ pub mod latency;
 mod link_partition;
 pub mod lost_reply;
 pub mod partition;
+mod rolling_restart;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -289,6 +290,7 @@ pub const FAULTS: &[(&str, &dyn FaultKind)] = &[
     ("card-key-revoked", &card::CardKeyRevoked),
     ("card-tampered", &card::CardTampered),
     ("card-foreign-origin", &card::CardForeignOrigin),
+    ("rolling-restart", &rolling_restart::RollingRestart),
 ];
 
 /// Whether any of these fault names changes the agent card (the run then simulates it).
@@ -438,7 +440,7 @@ impl FaultSpec {
 
 /// The generator of one named consumer of a run's randomness.
 fn stream(seed: u64, name: &str) -> ChaCha8Rng {
-    ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(seed, name, 0))
+    ChaCha8Rng::seed_from_u64(crate::seed::derive_seed(seed, name, 0))
 }
 
 /// The start of the liveness phase.

@@ -29,6 +29,11 @@ use crate::store::{SaveMode, SaveRecord};
 use crate::trace::{now_ms, Event, Trace};
 
 /// What the live run's ledger host holds.
+///
+/// A pool of replicas serves one scenario after another ([`crate::live::pool`]): each
+/// [`Ground::begin`]s with the contexts of its conversations, and an effect or save of any
+/// other context (late work of an earlier scenario) is answered from a scratch ledger and
+/// forgotten.
 #[derive(Clone, Default)]
 pub struct Ground {
     pub ledger: Rc<RefCell<LedgerState>>,
@@ -36,6 +41,10 @@ pub struct Ground {
     versions: Rc<RefCell<BTreeMap<String, u64>>>,
     /// Per task: each plain-store version's artifacts and message ids.
     contents: Rc<RefCell<BTreeMap<String, Vec<Content>>>>,
+    /// The contexts of the scenario being served; `None`: every context is.
+    contexts: Rc<RefCell<Option<BTreeSet<String>>>>,
+    /// The trace of the scenario being served, when a pool set one.
+    trace: Rc<RefCell<Option<Trace>>>,
 }
 
 /// What one stored version held.
@@ -47,6 +56,25 @@ struct Content {
 }
 
 impl Ground {
+    /// Forgets everything and serves the scenario whose conversations use `contexts`,
+    /// recording into `trace`.
+    pub fn begin(&self, contexts: BTreeSet<String>, trace: Trace) {
+        *self.ledger.borrow_mut() = LedgerState::default();
+        self.saves.borrow_mut().clear();
+        self.versions.borrow_mut().clear();
+        self.contents.borrow_mut().clear();
+        *self.contexts.borrow_mut() = Some(contexts);
+        *self.trace.borrow_mut() = Some(trace);
+    }
+
+    /// Whether an effect or save of `context` belongs to the scenario being served.
+    fn serves(&self, context: &str) -> bool {
+        self.contexts
+            .borrow()
+            .as_ref()
+            .is_none_or(|c| c.contains(context))
+    }
+
     /// Every reported save, in the order the store applied them: by arrival, and by the
     /// store's own version within a task when it has versions (two replicas may report
     /// their saves in the other order than they landed).
@@ -182,7 +210,12 @@ pub async fn serve(ground: Ground, trace: Trace) -> turmoil::Result {
     net::serve(
         crate::ground::ledger::PORT,
         move |req: http::Request<hyper::body::Incoming>| {
-            let (ground, trace) = (ground.clone(), trace.clone());
+            let ground = ground.clone();
+            let trace = ground
+                .trace
+                .borrow()
+                .clone()
+                .unwrap_or_else(|| trace.clone());
             async move {
                 let path = req.uri().path().to_string();
                 let body = match net::read_request(req.into_body()).await {
@@ -196,6 +229,11 @@ pub async fn serve(ground: Ground, trace: Trace) -> turmoil::Result {
                             Err(e) => return Ok(bad(e.to_string())),
                         };
                         request.sent_ms = now_ms();
+                        if !ground.serves(&request.context_id) {
+                            let scratch = Rc::new(RefCell::new(LedgerState::default()));
+                            let quiet = Trace::new(false);
+                            return Ok(ledger::arrive_and_answer(&scratch, &quiet, request).await);
+                        }
                         Ok(ledger::arrive_and_answer(&ground.ledger, &trace, request).await)
                     }
                     "/save" => {
@@ -203,6 +241,12 @@ pub async fn serve(ground: Ground, trace: Trace) -> turmoil::Result {
                             Ok(r) => r,
                             Err(e) => return Ok(bad(e.to_string())),
                         };
+                        if !ground.serves(&report.context_id) {
+                            return Ok(net::json_response(
+                                StatusCode::OK,
+                                &serde_json::json!({ "version": report.version.unwrap_or(0) }),
+                            ));
+                        }
                         let what = format!(
                             "save {} as {} by {}",
                             report.task_id, report.state, report.replica

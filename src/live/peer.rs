@@ -27,6 +27,27 @@ use std::time::{Duration, Instant};
 use crate::model::Profile;
 use crate::net::{self, Call};
 
+/// Makes the replica die when the thread that started it does, so a run that is killed
+/// (Ctrl-C, SIGTERM, SIGKILL) leaves no replica behind (Linux; elsewhere the fleet's
+/// `Drop` is the only guard).
+fn die_with_parent(command: &mut Command) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: prctl is async-signal-safe and touches only the forked child.
+        unsafe {
+            command.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = command;
+}
+
 /// The test peer's preset name.
 pub const PRESET_A2A_PYTHON: &str = "a2a-python";
 
@@ -264,12 +285,15 @@ impl Fleet {
         let err = log
             .try_clone()
             .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
-        let child = Command::new("sh")
+        let mut command = Command::new("sh");
+        command
             .arg("-c")
             .arg(format!("exec {line}"))
             .stdin(Stdio::null())
             .stdout(log)
-            .stderr(err)
+            .stderr(err);
+        die_with_parent(&mut command);
+        let child = command
             .spawn()
             .map_err(|e| format!("cannot start replica-{index} (`{line}`): {e}"))?;
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
@@ -311,7 +335,8 @@ impl Fleet {
     /// Reads tasks straight from the shared database, when the peer can (the `a2a-python`
     /// preset: `server.py --dump`); `None` for another peer command.
     pub fn dump(&self, ids: &[String]) -> Option<Result<Vec<a2a::Task>, String>> {
-        if self.command.0 != PRESET_A2A_PYTHON {
+        // Another peer, or a store with nothing to dump (per-process memory).
+        if self.command.0 != PRESET_A2A_PYTHON || self.store == "memory" {
             return None;
         }
         let python = venv_base().join(format!("v{}/bin/python", self.sdk));

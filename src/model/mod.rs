@@ -82,6 +82,66 @@ pub enum NonBlockingToWorking {
     ReturnCurrent,
 }
 
+/// What a non-blocking send (`returnImmediately`) answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NonBlockingAnswer {
+    /// The task as the turn's working save left it (the default).
+    Working,
+    /// The task after the turn's first event: on a new task the submitted task holding
+    /// the message, on a later turn the working task (a2a-sdk 1.x: the first event the
+    /// consumer saves; the user message is saved with the working event).
+    FirstEvent,
+}
+
+/// What a send gets that arrives while another turn of its task runs on the same replica.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QueuedAnswer {
+    /// It waits for the lock and is answered by its own turn (the default).
+    Own,
+    /// It joins the running turn's events and is answered with the task that turn ends
+    /// in; its own turn runs later, in the background (a2a-sdk 1.3: one `ActiveTask` per
+    /// task, every request subscribed to all of its events).
+    RunningTurn,
+}
+
+/// Whether a message that reaches a replica's live task runner (queued behind a running
+/// turn, or sent to a task whose last turn here left it waiting for input) still runs when
+/// the stored task is already terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QueuedTerminal {
+    /// It is refused with `message_to_terminal_code` (the default).
+    Refuse,
+    /// It runs on the terminal task: saves working over it and makes its effect (a2a-sdk
+    /// 1.3 without an event stream: `ActiveTask._run_producer` checks nothing).
+    Run,
+}
+
+/// What a streaming send's first event is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StreamStart {
+    /// The task as the working save left it, on every stream (the default).
+    Snapshot,
+    /// The task only when the stream created it; a continuation's stream begins with the
+    /// working status update (a2a-sdk 1.3: the consumer forwards the events the executor
+    /// emits, and only a new task's first event is the Task).
+    SnapshotOnNewTask,
+}
+
+/// Where a turn's reply (the agent's message) goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReplyIn {
+    /// Appended to the task's history with the final status (the default).
+    History,
+    /// The final status's message; it moves into the history when the next user message
+    /// is appended (a2a-sdk 1.x: `TaskManager.update_with_message`).
+    Status,
+}
+
 /// What SubscribeToTask does for a task this replica does not know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -164,6 +224,23 @@ pub struct HandlerKnobs {
     pub per_task_lock: bool,
     /// What a non-blocking follow-up to a working task gets.
     pub nonblocking_to_working: NonBlockingToWorking,
+    /// What a non-blocking send answers with; unset: [`NonBlockingAnswer::Working`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonblocking_answer: Option<NonBlockingAnswer>,
+    /// What a streaming send's first event is; unset: [`StreamStart::Snapshot`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_start: Option<StreamStart>,
+    /// Where a turn's reply goes; unset: [`ReplyIn::History`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_in: Option<ReplyIn>,
+    /// What a send gets that arrives while its task's turn runs here; unset:
+    /// [`QueuedAnswer::Own`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_answer: Option<QueuedAnswer>,
+    /// Whether a queued turn runs on a task the turn before it ended; unset:
+    /// [`QueuedTerminal::Refuse`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_terminal: Option<QueuedTerminal>,
     /// JSON-RPC code when conflicts exhaust `conflict_reapply`.
     pub conflict_code: i32,
     /// A task left input-required this long (simulated ms) with no follow-up fails; 0: it

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use a2a::{Task, TaskState};
 
-use super::{rpc, set_marker, status, Caller, Refusal, Replica, MARKER_KEY};
+use super::{change_state, rpc, set_marker, Caller, Refusal, Replica, MARKER_KEY};
 use crate::model::{Placement, SecondCancel, StopRule};
 use crate::store::{SaveError, SaveMode};
 use crate::trace::now_ms;
@@ -44,6 +44,8 @@ impl Replica {
                 ));
             }
             if let Some(active) = self.active.borrow().get(task_id) {
+                // This replica writes the cancel: its parked task is done with here.
+                active.parked.set(false);
                 let stops = match self.profile.cancel.stops_executor {
                     StopRule::Always => true,
                     StopRule::StreamingOnly => active.streaming.get(),
@@ -53,7 +55,7 @@ impl Replica {
                 }
             }
             let mut canceled = task.clone();
-            canceled.status = status(TaskState::Canceled);
+            change_state(&mut canceled, TaskState::Canceled, &self.profile);
             if self.profile.cancel.fence_effects {
                 if pending_until(&task).is_some_and(|until| now_ms() < until) {
                     if now_ms() >= deadline {

@@ -64,7 +64,7 @@ use serde_json::{json, Value};
 
 use crate::buggify::SharedChaos;
 use crate::ground::push::SharedPush;
-use crate::model::Profile;
+use crate::model::{Profile, ReplyIn};
 use crate::net::{self, BoxBody};
 use crate::store::{SharedState, StoreState, TaskStore};
 use crate::trace::{Event, Tone, Trace};
@@ -72,6 +72,7 @@ use crate::trace::{Event, Tone, Trace};
 mod auth;
 mod cancel;
 mod push;
+mod queue;
 mod recovery;
 mod rpc;
 mod save;
@@ -158,6 +159,15 @@ struct ActiveTask {
     running: Cell<bool>,
     /// True while that turn is a streaming run.
     streaming: Cell<bool>,
+    /// Turns of this task that ended here, and how the last one ended: what a send that
+    /// joined a running turn ([`crate::model::QueuedAnswer::RunningTurn`]) is answered with.
+    ended: Cell<u64>,
+    last_end: RefCell<Option<Result<Task, Refusal>>>,
+    end_notify: tokio::sync::Notify,
+    /// The last turn here left the task waiting for input (input-required, auth-required),
+    /// and no cancel was written here since: a2a-sdk keeps its `ActiveTask` alive, and a
+    /// later message goes to it ([`crate::model::QueuedTerminal::Run`]).
+    parked: Cell<bool>,
 }
 
 /// What a replica process is connected to.
@@ -377,6 +387,52 @@ fn status(state: TaskState) -> TaskStatus {
         state,
         message: None,
         timestamp: None,
+    }
+}
+
+/// Sets a task's state as a status event does: where the model keeps the turn's reply as
+/// the status's message ([`crate::model::ReplyIn::Status`]), that message moves into the
+/// history first (a2a-sdk 1.3.0 `TaskManager`: every status event archives the previous
+/// status message).
+fn change_state(task: &mut Task, state: TaskState, profile: &Profile) {
+    if profile.handler.reply_in == Some(crate::model::ReplyIn::Status) {
+        if let Some(reply) = task.status.message.take() {
+            task.history.get_or_insert_with(Vec::new).push(reply);
+        }
+    }
+    task.status = status(state);
+}
+
+/// Appends a user message to a task's history; where the reply is the status's message, that
+/// message goes into the history first (a2a-sdk `TaskManager.update_with_message`).
+pub(super) fn push_user(task: &mut Task, message: &Message, reply_in: ReplyIn) {
+    if reply_in == ReplyIn::Status {
+        // Archived as it is: every run of a turn has its own reply, even a re-run's.
+        if let Some(reply) = task.status.message.take() {
+            task.history.get_or_insert_with(Vec::new).push(reply);
+        }
+    }
+    turn::push_message(task, message);
+}
+
+/// Ends a turn in `state` with its reply, in the history or as the status's message.
+pub(super) fn reply_with(task: &mut Task, reply: &Message, state: TaskState, reply_in: ReplyIn) {
+    match reply_in {
+        ReplyIn::History => {
+            turn::push_message(task, reply);
+            task.status = status(state);
+        }
+        ReplyIn::Status => {
+            // A status event archives the status message it replaces (another turn's reply,
+            // when this one is re-applied on a copy that turn saved), never its own.
+            if let Some(old) = task.status.message.take() {
+                if old.message_id != reply.message_id {
+                    task.history.get_or_insert_with(Vec::new).push(old);
+                }
+            }
+            task.status = status(state);
+            task.status.message = Some(reply.clone());
+        }
     }
 }
 

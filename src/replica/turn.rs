@@ -24,12 +24,15 @@ use super::auth::auth_pending;
 use super::rpc::sse_response;
 use super::save::Saved;
 use super::subscribe::status_update;
-use super::{needs_auth, rpc, set_marker, status, ActiveTask, Caller, Refusal, Replica, TurnInfo};
+use super::{
+    needs_auth, push_user, reply_with, rpc, set_marker, status, ActiveTask, Caller, Refusal,
+    Replica, TurnInfo,
+};
 use crate::faults::{KillPoint, Point};
 use crate::ground::ledger::{self, EffectRequest};
 use crate::model::{
-    AfterEffect, DedupScope, MismatchRule, NonBlockingToWorking, OwnerScope, PushOn, Saves,
-    UnknownTask,
+    AfterEffect, DedupScope, MismatchRule, NonBlockingAnswer, NonBlockingToWorking, OwnerScope,
+    PushOn, QueuedTerminal, ReplyIn, Saves, StreamStart, UnknownTask,
 };
 use crate::net::BoxBody;
 use crate::store::{Claim, TaskStore};
@@ -47,14 +50,21 @@ impl Replica {
         blocking: bool,
         caller: Caller,
     ) -> Result<Task, Refusal> {
-        let turn = self.clone().begin(message, blocking, None, &caller).await?;
+        let new_task = message.task_id.is_none();
+        let turn = self
+            .clone()
+            .begin(message, blocking, None, &caller, false)
+            .await?;
         match turn {
             Begun::Replay(task) => Ok(*task),
             Begun::Turn(turn) => {
                 if blocking {
                     self.finish(turn, None).await
                 } else {
-                    let snapshot = turn.task.clone();
+                    let snapshot = match self.profile.handler.nonblocking_answer {
+                        Some(NonBlockingAnswer::FirstEvent) if new_task => turn.first_saved.clone(),
+                        _ => turn.task.clone(),
+                    };
                     tokio::task::spawn_local(async move {
                         let _ = self.finish(turn, None).await;
                     });
@@ -73,9 +83,9 @@ impl Replica {
         let (tx, rx) = mpsc::channel::<StreamResponse>(16);
         let begun = {
             let (me, tx) = (self.clone(), tx.clone());
-            tokio::task::spawn_local(
-                async move { me.begin(message, true, Some(&tx), &caller).await },
-            )
+            tokio::task::spawn_local(async move {
+                me.begin(message, true, Some(&tx), &caller, false).await
+            })
         };
         let turn = match begun.await {
             Ok(Ok(t)) => t,
@@ -101,12 +111,15 @@ impl Replica {
         sse_response(id, rx)
     }
 
-    async fn begin(
+    /// Begins a turn: resolves its task and saves it as working. `queued`: the turn waited
+    /// behind another whose answer its sender already got.
+    pub(super) async fn begin(
         self: Rc<Self>,
         message: Message,
         blocking: bool,
         sink: Option<&mpsc::Sender<StreamResponse>>,
         caller: &Caller,
+        queued: bool,
     ) -> Result<Begun, Refusal> {
         let Some(info) = TurnInfo::from_message(&message) else {
             return Err(rpc(
@@ -114,6 +127,15 @@ impl Replica {
                 "invalid params: the scripted agent needs a data part {conversation, turn, turns}",
             ));
         };
+        if !queued {
+            if let Some(joined) = self
+                .clone()
+                .join_running_turn(&message, &info, caller)
+                .await
+            {
+                return joined;
+            }
+        }
         // Deduplication by (contextId, messageId), where the model has it.
         let dedup_key = format!(
             "{}/{}",
@@ -236,7 +258,13 @@ impl Replica {
                     release().await;
                     return Err(rpc(-32602, "contextId does not match the task's"));
                 }
-                if task.status.state.is_terminal() {
+                // A turn queued behind another, or sent to a task parked here, reaches the
+                // replica's live ActiveTask, which (without an event stream) runs it whatever
+                // the stored state (a2a-sdk 1.3.0 ActiveTask._run_producer).
+                let parked = self.active(task_id).parked.get();
+                let runs_anyway = (queued || parked)
+                    && self.profile.handler.queued_terminal == Some(QueuedTerminal::Run);
+                if task.status.state.is_terminal() && !runs_anyway {
                     release().await;
                     return Err(rpc(
                         self.profile.handler.message_to_terminal_code,
@@ -311,33 +339,42 @@ impl Replica {
         // A message to a task that waits for authorisation answers that request (the
         // request is a marker in the task, so a takeover of the answer knows it too).
         let answering_auth = auth_pending(&task);
+        let new_task = version.is_none();
         let mut version = version;
         let user_message = message.clone();
-        if self.profile.handler.saves == Saves::PerEvent {
+        let reply_in = self.profile.handler.reply_in.unwrap_or(ReplyIn::History);
+        let mut first_saved = None;
+        let already_held = task
+            .history
+            .iter()
+            .flatten()
+            .any(|m| m.message_id == message.message_id);
+        if self.profile.handler.saves == Saves::PerEvent && !already_held {
             // The user message is its own save, the state unchanged (on turn 1, the
             // submitted task holding it), before the working event.
-            push_message(&mut task, &message);
+            push_user(&mut task, &message, reply_in);
             let saved = self
                 .save_reapplying(&mut task, version, |fresh| {
-                    push_message(fresh, &user_message)
+                    push_user(fresh, &user_message, reply_in)
                 })
                 .await;
             version = Some(
                 self.saved_before_effect(saved, dedup_store.as_ref(), &dedup_key)
                     .await?,
             );
+            first_saved = Some(task.clone());
         }
         // Append the user message and save the task as working.
         let runner = (self.profile.recovery.sweep_ms > 0)
             .then(|| json!(now_ms() + self.profile.recovery.runner_lease_ms));
-        push_message(&mut task, &message);
+        push_user(&mut task, &message, reply_in);
         task.status = status(TaskState::Working);
         if runner.is_some() {
             set_marker(&mut task, "runnerUntilMs", runner.clone());
         }
         let saved = self
             .save_reapplying(&mut task, version, |fresh| {
-                push_message(fresh, &user_message);
+                push_user(fresh, &user_message, reply_in);
                 fresh.status = status(TaskState::Working);
                 if runner.is_some() {
                     set_marker(fresh, "runnerUntilMs", runner.clone());
@@ -355,7 +392,11 @@ impl Replica {
             self.push(&task).await;
         }
         if let Some(tx) = sink {
-            let _ = tx.send(StreamResponse::Task(task.clone())).await;
+            let first = match self.profile.handler.stream_start {
+                Some(StreamStart::SnapshotOnNewTask) if !new_task => status_update(&task),
+                _ => StreamResponse::Task(task.clone()),
+            };
+            let _ = tx.send(first).await;
         }
         active.canceled.set(false);
         active.running.set(true);
@@ -363,13 +404,14 @@ impl Replica {
         Ok(Begun::Turn(Box::new(Turn {
             info,
             message,
-            task,
             version,
             active,
             _guard: guard,
             mismatch,
             dedup: dedup_store.map(|d| (d, dedup_key)),
             answering_auth,
+            first_saved: first_saved.unwrap_or_else(|| task.clone()),
+            task,
         })))
     }
 
@@ -415,7 +457,7 @@ impl Replica {
         Err(refusal)
     }
 
-    async fn finish(
+    pub(super) async fn finish_turn(
         self: Rc<Self>,
         turn: Box<Turn>,
         sink: Option<&mpsc::Sender<StreamResponse>>,
@@ -430,6 +472,7 @@ impl Replica {
             mismatch,
             dedup,
             answering_auth,
+            first_saved: _,
         } = *turn;
         let result = self
             .run_turn(
@@ -581,6 +624,7 @@ impl Replica {
             extensions: None,
             reference_task_ids: None,
         };
+        let reply_in = self.profile.handler.reply_in.unwrap_or(ReplyIn::History);
         let next_state = if info.turn >= info.turns {
             TaskState::Completed
         } else {
@@ -595,11 +639,10 @@ impl Replica {
             {
                 artifacts.push(artifact.clone());
             }
-            push_message(t, &reply);
             set_marker(t, "effectPending", None);
             set_marker(t, "runnerUntilMs", None);
             set_marker(t, "authPending", None);
-            t.status = status(next_state.clone());
+            reply_with(t, &reply, next_state.clone(), reply_in);
         };
         if self.profile.handler.saves == Saves::PerEvent {
             // The artifact is its own save, before the reply and the final status.
@@ -636,8 +679,7 @@ impl Replica {
                         info.conversation, info.turn, t.id, t.status.state
                     ));
                     let mut fresh = (*t).clone();
-                    push_message(&mut fresh, &reply);
-                    fresh.status = status(next_state.clone());
+                    reply_with(&mut fresh, &reply, next_state.clone(), reply_in);
                     let saved = self.persist(&fresh, self.save_mode(Some(v)), Some(v)).await;
                     if saved.is_ok() && self.profile.push.on == PushOn::EverySave {
                         self.push(&fresh).await;
@@ -695,24 +737,26 @@ impl Replica {
     }
 }
 
-enum Begun {
+pub(super) enum Begun {
     /// A deduplicated message: the task it produced before.
     Replay(Box<Task>),
     /// A turn that has saved its working state and still has to run.
     Turn(Box<Turn>),
 }
 
-struct Turn {
+pub(super) struct Turn {
     info: TurnInfo,
     message: Message,
     task: Task,
     version: u64,
-    active: Rc<ActiveTask>,
+    pub(super) active: Rc<ActiveTask>,
     _guard: tokio::sync::OwnedMutexGuard<()>,
     mismatch: bool,
     dedup: Option<(TaskStore, String)>,
     /// The task waited for authorisation when the message came: it answers that request.
     answering_auth: bool,
+    /// The task as the turn first saved it (what a non-blocking send may answer).
+    first_saved: Task,
 }
 
 /// Gives up a dedup claim (the request did not run), so a retry may take it.
@@ -723,7 +767,7 @@ async fn release_claim(dedup: Option<&TaskStore>, key: &str) {
 }
 
 /// Appends a message to a task's history unless a message with its id is already there.
-fn push_message(task: &mut Task, message: &Message) {
+pub(super) fn push_message(task: &mut Task, message: &Message) {
     let history = task.history.get_or_insert_with(Vec::new);
     if !history.iter().any(|m| m.message_id == message.message_id) {
         history.push(message.clone());

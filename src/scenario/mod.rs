@@ -80,6 +80,10 @@ pub struct ScenarioFile {
     /// Client timeout per request, simulated ms.
     #[serde(default = "default_timeout")]
     pub request_timeout_ms: u64,
+    /// The longest an `await-effect` step waits for its effect before the script goes on
+    /// without it, simulated ms (default 10000; at most [`AWAIT_EFFECT_MAX`]).
+    #[serde(default = "default_await_effect")]
+    pub await_effect_ms: u64,
     /// `[card]`: simulate the agent card (also on when a step changes it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub card: Option<crate::card::CardSetup>,
@@ -99,6 +103,9 @@ fn round_robin() -> String {
 }
 pub(crate) fn default_timeout() -> u64 {
     1500
+}
+pub(crate) fn default_await_effect() -> u64 {
+    AWAIT_EFFECT_MAX.as_millis() as u64
 }
 
 /// Most steps a scenario may have (nested steps included).
@@ -120,6 +127,8 @@ pub struct Script {
     pub turns: BTreeMap<String, u32>,
     /// Client timeout per request.
     pub request_timeout: Duration,
+    /// The longest an `await-effect` step waits.
+    pub await_effect: Duration,
 }
 
 impl Script {
@@ -205,11 +214,23 @@ impl Script {
         let mut turns = BTreeMap::new();
         collect_turns(&steps, &mut turns);
         let request_timeout = Duration::from_millis(file.request_timeout_ms.max(1));
+        if file.await_effect_ms > default_await_effect() {
+            return Err(InputError::new(
+                origin,
+                format!(
+                    "await-effect-ms = {} must be at most {}",
+                    file.await_effect_ms,
+                    default_await_effect()
+                ),
+            ));
+        }
+        let await_effect = Duration::from_millis(file.await_effect_ms);
         let script = Script {
             file,
             steps,
             turns,
             request_timeout,
+            await_effect,
         };
         if let Some(setup) = script.card_setup() {
             crate::card::check_profile(&profile, origin)?;

@@ -42,7 +42,8 @@ pub struct DriverLink {
     pub ledger: Option<crate::ground::ledger::SharedLedger>,
 }
 
-/// The longest an `await-effect` step waits before the script goes on without it.
+/// The longest an `await-effect` step may wait before the script goes on without it (a
+/// scenario's `await-effect-ms` lowers it).
 pub const AWAIT_EFFECT_MAX: Duration = Duration::from_secs(10);
 
 /// How often an `await-effect` step looks at the ledger.
@@ -286,7 +287,7 @@ fn run_step<'a>(
                     EffectGate::Await => {
                         let mut waited = Duration::ZERO;
                         while !ledger.borrow().arrived(&t.conversation, t.turn) {
-                            if waited >= AWAIT_EFFECT_MAX {
+                            if waited >= run.script.await_effect {
                                 client.trace.record(
                                     "client",
                                     Event::plain(format!(

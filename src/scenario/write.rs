@@ -6,7 +6,7 @@
 
 use toml_edit::{value, Array, ArrayOfTables, DocumentMut, Item, Table, Value};
 
-use super::{default_timeout, ScenarioFile, Step};
+use super::{default_await_effect, default_timeout, ScenarioFile, Step};
 
 /// A TOML value as `toml_edit` writes it.
 fn edit_value(v: &toml::Value) -> Value {
@@ -46,6 +46,9 @@ pub fn to_toml(file: &ScenarioFile) -> String {
     doc["seed"] = value(file.seed as i64);
     if file.request_timeout_ms != default_timeout() {
         doc["request-timeout-ms"] = value(file.request_timeout_ms as i64);
+    }
+    if file.await_effect_ms != default_await_effect() {
+        doc["await-effect-ms"] = value(file.await_effect_ms as i64);
     }
     if let Some(c) = &file.card {
         let mut card = Table::new();

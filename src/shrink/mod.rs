@@ -251,6 +251,7 @@ fn base_file(name: &str, model: &str, routing: &str, seed: u64, timeout_ms: u64)
         description: None,
         postmortem: None,
         request_timeout_ms: timeout_ms,
+        await_effect_ms: crate::scenario::default_await_effect(),
         card: None,
         step: Vec::new(),
         expect: Expect::default(),

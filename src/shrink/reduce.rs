@@ -142,7 +142,7 @@ mod tests {
             &exp,
             &profile,
             "round-robin",
-            7,
+            15,
             "no-lost-writes",
             &mut runs,
             &mut notes,
@@ -153,7 +153,7 @@ mod tests {
             "{notes:?}"
         );
         assert!(!notes.is_empty());
-        let record = run_experiment(&reduced, &profile, "round-robin", 7);
+        let record = run_experiment(&reduced, &profile, "round-robin", 15);
         let (invariant, _) = target(&record, Some("no-lost-writes")).unwrap();
         assert_eq!(invariant, "no-lost-writes");
         // Its conversion is much smaller than the original run's.

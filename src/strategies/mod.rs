@@ -36,7 +36,9 @@ use proptest::strategy::{BoxedStrategy, Union};
 
 use crate::error::InputError;
 use crate::faults::{heal, kill, lost_reply, partition};
-use crate::scenario::{Expect, ScenarioFile, Script, SendStep, Step, TaskStep, REPLICAS_MAX};
+use crate::scenario::{
+    EffectGate, Expect, ScenarioFile, Script, SendStep, Step, TaskStep, TurnStep, REPLICAS_MAX,
+};
 
 /// The kinds of step a generated scenario may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -63,6 +65,25 @@ pub enum StepKind {
     Partition,
     /// Every link restored, every host restarted.
     Heal,
+    /// The next turn of a conversation with `returnImmediately` (non-blocking), then a
+    /// pause of [`SETTLE_MS`] so that the turn it started has ended before the next step (in
+    /// real time as in the simulation).
+    NonBlocking,
+    /// The next turn of a conversation over the streaming method (SSE).
+    Streaming,
+    /// The next turn of a conversation twice at the same instant, with the same messageId
+    /// (a duplicate delivery), each to its own replica or to the router.
+    Duplicate,
+    /// SubscribeToTask of a conversation's task (again: a resubscribe).
+    Subscribe,
+    /// CancelTask of a conversation's task twice in a row, each to its own replica.
+    CancelTwice,
+    /// The next turn held inside its effect step while another call races it: `hold-effect`,
+    /// then the send beside `await-effect`, the racing call, `release-effect`. The racer is a
+    /// cancel, a get, a subscribe, the same message again, the conversation's next turn, or
+    /// a kill of the replica doing the turn, so the interleaving is the same in the
+    /// simulation and against a real peer.
+    Held,
 }
 
 impl StepKind {
@@ -79,6 +100,51 @@ impl StepKind {
         StepKind::Restart,
         StepKind::Partition,
         StepKind::Heal,
+        StepKind::NonBlocking,
+        StepKind::Streaming,
+        StepKind::Duplicate,
+        StepKind::Subscribe,
+        StepKind::CancelTwice,
+        StepKind::Held,
+    ];
+
+    /// The kinds of [`ScenarioConfig::default`]: every kind of the first release but
+    /// `Cancel` (so generated scenarios stay what they were as kinds are added).
+    pub const CLASSIC: &'static [StepKind] = &[
+        StepKind::Send,
+        StepKind::Get,
+        StepKind::Retry,
+        StepKind::Concurrent,
+        StepKind::Wait,
+        StepKind::DropReply,
+        StepKind::Kill,
+        StepKind::Restart,
+        StepKind::Partition,
+        StepKind::Heal,
+    ];
+
+    /// What a live run can do (`a2a-chaos live`, `fidelity --generate`) in an order both
+    /// worlds share: every kind but `Partition`, which loopback cannot make, and the two
+    /// whose requests race in real time, `Concurrent` and `Duplicate` (two requests of one
+    /// conversation at the same instant: the real server and the simulation may serve them
+    /// in either order, and the first-come order a live run shows is not the simulation's
+    /// lockstep). `Held` races a turn with its duplicate, its next turn, a cancel, a read or
+    /// a kill in a fixed order instead.
+    pub const LIVE: &'static [StepKind] = &[
+        StepKind::Send,
+        StepKind::Get,
+        StepKind::Retry,
+        StepKind::Wait,
+        StepKind::DropReply,
+        StepKind::Cancel,
+        StepKind::Kill,
+        StepKind::Restart,
+        StepKind::Heal,
+        StepKind::NonBlocking,
+        StepKind::Streaming,
+        StepKind::Subscribe,
+        StepKind::CancelTwice,
+        StepKind::Held,
     ];
 
     /// The fault kinds.
@@ -94,11 +160,15 @@ impl StepKind {
     fn weight(self) -> u32 {
         match self {
             StepKind::Send => 8,
-            StepKind::Get | StepKind::Retry | StepKind::Concurrent => 2,
+            StepKind::Get | StepKind::Retry | StepKind::Concurrent | StepKind::Held => 2,
             _ => 1,
         }
     }
 }
+
+/// How long a generated non-blocking send waits for the turn it started (a turn takes
+/// about 100 ms in the simulation and 150 ms against the a2a-python peer).
+pub const SETTLE_MS: u64 = 600;
 
 /// What [`scenarios`] generates.
 ///
@@ -117,12 +187,15 @@ pub struct ScenarioConfig {
     pub conversations: u32,
     /// Most steps a scenario has (a `concurrent` pair counts as one). Default 12.
     pub max_steps: usize,
-    /// Step kinds to draw from. Default: every kind but `Cancel` (see [`StepKind::ALL`]).
+    /// Step kinds to draw from. Default [`StepKind::CLASSIC`]; [`ScenarioConfig::live`] takes
+    /// [`StepKind::LIVE`].
     pub kinds: Vec<StepKind>,
     /// Scenario seeds (latency and jitter) to draw from. Default `0..=0`.
     pub seeds: RangeInclusive<u64>,
     /// Client timeout per request, simulated ms. Default 1500.
     pub request_timeout_ms: u64,
+    /// The longest an `await-effect` step waits, simulated ms. Default 10000.
+    pub await_effect_ms: u64,
 }
 
 impl Default for ScenarioConfig {
@@ -133,13 +206,10 @@ impl Default for ScenarioConfig {
             routing: "round-robin".into(),
             conversations: 2,
             max_steps: 12,
-            kinds: StepKind::ALL
-                .iter()
-                .copied()
-                .filter(|k| *k != StepKind::Cancel)
-                .collect(),
+            kinds: StepKind::CLASSIC.to_vec(),
             seeds: 0..=0,
             request_timeout_ms: 1500,
+            await_effect_ms: crate::scenario::default_await_effect(),
         }
     }
 }
@@ -149,6 +219,21 @@ impl ScenarioConfig {
     pub fn new(model: impl Into<String>) -> Self {
         ScenarioConfig {
             model: model.into(),
+            ..ScenarioConfig::default()
+        }
+    }
+
+    /// What a live run can do, on 2 or 3 replicas: [`StepKind::LIVE`] over 2
+    /// conversations, at most 10 steps, and an `await-effect` that gives up after 2 s (a
+    /// held turn that never reaches its effect, because its task is already final, costs
+    /// little real time). `a2a-chaos fidelity --generate` draws from it.
+    pub fn live(model: impl Into<String>) -> Self {
+        ScenarioConfig {
+            model: model.into(),
+            replicas: 2..=3,
+            max_steps: 10,
+            kinds: StepKind::LIVE.to_vec(),
+            await_effect_ms: 2000,
             ..ScenarioConfig::default()
         }
     }
@@ -267,6 +352,38 @@ enum Draft {
     Restart(Index),
     Partition(Index),
     Heal,
+    NonBlocking(u32, Option<Index>),
+    Streaming(u32, Option<Index>),
+    Duplicate(u32, [Option<Index>; 2]),
+    Subscribe(u32, Option<Index>),
+    CancelTwice(u32, [Option<Index>; 2]),
+    Held(u32, Index, Racer),
+}
+
+/// What races a held turn (see [`StepKind::Held`]); the turn itself goes to a named replica.
+#[derive(Debug, Clone)]
+enum Racer {
+    Cancel(Option<Index>),
+    Get(Option<Index>),
+    Subscribe(Option<Index>),
+    Duplicate(Option<Index>),
+    /// The conversation's next turn.
+    NextTurn(Option<Index>),
+    /// The replica doing the turn dies.
+    KillOwner,
+}
+
+fn racer() -> BoxedStrategy<Racer> {
+    let to = || proptest::option::of(any::<Index>());
+    prop_oneof![
+        to().prop_map(Racer::Cancel),
+        to().prop_map(Racer::Get),
+        to().prop_map(Racer::Subscribe),
+        to().prop_map(Racer::Duplicate),
+        to().prop_map(Racer::NextTurn),
+        Just(Racer::KillOwner),
+    ]
+    .boxed()
 }
 
 fn draft(config: &ScenarioConfig) -> BoxedStrategy<Draft> {
@@ -293,6 +410,20 @@ fn draft(config: &ScenarioConfig) -> BoxedStrategy<Draft> {
                 StepKind::Restart => any::<Index>().prop_map(Draft::Restart).boxed(),
                 StepKind::Partition => any::<Index>().prop_map(Draft::Partition).boxed(),
                 StepKind::Heal => Just(Draft::Heal).boxed(),
+                StepKind::NonBlocking => {
+                    target().prop_map(|(c, t)| Draft::NonBlocking(c, t)).boxed()
+                }
+                StepKind::Streaming => target().prop_map(|(c, t)| Draft::Streaming(c, t)).boxed(),
+                StepKind::Duplicate => (conv.clone(), to(), to())
+                    .prop_map(|(c, a, b)| Draft::Duplicate(c, [a, b]))
+                    .boxed(),
+                StepKind::Subscribe => target().prop_map(|(c, t)| Draft::Subscribe(c, t)).boxed(),
+                StepKind::CancelTwice => (conv.clone(), to(), to())
+                    .prop_map(|(c, a, b)| Draft::CancelTwice(c, [a, b]))
+                    .boxed(),
+                StepKind::Held => (conv.clone(), any::<Index>(), racer())
+                    .prop_map(|(c, owner, r)| Draft::Held(c, owner, r))
+                    .boxed(),
             };
             (kind.weight(), s)
         })
@@ -313,20 +444,28 @@ fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
             order.entry(c).or_insert(next);
         };
         match d {
-            Draft::Send(c, _) | Draft::Get(c, _) | Draft::Retry(c, _) | Draft::Cancel(c, _) => {
-                note(*c)
-            }
+            Draft::Send(c, _)
+            | Draft::Get(c, _)
+            | Draft::Retry(c, _)
+            | Draft::Cancel(c, _)
+            | Draft::NonBlocking(c, _)
+            | Draft::Streaming(c, _)
+            | Draft::Duplicate(c, _)
+            | Draft::Subscribe(c, _)
+            | Draft::CancelTwice(c, _)
+            | Draft::Held(c, _, _) => note(*c),
             Draft::Concurrent(list) => list.iter().for_each(|(c, _)| note(*c)),
             _ => {}
         }
     }
     let name = |c: u32| format!("c{}", order.get(&c).copied().unwrap_or(1));
+    // The turn a send carries: the conversation's next, or (`again`) its last once more.
     let mut send = |c: u32, t: &Option<Index>, again: bool| {
         let last = last_turn.entry(c).or_insert(0);
         if !again || *last == 0 {
             *last += 1;
         }
-        Step::Send(SendStep {
+        SendStep {
             conversation: name(c),
             turn: *last,
             to: to(t),
@@ -337,21 +476,23 @@ fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
             context_id: None,
             needs_auth: None,
             reply: None,
-        })
+        }
     };
     let task = |c: u32, t: &Option<Index>| TaskStep {
         conversation: name(c),
         to: to(t),
         principal: None,
     };
-    drafts
-        .iter()
-        .map(|d| match d {
-            Draft::Send(c, t) => send(*c, t, false),
-            Draft::Retry(c, t) => send(*c, t, true),
-            Draft::Concurrent(list) => {
-                Step::Concurrent(list.iter().map(|(c, t)| send(*c, t, false)).collect())
-            }
+    let mut steps = Vec::new();
+    for d in drafts {
+        let step = match d {
+            Draft::Send(c, t) => Step::Send(send(*c, t, false)),
+            Draft::Retry(c, t) => Step::Send(send(*c, t, true)),
+            Draft::Concurrent(list) => Step::Concurrent(
+                list.iter()
+                    .map(|(c, t)| Step::Send(send(*c, t, false)))
+                    .collect(),
+            ),
             Draft::Get(c, t) => Step::Get(task(*c, t)),
             Draft::Cancel(c, t) => Step::Cancel(task(*c, t)),
             Draft::Wait(ms) => Step::WaitMs(*ms),
@@ -362,8 +503,64 @@ fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
                 Step::Fault(partition::Partition(replica(i), "store".into()).into())
             }
             Draft::Heal => Step::Fault(heal::HealAll.into()),
-        })
-        .collect()
+            Draft::NonBlocking(c, t) => Step::Sequence(vec![
+                Step::Send(SendStep {
+                    blocking: Some(false),
+                    ..send(*c, t, false)
+                }),
+                Step::WaitMs(SETTLE_MS),
+            ]),
+            Draft::Streaming(c, t) => Step::Send(SendStep {
+                streaming: Some(true),
+                ..send(*c, t, false)
+            }),
+            Draft::Duplicate(c, [a, b]) => {
+                let first = send(*c, a, false);
+                let second = SendStep {
+                    to: to(b),
+                    ..first.clone()
+                };
+                Step::Concurrent(vec![Step::Send(first), Step::Send(second)])
+            }
+            Draft::Subscribe(c, t) => Step::Subscribe(task(*c, t)),
+            Draft::CancelTwice(c, [a, b]) => {
+                Step::Sequence(vec![Step::Cancel(task(*c, a)), Step::Cancel(task(*c, b))])
+            }
+            Draft::Held(c, owner, r) => {
+                let owner = Some(*owner);
+                let turn = send(*c, &owner, false);
+                let gate = TurnStep {
+                    conversation: turn.conversation.clone(),
+                    turn: turn.turn,
+                };
+                let racing = match r {
+                    Racer::Cancel(t) => Step::Cancel(task(*c, t)),
+                    Racer::Get(t) => Step::Get(task(*c, t)),
+                    Racer::Subscribe(t) => Step::Subscribe(task(*c, t)),
+                    Racer::Duplicate(t) => Step::Send(SendStep {
+                        to: to(t),
+                        ..turn.clone()
+                    }),
+                    Racer::NextTurn(t) => Step::Send(send(*c, t, false)),
+                    Racer::KillOwner => Step::Fault(
+                        kill::Kill(replica(owner.as_ref().expect("the held turn is pinned")))
+                            .into(),
+                    ),
+                };
+                steps.push(Step::Effect(EffectGate::Hold, gate.clone()));
+                Step::Concurrent(vec![
+                    Step::Send(turn),
+                    Step::Sequence(vec![
+                        Step::Effect(EffectGate::Await, gate.clone()),
+                        racing,
+                        Step::Effect(EffectGate::Release, gate),
+                    ]),
+                ])
+            }
+        };
+        steps.push(step);
+    }
+    steps
 }
 
 fn base(config: &ScenarioConfig, replicas: usize, seed: u64) -> ScenarioFile {
@@ -376,6 +573,7 @@ fn base(config: &ScenarioConfig, replicas: usize, seed: u64) -> ScenarioFile {
         description: Some("generated by a2a_chaos::strategies::scenarios".into()),
         postmortem: None,
         request_timeout_ms: config.request_timeout_ms,
+        await_effect_ms: config.await_effect_ms,
         card: None,
         step: Vec::new(),
         expect: Expect::default(),
@@ -402,6 +600,35 @@ pub fn scenarios(config: impl Into<ScenarioConfig>) -> BoxedStrategy<GeneratedSc
             GeneratedScenario(script)
         })
         .boxed()
+}
+
+/// The scenario `config` gives for `seed`, drawn from a random stream of that seed alone
+/// (with the scenario's own seed set to it): the same seed, the same scenario, so scenario
+/// `k` of a batch is reproduced by its seed without the others. `a2a-chaos fidelity
+/// --generate` draws its scenarios so.
+///
+/// # Panics
+/// When the configuration is unusable (see [`scenarios`]).
+pub fn draw(config: &ScenarioConfig, seed: u64) -> GeneratedScenario {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let config = ScenarioConfig {
+        seeds: seed..=seed,
+        ..config.clone()
+    };
+    let mut key = [0u8; 32];
+    key[..8].copy_from_slice(&seed.to_le_bytes());
+    key[8..16].copy_from_slice(b"scenario");
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &key);
+    let runner_config = Config {
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new_with_rng(runner_config, rng);
+    scenarios(config)
+        .new_tree(&mut runner)
+        .expect("a scenario strategy never rejects")
+        .current()
 }
 
 /// Fault schedules on `replicas` replicas: up to `max_faults` faults of the config's fault

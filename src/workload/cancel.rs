@@ -63,11 +63,7 @@ impl Plan for CancelAt {
                     .random_range(spec.cancel_delay_ms[0]..=spec.cancel_delay_ms[1]);
                 tokio::time::sleep(Duration::from_millis(delay)).await;
                 let twice = self.1.borrow_mut().random_bool(spec.double_cancel_rate);
-                let times = if twice {
-                    2
-                } else {
-                    1
-                };
+                let times = if twice { 2 } else { 1 };
                 for _ in 0..times {
                     cancel(conv, id).await;
                 }

@@ -273,8 +273,8 @@ impl WorkloadSpec {
             ))
         };
         let mut out = self.clone();
-        out.conversations = knob("conversations")
-            .random_range(self.conversations.div_ceil(2)..=self.conversations);
+        out.conversations =
+            knob("conversations").random_range(self.conversations.div_ceil(2)..=self.conversations);
         out.turns = knob("turns").random_range(self.turns.div_ceil(2)..=self.turns);
         for (name, rate) in [
             ("duplicate", &mut out.duplicate_rate),

@@ -24,7 +24,6 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::rc::Rc;
 use std::time::{Duration, UNIX_EPOCH};
 
-
 use crate::buggify::Chaos;
 use crate::client::history::History;
 use crate::faults::{PlanInput, Scheduled};

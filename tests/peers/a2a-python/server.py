@@ -6,6 +6,8 @@ One process is one replica. It serves A2A 1.0 JSON-RPC on ``POST /`` and its car
 
 - ``--store plain``: the SDK's ``DatabaseTaskStore`` (1.3 wraps it in the
   ``LegacyTaskStoreAdapter``: no versions, last writer wins);
+- ``--store memory``: the SDK's ``InMemoryTaskStore``, one per process (nothing shared:
+  ``--db`` is ignored, and the final tasks are read from each replica with GetTask);
 - ``--store versioned``: 1.3's cluster mode, ``VersionedDatabaseTaskStore`` plus
   ``DatabaseTaskEventStream`` (compare-and-swap, shared event log).
 
@@ -41,7 +43,7 @@ URL (URL with NAME as its database); ``server.py --drop-db NAME --db URL`` drops
 end of the run.
 
 Usage: server.py --port P --name replica-0 --ledger http://127.0.0.1:L --db URL
-       [--store plain|versioned|module:Class] [--pythonpath DIR] [--think-ms 40]
+       [--store plain|versioned|memory|module:Class] [--pythonpath DIR] [--think-ms 40] [--ledger-timeout-ms 500]
        [--compose-ms 10] [--turns 2]
        server.py --dump --db URL [--store ...] [--pythonpath DIR] -- TASK_ID...
 """
@@ -66,7 +68,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-from a2a.server.tasks import DatabaseTaskStore, TaskStore, TaskUpdater
+from a2a.server.tasks import DatabaseTaskStore, InMemoryTaskStore, TaskStore, TaskUpdater
 from a2a.types.a2a_pb2 import (
     AgentCapabilities,
     AgentCard,
@@ -96,7 +98,7 @@ from a2a_chaos_adapter import DEFAULT_TURNS, Chaos, turn_of  # noqa: E402
 LOG = logging.getLogger("a2a-chaos-peer")
 
 #: The stores this peer knows by name; anything else is `module:Class`.
-BUILT_IN_STORES = ("plain", "versioned")
+BUILT_IN_STORES = ("plain", "versioned", "memory")
 
 
 class TurnExecutor(AgentExecutor):
@@ -213,7 +215,7 @@ async def user_store(args):
 
 
 async def build(args):
-    chaos = Chaos(ledger=args.ledger, replica=args.name)
+    chaos = Chaos(ledger=args.ledger, replica=args.name, timeout=args.ledger_timeout_ms / 1000)
     event_stream = None
     if args.store not in BUILT_IN_STORES:
         inner = await user_store(args)
@@ -221,6 +223,8 @@ async def build(args):
         if VersionedTaskStore is not None and isinstance(stream, TaskEventStream):
             event_stream = stream
         store = chaos.observe_store(inner)
+    elif args.store == "memory":
+        store = chaos.observe_store(InMemoryTaskStore())
     else:
         engine = create_async_engine(args.db, connect_args=engine_args(args.db))
         plain = DatabaseTaskStore(engine)
@@ -348,6 +352,13 @@ def main():
         help="a directory to import --store module:Class from (repeatable)",
     )
     parser.add_argument("--think-ms", type=float, default=40)
+    parser.add_argument(
+        "--ledger-timeout-ms",
+        type=float,
+        default=500,
+        help="how long a call to the ledger may take before the turn fails (default 500: the "
+        "simulated replica's ledger timeout, Timing::ledger_timeout in src/replica/mod.rs)",
+    )
     parser.add_argument("--compose-ms", type=float, default=10)
     parser.add_argument(
         "--turns",

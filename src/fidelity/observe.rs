@@ -1,0 +1,206 @@
+//! What a differential run compares: the observables of one run, simulated or live.
+//!
+//! Verdicts alone hide a model that is right for the wrong reason, so a run is reduced to
+//! everything a client and the ledger could see, in a form that does not depend on what the
+//! two worlds cannot share (task ids the real SDK draws at random, timings, error texts):
+//! - every client operation's outcome, grouped by what it asked for (`send c1#2`,
+//!   `cancel c1`), as `ok` with the task state in the answer (a stream's last state when
+//!   no event held the task), `fail` with its code, or `info`; whether a stream began with
+//!   the task; operations that asked the same thing at once are compared as a multiset, since
+//!   which of two concurrent duplicates wins is not an observable;
+//! - the effects per turn at the ledger: how many arrived, how many were applied;
+//! - the final task of every conversation: its state, artifact names, the client's message
+//!   ids in its history and how many agent messages it holds (their ids are the server's);
+//! - every invariant's verdict.
+//!
+//! [`Observables::diff`] lists every difference, each with both sides.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use a2a::Role;
+
+use crate::client::history::Outcome;
+use crate::sim::RunSummary;
+use crate::world::RunRecord;
+
+/// The observables of one run.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Observables {
+    /// Operation → its outcomes, sorted.
+    pub ops: BTreeMap<String, Vec<String>>,
+    /// `c1#2` → (effects that arrived, effects applied).
+    pub effects: BTreeMap<String, (usize, usize)>,
+    /// Conversation → its final task, in words (`absent` when no task was stored).
+    pub tasks: BTreeMap<String, String>,
+    /// Invariant → verdict (`pass`, `fail`, `unknown`).
+    pub verdicts: BTreeMap<String, String>,
+    /// Why the run did not finish, when it did not.
+    pub error: Option<String>,
+}
+
+impl Observables {
+    /// The observables of a finished run.
+    pub fn of(record: &RunRecord, summary: &RunSummary) -> Observables {
+        let mut ops: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for op in &record.history {
+            let outcome = match &op.outcome {
+                Outcome::Ok => match (&op.task, op.stream_states.last()) {
+                    (Some(view), _) => format!("ok {:?}", view.state),
+                    (None, Some(state)) => format!("ok {state:?}"),
+                    (None, None) => "ok".to_string(),
+                },
+                Outcome::Fail { code, .. } => format!("fail {code}"),
+                Outcome::Info { .. } => "info".to_string(),
+            };
+            let outcome = if op.stream_states.is_empty() {
+                outcome
+            } else if op.stream_snapshot_first {
+                format!("{outcome} (stream from the task)")
+            } else {
+                format!("{outcome} (stream from an update)")
+            };
+            ops.entry(op.kind.label()).or_default().push(outcome);
+        }
+        for outcomes in ops.values_mut() {
+            outcomes.sort();
+        }
+        let mut effects: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+        for e in &record.effects {
+            let entry = effects
+                .entry(format!("{}#{}", e.request.conversation, e.request.turn))
+                .or_default();
+            entry.0 += 1;
+            if e.applied {
+                entry.1 += 1;
+            }
+        }
+        let mut tasks = BTreeMap::new();
+        for (conversation, id) in &record.conversations {
+            let words = match record.final_tasks.get(id) {
+                Some(task) => {
+                    let history = task.history.as_deref().unwrap_or_default();
+                    let users: Vec<&str> = history
+                        .iter()
+                        .filter(|m| m.role == Role::User)
+                        .map(|m| m.message_id.as_str())
+                        .collect();
+                    format!(
+                        "{:?}; artifacts [{}]; history [{}] and {} agent messages",
+                        task.status.state,
+                        crate::store::artifact_names(task).join(" "),
+                        users.join(" "),
+                        history.len() - users.len()
+                    )
+                }
+                None => "absent".to_string(),
+            };
+            tasks.insert(conversation.clone(), words);
+        }
+        let verdicts = summary
+            .invariants
+            .iter()
+            .map(|i| (i.name.to_string(), i.verdict.word().to_string()))
+            .collect();
+        Observables {
+            ops,
+            effects,
+            tasks,
+            verdicts,
+            error: summary.error.clone().or_else(|| record.error.clone()),
+        }
+    }
+
+    /// Every difference between `self` (one side) and `other`, in words; empty when none.
+    pub fn diff(&self, other: &Observables, mine: &str, theirs: &str) -> Vec<Difference> {
+        let mut out = Vec::new();
+        let mut compare = |what: &str, a: Option<String>, b: Option<String>| {
+            if a != b {
+                out.push(Difference {
+                    what: what.to_string(),
+                    sides: [
+                        (mine.to_string(), a.unwrap_or_else(|| "none".into())),
+                        (theirs.to_string(), b.unwrap_or_else(|| "none".into())),
+                    ],
+                });
+            }
+        };
+        for key in union(&self.ops, &other.ops) {
+            let words = |o: &Observables| o.ops.get(&key).map(|v| v.join(", "));
+            compare(&format!("`{key}`"), words(self), words(other));
+        }
+        for key in union(&self.effects, &other.effects) {
+            let words = |o: &Observables| {
+                o.effects
+                    .get(&key)
+                    .map(|(arrived, applied)| format!("{arrived} arrived, {applied} applied"))
+            };
+            compare(&format!("effects of {key}"), words(self), words(other));
+        }
+        for key in union(&self.tasks, &other.tasks) {
+            compare(
+                &format!("final task of {key}"),
+                self.tasks.get(&key).cloned(),
+                other.tasks.get(&key).cloned(),
+            );
+        }
+        for key in union(&self.verdicts, &other.verdicts) {
+            compare(
+                &key,
+                self.verdicts.get(&key).cloned(),
+                other.verdicts.get(&key).cloned(),
+            );
+        }
+        compare("run error", self.error.clone(), other.error.clone());
+        out
+    }
+}
+
+fn union<V>(a: &BTreeMap<String, V>, b: &BTreeMap<String, V>) -> Vec<String> {
+    let mut keys: Vec<String> = a.keys().chain(b.keys()).cloned().collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// One observable on which two runs differ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    /// What differs (`\`send c1#2\``, `effects of c1#2`, `exactly-once-effects`).
+    pub what: String,
+    /// Each side's name and value.
+    pub sides: [(String, String); 2],
+}
+
+impl fmt::Display for Difference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let [(a, x), (b, y)] = &self.sides;
+        write!(f, "{}: {a} {x}; {b} {y}", self.what)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_difference_names_both_sides() {
+        let mut a = Observables::default();
+        let mut b = Observables::default();
+        a.verdicts
+            .insert("exactly-once-effects".into(), "pass".into());
+        b.verdicts
+            .insert("exactly-once-effects".into(), "fail".into());
+        b.effects.insert("c1#1".into(), (2, 2));
+        let d = a.diff(&b, "simulated", "real");
+        let words: Vec<String> = d.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            words,
+            [
+                "effects of c1#1: simulated none; real 2 arrived, 2 applied",
+                "exactly-once-effects: simulated pass; real fail",
+            ]
+        );
+        assert!(a.diff(&a, "x", "y").is_empty());
+    }
+}

@@ -1,0 +1,248 @@
+//! What `fidelity --generate` writes: one row per scenario, a summary per model, and every
+//! disagreement as a scenario file under `tests/fidelity/found/`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::error::InputError;
+use crate::scenario::Script;
+
+use super::Outcome;
+
+/// One generated scenario's row.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub model: String,
+    pub seed: u64,
+    pub replicas: usize,
+    pub steps: usize,
+    /// `agree`, `unstable`, `documented` (a disagreement the profile explains) or
+    /// `DISAGREE`.
+    pub status: &'static str,
+    /// The differences, `; `-separated (empty for an agreement).
+    pub differences: String,
+    /// The found scenario a disagreement was shrunk to, when it was.
+    pub found: Option<String>,
+    pub sim_wall_ms: u64,
+    pub live_wall_ms: u64,
+}
+
+impl Row {
+    /// The row of one compared scenario.
+    pub fn of(model: &str, script: &Script, outcome: &Outcome) -> Row {
+        Row {
+            model: model.to_string(),
+            seed: script.file.seed,
+            replicas: script.file.replicas,
+            steps: script.step_count(),
+            status: outcome.status.word(),
+            differences: outcome
+                .status
+                .differences()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
+            found: None,
+            sim_wall_ms: outcome.sim_wall_ms,
+            live_wall_ms: outcome.live_wall_ms,
+        }
+    }
+}
+
+fn csv_cell(text: &str) -> String {
+    if text.contains([',', '"', '\n']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// `runs.csv`: one row per scenario.
+pub fn runs_csv(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "model,seed,replicas,steps,status,differences,found,sim_wall_ms,live_wall_ms\n",
+    );
+    for r in rows {
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{}\n",
+            csv_cell(&r.model),
+            r.seed,
+            r.replicas,
+            r.steps,
+            r.status,
+            csv_cell(&r.differences),
+            csv_cell(r.found.as_deref().unwrap_or("")),
+            r.sim_wall_ms,
+            r.live_wall_ms
+        ));
+    }
+    out
+}
+
+/// Per model: scenarios, agreements, unstable ones, disagreements, the unstable share and
+/// the mean wall time per scenario.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelSummary {
+    pub scenarios: usize,
+    pub agree: usize,
+    pub unstable: usize,
+    /// Disagreements the profile explains.
+    pub documented: usize,
+    pub disagree: usize,
+    pub live_wall_ms: u64,
+    pub sim_wall_ms: u64,
+}
+
+impl ModelSummary {
+    /// Unstable scenarios as a share of all.
+    pub fn unstable_share(&self) -> f64 {
+        self.unstable as f64 / self.scenarios.max(1) as f64
+    }
+    /// Agreements as a share of the stable scenarios (documented disagreements count as
+    /// disagreements).
+    pub fn agreement(&self) -> f64 {
+        self.agree as f64 / (self.agree + self.documented + self.disagree).max(1) as f64
+    }
+}
+
+/// The summary of every model in `rows`, by model name.
+pub fn summarise(rows: &[Row]) -> BTreeMap<String, ModelSummary> {
+    let mut out: BTreeMap<String, ModelSummary> = BTreeMap::new();
+    for r in rows {
+        let s = out.entry(r.model.clone()).or_default();
+        s.scenarios += 1;
+        match r.status {
+            "agree" => s.agree += 1,
+            "unstable" => s.unstable += 1,
+            "documented" => s.documented += 1,
+            _ => s.disagree += 1,
+        }
+        s.live_wall_ms += r.live_wall_ms;
+        s.sim_wall_ms += r.sim_wall_ms;
+    }
+    out
+}
+
+/// `summary.csv`.
+pub fn summary_csv(summary: &BTreeMap<String, ModelSummary>) -> String {
+    let mut out = String::from(
+        "model,scenarios,agree,unstable,documented,disagree,agreement,unstable_share,mean_sim_wall_ms,mean_live_wall_ms\n",
+    );
+    for (model, s) in summary {
+        let n = s.scenarios.max(1) as u64;
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{:.3},{:.3},{},{}\n",
+            csv_cell(model),
+            s.scenarios,
+            s.agree,
+            s.unstable,
+            s.documented,
+            s.disagree,
+            s.agreement(),
+            s.unstable_share(),
+            s.sim_wall_ms / n,
+            s.live_wall_ms / n
+        ));
+    }
+    out
+}
+
+/// The summary as a Markdown table (the README's fidelity section).
+pub fn summary_table(summary: &BTreeMap<String, ModelSummary>) -> String {
+    let mut out = String::from(
+        "| model | scenarios | agree | unstable | documented | disagree | agreement (stable) | live s/scenario |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for (model, s) in summary {
+        out.push_str(&format!(
+            "| {model} | {} | {} | {} ({:.0}%) | {} | {} | {:.1}% | {:.1} |\n",
+            s.scenarios,
+            s.agree,
+            s.unstable,
+            100.0 * s.unstable_share(),
+            s.documented,
+            s.disagree,
+            100.0 * s.agreement(),
+            s.live_wall_ms as f64 / 1000.0 / s.scenarios.max(1) as f64
+        ));
+    }
+    out
+}
+
+/// Writes the results directory: `runs.csv`, `summary.csv`, `summary.md`.
+pub fn write_results(dir: &Path, rows: &[Row]) -> Result<(), InputError> {
+    let io = |e: std::io::Error| InputError::new(dir.display().to_string(), e.to_string());
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let summary = summarise(rows);
+    std::fs::write(dir.join("runs.csv"), runs_csv(rows)).map_err(io)?;
+    std::fs::write(dir.join("summary.csv"), summary_csv(&summary)).map_err(io)?;
+    std::fs::write(dir.join("summary.md"), summary_table(&summary)).map_err(io)?;
+    Ok(())
+}
+
+/// Writes a disagreement's minimal scenario to `dir/<name>.toml`: both outcomes as comments,
+/// an undiagnosed postmortem line to replace with the cause once found, and `[expect]` set to
+/// what the real system violated (so `check` fails on it until the model is fixed).
+pub fn write_found(
+    dir: &Path,
+    script: &Script,
+    outcome: &Outcome,
+    reproduce: &str,
+) -> Result<PathBuf, InputError> {
+    let io = |e: std::io::Error| InputError::new(dir.display().to_string(), e.to_string());
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let mut file = script.file.clone();
+    file.name = script.file.name.replacen("gen-", "found-", 1);
+    file.step = script.steps.clone();
+    let differences: Vec<String> = outcome
+        .status
+        .differences()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    file.description = Some(format!(
+        "Found by `{reproduce}`, shrunk to {} steps.",
+        script.step_count()
+    ));
+    file.postmortem = Some(format!(
+        "Undiagnosed: the simulation and the real peer differ: {}",
+        differences.join("; ")
+    ));
+    file.expect.violations = outcome
+        .real
+        .verdicts
+        .iter()
+        .filter(|(_, v)| v.as_str() == "fail")
+        .map(|(k, _)| k.clone())
+        .collect();
+    let mut text = String::new();
+    for (side, obs) in [("simulated", &outcome.simulated), ("real", &outcome.real)] {
+        text.push_str(&format!("# {side}:\n"));
+        for (op, outcomes) in &obs.ops {
+            text.push_str(&format!("#   {op}: {}\n", outcomes.join(", ")));
+        }
+        for (turn, (arrived, applied)) in &obs.effects {
+            text.push_str(&format!(
+                "#   effects of {turn}: {arrived} arrived, {applied} applied\n"
+            ));
+        }
+        for (conversation, task) in &obs.tasks {
+            text.push_str(&format!("#   final task of {conversation}: {task}\n"));
+        }
+        let failed: Vec<&str> = obs
+            .verdicts
+            .iter()
+            .filter(|(_, v)| v.as_str() == "fail")
+            .map(|(k, _)| k.as_str())
+            .collect();
+        text.push_str(&format!("#   violated: [{}]\n", failed.join(", ")));
+    }
+    let body = Script::from_file(file, "found scenario")?.to_toml();
+    text.push_str(&body);
+    let path = dir.join(format!(
+        "{}.toml",
+        script.file.name.replacen("gen-", "found-", 1)
+    ));
+    std::fs::write(&path, text).map_err(io)?;
+    Ok(path)
+}

@@ -1,0 +1,384 @@
+//! A pool of real replicas that serves one scenario after another.
+//!
+//! Starting the a2a-python peer's replicas takes about three seconds, most of a live run;
+//! thousands of generated scenarios (`fidelity --generate`) cannot pay it each time. A
+//! [`Pool`] starts the project's hosts (ledger, webhook) and the replica processes once, on
+//! one database, and runs each scenario on them:
+//! - before a scenario, every replica that a kill left down is started again, the clock
+//!   restarts at 0 ms, and the router is a fresh one (its own round-robin position, every
+//!   replica ready, no reply to drop);
+//! - the ledger and the save log begin empty and keep only the scenario's own contexts
+//!   (`ctx-<conversation>-<seed>`): late work of an earlier scenario is answered and
+//!   forgotten ([`super::observer::Ground::begin`]);
+//! - the final tasks are read for the task ids this scenario named.
+//!
+//! Scenarios on one pool are isolated by their seed-derived ids, so a pool must not serve
+//! two scenarios with the same seed: the second would find the first's tasks in its
+//! contexts. `fidelity --generate` runs each scenario's two live runs on two pools.
+//! [`super::run_scenario`] is a pool of one scenario.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use tokio::runtime::Runtime;
+use tokio::task::LocalSet;
+
+use crate::client::history::History;
+use crate::client::Client;
+use crate::error::InputError;
+use crate::faults::Action;
+use crate::ground::webhook::{self, WebhookMode, WebhookState};
+use crate::model::{Placement, Profile};
+use crate::net::{self, RealNet};
+use crate::router::{self, RouterControl};
+use crate::scenario::{ApplyNow, DriverLink, Script};
+use crate::sim::{summarise, RunSummary};
+use crate::trace::{Event, Trace};
+use crate::world::RunRecord;
+
+use super::{apply_fault, observer, peer, read_task, LiveOptions};
+
+/// Real replicas of one model, reused across scenarios (see the module docs).
+pub struct Pool {
+    runtime: Runtime,
+    local: LocalSet,
+    net: Rc<RealNet>,
+    profile: Profile,
+    options: LiveOptions,
+    ground: observer::Ground,
+    webhook: Rc<RefCell<WebhookState>>,
+    fleet: Rc<RefCell<peer::Fleet>>,
+    /// The database of a PostgreSQL preset run, dropped with the pool (after the fleet).
+    run_db: Option<peer::RunDatabase>,
+    replicas: usize,
+    /// Seeds served so far: a seed served twice would share its ids.
+    served: BTreeSet<u64>,
+}
+
+fn loopback() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 0))
+}
+
+fn io(what: &str, e: std::io::Error) -> InputError {
+    InputError::new("live", format!("{what}: {e}"))
+}
+
+impl Pool {
+    /// Starts `replicas` replicas of `profile` and the project's hosts.
+    pub fn new(
+        profile: &Profile,
+        replicas: usize,
+        options: &LiveOptions,
+    ) -> Result<Pool, InputError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| InputError::new("live", format!("cannot start a runtime: {e}")))?;
+        let local = LocalSet::new();
+        let net = RealNet::new();
+        let ledger_addr = net
+            .bind("ledger", crate::ground::ledger::PORT, loopback())
+            .map_err(|e| io("cannot bind the ledger", e))?;
+        net.bind("webhook", webhook::PORT, loopback())
+            .map_err(|e| io("cannot bind the webhook", e))?;
+        let run_dir = peer::fresh_dir(&options.work_dir).map_err(|e| io("work directory", e))?;
+        // With the preset, a PostgreSQL URL names the server: the pool gets a database of
+        // its own there, dropped at the end.
+        let mut run_db = None;
+        let db = match options.db.clone() {
+            None => format!("sqlite+aiosqlite:///{}", run_dir.join("tasks.db").display()),
+            Some(url) if options.peer.is_preset() && peer::is_postgres(&url) => {
+                let sdk = profile.fidelity.clone().unwrap_or_default().sdk;
+                let created = peer::RunDatabase::create(&sdk, &url, &peer::database_name(&run_dir))
+                    .map_err(|e| InputError::new("live", e))?;
+                let url = created.url.clone();
+                run_db = Some(created);
+                url
+            }
+            Some(url) => url,
+        };
+        let fleet = Rc::new(RefCell::new(peer::Fleet::new(
+            options.peer.clone(),
+            profile,
+            format!("http://{ledger_addr}"),
+            db,
+            run_dir,
+            replicas,
+        )));
+        let pool = Pool {
+            runtime,
+            local,
+            net,
+            profile: profile.clone(),
+            options: options.clone(),
+            ground: observer::Ground::default(),
+            webhook: Rc::default(),
+            fleet,
+            run_db,
+            replicas,
+            served: BTreeSet::new(),
+        };
+        net::install_real(pool.net.clone());
+        let started = pool.local.block_on(&pool.runtime, async {
+            let quiet = Trace::new(false);
+            let (g, t) = (pool.ground.clone(), quiet.clone());
+            tokio::task::spawn_local(async move { observer::serve(g, t).await });
+            let (w, t) = (pool.webhook.clone(), quiet);
+            tokio::task::spawn_local(async move { webhook::serve(w, WebhookMode::Ok, t).await });
+            pool.start_replicas().await
+        });
+        net::uninstall_real();
+        started?;
+        Ok(pool)
+    }
+
+    /// Starts every replica that does not run; the first alone, since it creates the
+    /// schema.
+    async fn start_replicas(&self) -> Result<(), InputError> {
+        let mut started = Vec::new();
+        for i in 0..self.replicas {
+            if self.fleet.borrow_mut().is_running(i) {
+                continue;
+            }
+            let addr = self
+                .fleet
+                .borrow_mut()
+                .start(i)
+                .map_err(|e| InputError::new("live", e))?;
+            self.net.map(&format!("replica-{i}"), addr);
+            if i == 0 {
+                peer::wait_ready(&self.fleet, 0, self.options.ready_timeout)
+                    .await
+                    .map_err(|e| InputError::new("live", e))?;
+            } else {
+                started.push(i);
+            }
+        }
+        for i in started {
+            peer::wait_ready(&self.fleet, i, self.options.ready_timeout)
+                .await
+                .map_err(|e| InputError::new("live", e))?;
+        }
+        Ok(())
+    }
+
+    /// Runs `script` on the pool and summarises it with the same checkers as a simulated
+    /// run.
+    pub fn run(&mut self, script: &Script) -> Result<(RunSummary, RunRecord), InputError> {
+        let origin = format!("scenario `{}`", script.file.name);
+        super::validate(script, &origin)?;
+        if script.file.replicas > self.replicas {
+            return Err(InputError::new(
+                &origin,
+                format!(
+                    "the scenario has {} replicas; the pool runs {}",
+                    script.file.replicas, self.replicas
+                ),
+            ));
+        }
+        if !self.served.insert(script.file.seed) {
+            return Err(InputError::new(
+                &origin,
+                format!(
+                    "this pool already served a scenario with seed {}: its ids would meet that run's tasks",
+                    script.file.seed
+                ),
+            ));
+        }
+        let started = Instant::now();
+        net::install_real(self.net.clone());
+        let result = self.local.block_on(&self.runtime, self.run_world(script));
+        net::uninstall_real();
+        let record = result?;
+        let findings = crate::check::check_all(&record);
+        let summary = summarise(&record, &findings, started.elapsed().as_millis() as u64);
+        Ok((summary, record))
+    }
+
+    async fn run_world(&self, script: &Script) -> Result<RunRecord, InputError> {
+        let seed = script.file.seed;
+        let replicas = script.file.replicas;
+        self.start_replicas().await?;
+        self.net.restart_clock();
+        let trace = Trace::new(true);
+        if let Some(db) = &self.run_db {
+            trace.record(
+                "driver",
+                Event::plain(format!("PostgreSQL database {}", db.name())),
+            );
+        }
+        let contexts = script
+            .turns
+            .keys()
+            .map(|c| crate::workload::context_id(seed, c))
+            .collect();
+        self.ground.begin(contexts, trace.clone());
+        self.net
+            .bind("router", router::PORT, loopback())
+            .map_err(|e| io("cannot bind the router", e))?;
+        let control = RouterControl::new(replicas);
+        let router_task = {
+            let (routing, c, t) = (script.file.routing.clone(), control.clone(), trace.clone());
+            tokio::task::spawn_local(async move { router::serve(routing, seed, c, t).await })
+        };
+        trace.record_at(
+            crate::trace::now_ms(),
+            "driver",
+            Event::plain(format!("{replicas} replicas ready")),
+        );
+
+        // The script, with faults applied on the real processes.
+        let history = History::default();
+        let applied: Rc<RefCell<Vec<(u64, Action)>>> = Rc::default();
+        let apply: ApplyNow = {
+            let (fleet, control, trace, applied, net) = (
+                self.fleet.clone(),
+                control.clone(),
+                trace.clone(),
+                applied.clone(),
+                self.net.clone(),
+            );
+            let timeout = self.options.ready_timeout;
+            Rc::new(move |action: Action| {
+                let (fleet, control, trace, applied, net) = (
+                    fleet.clone(),
+                    control.clone(),
+                    trace.clone(),
+                    applied.clone(),
+                    net.clone(),
+                );
+                Box::pin(async move {
+                    let now = crate::trace::now_ms();
+                    trace.record_at(now, "driver", Event::Fault(action.clone()));
+                    applied.borrow_mut().push((now, action.clone()));
+                    apply_fault(&fleet, &control, &net, &trace, action, timeout).await;
+                })
+            })
+        };
+        let link = DriverLink {
+            apply_now: Some(apply),
+            ledger: Some(self.ground.ledger.clone()),
+            ..DriverLink::default()
+        };
+        let client = Client::new(history.clone(), trace.clone(), script.request_timeout);
+        crate::scenario::run_script(script, seed, client, link.clone(), Duration::from_secs(1))
+            .await;
+        router_task.abort();
+
+        // Ground truth: every task any answer, effect or save named, read from the shared
+        // database (or, for a peer that cannot dump it, from the live replicas), outside
+        // the history.
+        let mut ids: Vec<String> = link.tasks.borrow().values().cloned().collect();
+        for op in history.ops() {
+            if let Some(view) = &op.task {
+                ids.push(view.id.clone());
+            }
+        }
+        for e in self.ground.ledger.borrow().effects() {
+            ids.push(e.request.task_id.clone());
+        }
+        for s in self.ground.saves() {
+            ids.push(s.task_id);
+        }
+        ids.sort();
+        ids.dedup();
+        let (final_tasks, error) = self.final_tasks(&ids).await;
+        let sim_ms = crate::trace::now_ms();
+        let effects = self.ground.ledger.borrow().effects().to_vec();
+        let saves = self.ground.saves();
+        let deliveries = self.webhook.borrow().deliveries.clone();
+        let conversations = link.tasks.borrow().clone();
+        let faults = applied.borrow().clone();
+        let profile = self.profile.clone();
+        Ok(RunRecord {
+            seed,
+            model: profile.name.clone(),
+            profile,
+            routing: script.file.routing.clone(),
+            replicas,
+            history: history.ops(),
+            effects,
+            final_tasks,
+            saves,
+            deliveries,
+            push_reports: Vec::new(),
+            push_egress: Vec::new(),
+            push_pending: Vec::new(),
+            fault_rates: BTreeMap::new(),
+            faults,
+            conversations,
+            healed_at_ms: 0,
+            trace_hash: "live".into(),
+            trace: trace.events(),
+            sim_ms,
+            steps: 0,
+            error,
+            workload_shape: None,
+            points_fired: BTreeMap::new(),
+            poll_slowed_until_ms: 0,
+            // The card simulation (issue 10) is refused in live mode by `validate`.
+            cards: Default::default(),
+            // Scenarios that ask for authorisation are refused in live mode by `validate`.
+            grants: Vec::new(),
+        })
+    }
+
+    /// The stored tasks among `ids`: dumped from the shared database by the preset, or
+    /// read from a live replica with GetTask.
+    async fn final_tasks(&self, ids: &[String]) -> (BTreeMap<String, a2a::Task>, Option<String>) {
+        let mut final_tasks = BTreeMap::new();
+        let mut error = None;
+        let dumped = self.fleet.borrow().dump(ids);
+        match dumped {
+            Some(Ok(tasks)) => {
+                for task in tasks {
+                    final_tasks.insert(task.id.clone(), task);
+                }
+            }
+            Some(Err(e)) => error = Some(format!("cannot read the final tasks: {e}")),
+            None => {
+                // Nothing to dump: ask the replicas. With per-pod memory every running one,
+                // in index order, a later copy over an earlier one (as the simulation reads
+                // its pods' memories); with a shared store the first that runs.
+                let running: Vec<usize> = (0..self.replicas)
+                    .filter(|i| self.fleet.borrow_mut().is_running(*i))
+                    .collect();
+                let readers = if self.profile.store.placement == Placement::Memory {
+                    running
+                } else {
+                    running.into_iter().take(1).collect()
+                };
+                if readers.is_empty() {
+                    error = Some("no replica was alive at the end to read the final tasks".into());
+                }
+                for i in readers {
+                    for id in ids {
+                        match read_task(&format!("replica-{i}"), id).await {
+                            Ok(Some(task)) => {
+                                final_tasks.insert(id.clone(), task);
+                            }
+                            Ok(None) => {}
+                            Err(e) => {
+                                error = Some(format!(
+                                    "cannot read task {id} from replica-{i} at the end: {e}"
+                                ))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        (final_tasks, error)
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.fleet.borrow_mut().stop_all();
+        // The database goes after the fleet that used it.
+        drop(self.run_db.take());
+    }
+}

@@ -1,0 +1,113 @@
+//! A request that reaches a replica while a turn of its task runs there.
+//!
+//! Where the model says so ([`QueuedAnswer::RunningTurn`], a2a-sdk 1.3: one `ActiveTask`
+//! per task per process, every request subscribed to all of its events), the request joins
+//! the running turn: it is answered with the task that turn ends in, and its own turn is
+//! queued behind it and runs in the background once that turn has ended, unless it failed
+//! ([`Replica::finish`] tells the joined requests how the turn ended). Whether the queued turn still runs once the task is
+//! terminal is [`crate::model::QueuedTerminal`], checked where the turn begins.
+
+use std::rc::Rc;
+
+use a2a::{Message, StreamResponse, Task, TaskState};
+use tokio::sync::mpsc;
+
+use crate::model::QueuedAnswer;
+use crate::replica::TurnInfo;
+
+use super::turn::{Begun, Turn};
+use super::{rpc, Refusal};
+use super::{ActiveTask, Caller, Replica};
+
+impl Replica {
+    /// The answer of a request that joins its task's running turn here, or `None` when it
+    /// runs as usual.
+    pub(super) async fn join_running_turn(
+        self: Rc<Self>,
+        message: &Message,
+        info: &TurnInfo,
+        caller: &Caller,
+    ) -> Option<Result<Begun, Refusal>> {
+        let (Some(task_id), Some(QueuedAnswer::RunningTurn)) =
+            (&message.task_id, self.profile.handler.queued_answer)
+        else {
+            return None;
+        };
+        {
+            let active = self.active(task_id);
+            let busy = active.running.get()
+                || (self.profile.handler.per_task_lock && active.lock.try_lock().is_err());
+            if busy {
+                // The request joins the running turn's events and is answered with the task
+                // that turn ends in; its own turn queues behind it (a2a-sdk 1.3.0
+                // active_task_registry.get_or_create, ActiveTask.subscribe).
+                self.record(format!(
+                    "{}#{}: {task_id} has a turn running here; answered by that turn, this one queued",
+                    info.conversation, info.turn
+                ));
+                let seen = active.ended.get();
+                ended_since(&active, seen).await;
+                let last = active.last_end.borrow().clone();
+                let ran = matches!(&last, Some(Ok(t)) if t.status.state != TaskState::Failed);
+                if ran {
+                    let me = self.clone();
+                    let (queued_message, queued_caller) = (message.clone(), caller.clone());
+                    tokio::task::spawn_local(async move {
+                        let begun = me
+                            .clone()
+                            .begin(queued_message, true, None, &queued_caller, true)
+                            .await;
+                        if let Ok(Begun::Turn(turn)) = begun {
+                            let _ = me.finish(turn, None).await;
+                        }
+                    });
+                } else {
+                    // A turn that failed takes its queue with it (seen live: the queued turn
+                    // of tests/fidelity/found/found-a2a-python-1.3-plain-23.toml never ran).
+                    self.record(format!(
+                        "{}#{}: the running turn failed; the queued turn is dropped",
+                        info.conversation, info.turn
+                    ));
+                }
+                let last = active.last_end.borrow().clone();
+                return Some(match last {
+                    Some(Ok(task)) => Ok(Begun::Replay(Box::new(task))),
+                    Some(Err(r)) => Err(r),
+                    None => Err(rpc(-32603, "the running turn ended with no answer")),
+                });
+            }
+        }
+        None
+    }
+
+    /// Runs a begun turn to its end, and tells the requests that joined it how it ended.
+    pub(super) async fn finish(
+        self: Rc<Self>,
+        turn: Box<Turn>,
+        sink: Option<&mpsc::Sender<StreamResponse>>,
+    ) -> Result<Task, Refusal> {
+        let active = turn.active.clone();
+        let ended = self.finish_turn(turn, sink).await;
+        active.parked.set(ended.as_ref().is_ok_and(|t| {
+            matches!(
+                t.status.state,
+                TaskState::InputRequired | TaskState::AuthRequired
+            )
+        }));
+        *active.last_end.borrow_mut() = Some(ended.clone());
+        active.ended.set(active.ended.get() + 1);
+        active.end_notify.notify_waiters();
+        ended
+    }
+}
+
+/// Waits until a turn of `active` has ended since `seen` turns had.
+async fn ended_since(active: &ActiveTask, seen: u64) {
+    loop {
+        let ended = active.end_notify.notified();
+        if active.ended.get() != seen {
+            return;
+        }
+        ended.await;
+    }
+}
