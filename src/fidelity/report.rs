@@ -50,34 +50,36 @@ impl Row {
     }
 }
 
-fn csv_cell(text: &str) -> String {
-    if text.contains([',', '"', '\n']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
-    }
-}
-
 /// `runs.csv`: one row per scenario.
 pub fn runs_csv(rows: &[Row]) -> String {
-    let mut out = String::from(
-        "model,seed,replicas,steps,status,differences,found,sim_wall_ms,live_wall_ms\n",
-    );
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let header = [
+        "model",
+        "seed",
+        "replicas",
+        "steps",
+        "status",
+        "differences",
+        "found",
+        "sim_wall_ms",
+        "live_wall_ms",
+    ];
+    w.write_record(header).expect("writes to memory");
     for r in rows {
-        out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{}\n",
-            csv_cell(&r.model),
-            r.seed,
-            r.replicas,
-            r.steps,
-            r.status,
-            csv_cell(&r.differences),
-            csv_cell(r.found.as_deref().unwrap_or("")),
-            r.sim_wall_ms,
-            r.live_wall_ms
-        ));
+        w.write_record([
+            r.model.clone(),
+            r.seed.to_string(),
+            r.replicas.to_string(),
+            r.steps.to_string(),
+            r.status.to_string(),
+            r.differences.clone(),
+            r.found.clone().unwrap_or_default(),
+            r.sim_wall_ms.to_string(),
+            r.live_wall_ms.to_string(),
+        ])
+        .expect("writes to memory");
     }
-    out
+    String::from_utf8(w.into_inner().expect("flushes to memory")).expect("UTF-8 in, UTF-8 out")
 }
 
 /// Per model: scenarios, agreements, unstable ones, disagreements, the unstable share and
@@ -126,26 +128,37 @@ pub fn summarise(rows: &[Row]) -> BTreeMap<String, ModelSummary> {
 
 /// `summary.csv`.
 pub fn summary_csv(summary: &BTreeMap<String, ModelSummary>) -> String {
-    let mut out = String::from(
-        "model,scenarios,agree,unstable,documented,disagree,agreement,unstable_share,mean_sim_wall_ms,mean_live_wall_ms\n",
-    );
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let header = [
+        "model",
+        "scenarios",
+        "agree",
+        "unstable",
+        "documented",
+        "disagree",
+        "agreement",
+        "unstable_share",
+        "mean_sim_wall_ms",
+        "mean_live_wall_ms",
+    ];
+    w.write_record(header).expect("writes to memory");
     for (model, s) in summary {
         let n = s.scenarios.max(1) as u64;
-        out.push_str(&format!(
-            "{},{},{},{},{},{},{:.3},{:.3},{},{}\n",
-            csv_cell(model),
-            s.scenarios,
-            s.agree,
-            s.unstable,
-            s.documented,
-            s.disagree,
-            s.agreement(),
-            s.unstable_share(),
-            s.sim_wall_ms / n,
-            s.live_wall_ms / n
-        ));
+        w.write_record([
+            model.clone(),
+            s.scenarios.to_string(),
+            s.agree.to_string(),
+            s.unstable.to_string(),
+            s.documented.to_string(),
+            s.disagree.to_string(),
+            format!("{:.3}", s.agreement()),
+            format!("{:.3}", s.unstable_share()),
+            (s.sim_wall_ms / n).to_string(),
+            (s.live_wall_ms / n).to_string(),
+        ])
+        .expect("writes to memory");
     }
-    out
+    String::from_utf8(w.into_inner().expect("flushes to memory")).expect("UTF-8 in, UTF-8 out")
 }
 
 /// The summary as a Markdown table (the README's fidelity section).

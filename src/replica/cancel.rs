@@ -9,7 +9,7 @@ use std::time::Duration;
 use a2a::{Task, TaskState};
 
 use super::{change_state, rpc, set_marker, Caller, Refusal, Replica, MARKER_KEY};
-use crate::model::{Placement, SecondCancel, StopRule};
+use crate::model::{Placement, ReplyIn, SecondCancel, StopRule};
 use crate::store::{SaveError, SaveMode};
 use crate::trace::now_ms;
 
@@ -55,7 +55,11 @@ impl Replica {
                 }
             }
             let mut canceled = task.clone();
-            change_state(&mut canceled, TaskState::Canceled, &self.profile);
+            change_state(
+                &mut canceled,
+                TaskState::Canceled,
+                self.profile.handler.reply_in.unwrap_or(ReplyIn::History),
+            );
             if self.profile.cancel.fence_effects {
                 if pending_until(&task).is_some_and(|until| now_ms() < until) {
                     if now_ms() >= deadline {

@@ -390,28 +390,34 @@ fn status(state: TaskState) -> TaskStatus {
     }
 }
 
-/// Sets a task's state as a status event does: where the model keeps the turn's reply as
-/// the status's message ([`crate::model::ReplyIn::Status`]), that message moves into the
-/// history first (a2a-sdk 1.3.0 `TaskManager`: every status event archives the previous
-/// status message).
-fn change_state(task: &mut Task, state: TaskState, profile: &Profile) {
-    if profile.handler.reply_in == Some(crate::model::ReplyIn::Status) {
-        if let Some(reply) = task.status.message.take() {
-            task.history.get_or_insert_with(Vec::new).push(reply);
+/// Where the model keeps the turn's reply as the status's message
+/// ([`ReplyIn::Status`]), moves that message into the history, unless it is `keep`'s (a turn
+/// re-applied on its own copy): a2a-sdk 1.x `TaskManager` archives the previous status
+/// message on every status event and on every user message, each run of a turn with its own
+/// reply, so the archive appends without deduplicating.
+fn archive_reply(task: &mut Task, reply_in: ReplyIn, keep: Option<&str>) {
+    if reply_in != ReplyIn::Status {
+        return;
+    }
+    if let Some(old) = task.status.message.take() {
+        if keep == Some(old.message_id.as_str()) {
+            task.status.message = Some(old);
+        } else {
+            task.history.get_or_insert_with(Vec::new).push(old);
         }
     }
+}
+
+/// Sets a task's state as a status event does (the reply it replaces archived).
+fn change_state(task: &mut Task, state: TaskState, reply_in: ReplyIn) {
+    archive_reply(task, reply_in, None);
     task.status = status(state);
 }
 
-/// Appends a user message to a task's history; where the reply is the status's message, that
-/// message goes into the history first (a2a-sdk `TaskManager.update_with_message`).
+/// Appends a user message to a task's history, the reply before it archived first (a2a-sdk
+/// `TaskManager.update_with_message`).
 pub(super) fn push_user(task: &mut Task, message: &Message, reply_in: ReplyIn) {
-    if reply_in == ReplyIn::Status {
-        // Archived as it is: every run of a turn has its own reply, even a re-run's.
-        if let Some(reply) = task.status.message.take() {
-            task.history.get_or_insert_with(Vec::new).push(reply);
-        }
-    }
+    archive_reply(task, reply_in, None);
     turn::push_message(task, message);
 }
 
@@ -423,13 +429,8 @@ pub(super) fn reply_with(task: &mut Task, reply: &Message, state: TaskState, rep
             task.status = status(state);
         }
         ReplyIn::Status => {
-            // A status event archives the status message it replaces (another turn's reply,
-            // when this one is re-applied on a copy that turn saved), never its own.
-            if let Some(old) = task.status.message.take() {
-                if old.message_id != reply.message_id {
-                    task.history.get_or_insert_with(Vec::new).push(old);
-                }
-            }
+            // Another turn's reply, when this one is re-applied on a copy that turn saved.
+            archive_reply(task, reply_in, Some(&reply.message_id));
             task.status = status(state);
             task.status.message = Some(reply.clone());
         }
