@@ -103,6 +103,14 @@ async def post(url, body, timeout=5.0):
     return await asyncio.to_thread(post_json, url, body, timeout)
 
 
+async def post_quietly(url, body, timeout=5.0):
+    """`post`, for a report that may be lost (an older a2a-chaos has no such route)."""
+    try:
+        await post(url, body, timeout)
+    except Exception:  # noqa: BLE001 - a lost read report only makes the observer laxer
+        pass
+
+
 # --- turns -----------------------------------------------------------------------------
 
 
@@ -180,7 +188,8 @@ def save_report(task, replica, mode, before=None, based_on=None, version=None):
 
 
 class ObservedPlainStore(TaskStore):
-    """A plain store that reports each save before making it (the observer numbers them)."""
+    """A plain store that reports each save before making it (the observer numbers them),
+    and each read after it (what a replica read is what its next save is built on)."""
 
     def __init__(self, inner, replica, ledger):
         self.inner = inner
@@ -188,7 +197,15 @@ class ObservedPlainStore(TaskStore):
         self.ledger = ledger
 
     async def get(self, task_id, context=None, *args, **kwargs):
-        return await self.inner.get(task_id, context, *args, **kwargs)
+        task = await self.inner.get(task_id, context, *args, **kwargs)
+        if task is not None:
+            # After the read: the observer books the newest version it knows of, never an
+            # older one than this replica saw (src/live/observer.rs).
+            await post_quietly(
+                f"{self.ledger}/read",
+                {"task_id": task.id, "context_id": task.context_id, "replica": self.replica},
+            )
+        return task
 
     async def save(self, task, context=None, *args, **kwargs):
         await post(f"{self.ledger}/save", save_report(task, self.replica, "overwrite"))

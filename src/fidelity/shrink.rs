@@ -5,13 +5,15 @@
 //! `n` chunks, keep any candidate that still disagrees, and split finer when none does. A
 //! candidate is kept when its simulated run and one live run differ on at least one of the
 //! observables the original disagreement named (so the shrink cannot slide to another
-//! difference); every candidate re-runs both worlds. The result is confirmed with two live
-//! runs; if it turns out unstable, the shrink gives back the original scenario.
+//! difference); every candidate re-runs both worlds. A candidate that drops the
+//! `hold-effect` of an effect it still awaits is not tried: without the hold the order it
+//! fixed is left to real time. The result is confirmed with two live runs; if it turns out
+//! unstable, the shrink gives back the original scenario.
 
 use std::collections::BTreeSet;
 
 use crate::error::InputError;
-use crate::scenario::{Script, Step};
+use crate::scenario::{EffectGate, Script, Step};
 
 use super::{run_case, simulate, Live, Outcome, Status};
 
@@ -46,6 +48,9 @@ pub fn shrink(
     let live = std::cell::RefCell::new(live.fresh_twin());
     let tried = std::cell::Cell::new(0usize);
     let still_differs = |steps: &[Step]| -> Result<bool, InputError> {
+        if !holds_kept(steps) {
+            return Ok(false);
+        }
         tried.set(tried.get() + 1);
         let Ok(candidate) = Script::from_steps(&script.file, steps) else {
             return Ok(false);
@@ -97,5 +102,60 @@ pub fn shrink(
             outcome: original.clone(),
             tried: tried.get(),
         })
+    }
+}
+
+/// Whether every effect `steps` await or release is held by one of them: a candidate
+/// without the hold would leave the interleaving it fixed to real time.
+fn holds_kept(steps: &[Step]) -> bool {
+    fn gates(steps: &[Step], out: &mut Vec<(EffectGate, String, u32)>) {
+        for step in steps {
+            match step {
+                Step::Concurrent(v) | Step::Sequence(v) => gates(v, out),
+                Step::Effect(gate, t) => out.push((*gate, t.conversation.clone(), t.turn)),
+                _ => {}
+            }
+        }
+    }
+    let mut all = Vec::new();
+    gates(steps, &mut all);
+    all.iter()
+        .filter(|(gate, _, _)| *gate != EffectGate::Hold)
+        .all(|(_, c, t)| {
+            all.iter()
+                .any(|(gate, c2, t2)| *gate == EffectGate::Hold && c2 == c && t2 == t)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn steps(body: &str) -> Vec<Step> {
+        let text = format!("name = \"t\"\nmodel = \"a2a-python-1.3-plain\"\n{body}");
+        Script::parse(&text, "test").expect("parses").steps
+    }
+
+    #[test]
+    fn a_candidate_that_drops_the_hold_of_an_awaited_effect_is_not_tried() {
+        let held = steps(
+            r#"
+[[step]]
+send = { conversation = "c1", turn = 1 }
+[[step]]
+hold-effect = { conversation = "c1", turn = 2 }
+[[step]]
+concurrent = [
+  { send = { conversation = "c1", turn = 2 } },
+  { sequence = [{ await-effect = { conversation = "c1", turn = 2 } }, { cancel = { conversation = "c1" } }, { release-effect = { conversation = "c1", turn = 2 } }] },
+]
+"#,
+        );
+        assert!(holds_kept(&held));
+        let mut without_hold = held.clone();
+        without_hold.remove(1);
+        assert!(!holds_kept(&without_hold));
+        // Dropping the whole interleaving (the await with it) is a fair candidate.
+        assert!(holds_kept(&held[..1]));
     }
 }

@@ -198,3 +198,20 @@ async fn read_task(host: &str, id: &str) -> Result<Option<a2a::Task>, String> {
         .map(Some)
         .map_err(|e| format!("not a task: {e}"))
 }
+
+/// The stored tasks among `ids`, read by replica `host` from the database underneath its
+/// observer (`POST /a2a-chaos/dump`, the a2a-python preset): what `server.py --dump` prints.
+async fn dump_from(host: &str, ids: &[String]) -> Result<Vec<a2a::Task>, String> {
+    let body = serde_json::json!({ "ids": ids });
+    let call = Call::post_json(
+        host.to_string(),
+        crate::replica::PORT,
+        "/a2a-chaos/dump",
+        serde_json::to_vec(&body).expect("requests serialise"),
+        Duration::from_secs(10),
+    );
+    let reply = net::send(&call)
+        .await
+        .map_err(|e| format!("{host} did not answer the dump: {e}"))?;
+    peer::parse_dump(&reply.body)
+}

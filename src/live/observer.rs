@@ -14,6 +14,13 @@
 //! message ids it all still holds. A save that drops what the stored version holds was
 //! built on an older one: a lost update, which `versions-monotonic` reports as it does for
 //! the simulator's overwrites.
+//!
+//! Content alone cannot see a lost update that dropped nothing (the version overwritten
+//! differed only in its state), so the peer also reports each read (`POST /read`): a replica
+//! builds on what it last read or saved, and a plain save is taken to be built on the older
+//! of that version and the one its content names. Reads are reported after they return,
+//! and saves before they land, so the version a read is booked at is never older than the
+//! one it saw: the rule can miss a stale save but never invents one.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -41,6 +48,8 @@ pub struct Ground {
     versions: Rc<RefCell<BTreeMap<String, u64>>>,
     /// Per task: each plain-store version's artifacts and message ids.
     contents: Rc<RefCell<BTreeMap<String, Vec<Content>>>>,
+    /// Per (task, replica): the version it last read or saved.
+    seen: Rc<RefCell<BTreeMap<(String, String), u64>>>,
     /// The contexts of the scenario being served; `None`: every context is.
     contexts: Rc<RefCell<Option<BTreeSet<String>>>>,
     /// The trace of the scenario being served, when a pool set one.
@@ -63,6 +72,7 @@ impl Ground {
         self.saves.borrow_mut().clear();
         self.versions.borrow_mut().clear();
         self.contents.borrow_mut().clear();
+        self.seen.borrow_mut().clear();
         *self.contexts.borrow_mut() = Some(contexts);
         *self.trace.borrow_mut() = Some(trace);
     }
@@ -99,8 +109,18 @@ impl Ground {
     }
 
     /// Records one reported save; returns its version.
+    /// Books a read: `replica` now holds the latest version of `task_id` it was told of.
+    pub fn record_read(&self, task_id: &str, replica: &str) {
+        if let Some(v) = self.versions.borrow().get(task_id) {
+            self.seen
+                .borrow_mut()
+                .insert((task_id.to_string(), replica.to_string()), *v);
+        }
+    }
+
     pub fn record_save(&self, report: SaveReport) -> Result<u64, String> {
         let state = parse_state(&report.state)?;
+        let seen_key = (report.task_id.clone(), report.replica.clone());
         let mut versions = self.versions.borrow_mut();
         let last = versions.get(&report.task_id).copied();
         let (mode, before, based_on, version) = match (report.mode.as_str(), report.version) {
@@ -110,11 +130,16 @@ impl Ground {
                 let history: BTreeSet<String> = report.history.iter().cloned().collect();
                 let mut contents = self.contents.borrow_mut();
                 let list = contents.entry(report.task_id.clone()).or_default();
-                let based_on = list
+                let by_content = list
                     .iter()
                     .rev()
                     .find(|c| c.artifacts.is_subset(&artifacts) && c.history.is_subset(&history))
                     .map(|c| c.version);
+                let seen = self.seen.borrow().get(&seen_key).copied();
+                let based_on = match (by_content, seen) {
+                    (Some(c), Some(s)) => Some(c.min(s)),
+                    (c, s) => c.or(s),
+                };
                 list.push(Content {
                     version: v,
                     artifacts,
@@ -141,6 +166,7 @@ impl Ground {
             }
         };
         versions.insert(report.task_id.clone(), last.unwrap_or(0).max(version));
+        self.seen.borrow_mut().insert(seen_key, version);
         self.saves.borrow_mut().push(SaveRecord {
             at_ms: now_ms(),
             task_id: report.task_id,
@@ -155,6 +181,14 @@ impl Ground {
         });
         Ok(version)
     }
+}
+
+/// One read as a real replica reports it (after the store answered a task).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ReadReport {
+    pub task_id: String,
+    pub context_id: String,
+    pub replica: String,
 }
 
 /// One save as a real replica reports it.
@@ -262,6 +296,16 @@ pub async fn serve(ground: Ground, trace: Trace) -> turmoil::Result {
                             Err(e) => Ok(bad(e)),
                         }
                     }
+                    "/read" => {
+                        let report: ReadReport = match serde_json::from_slice(&body) {
+                            Ok(r) => r,
+                            Err(e) => return Ok(bad(e.to_string())),
+                        };
+                        if ground.serves(&report.context_id) {
+                            ground.record_read(&report.task_id, &report.replica);
+                        }
+                        Ok(net::json_response(StatusCode::OK, &serde_json::json!({})))
+                    }
                     _ => Ok(net::json_response(
                         StatusCode::NOT_FOUND,
                         &serde_json::json!({ "error": "not found" }),
@@ -313,6 +357,28 @@ mod tests {
             g.record_save(plain(&["turn-1", "turn-3"], &["m1", "m3"])),
             Ok(4)
         );
+        let saves = g.saves();
+        assert_eq!((saves[2].before, saves[2].based_on), (Some(2), Some(2)));
+        assert_eq!((saves[3].before, saves[3].based_on), (Some(3), Some(2)));
+    }
+
+    #[test]
+    fn a_plain_save_is_built_on_no_newer_version_than_its_replica_last_saw() {
+        let g = Ground::default();
+        let by = |replica: &str, r: SaveReport| SaveReport {
+            replica: replica.into(),
+            ..r
+        };
+        g.record_save(by("replica-0", plain(&[], &["m1"]))).unwrap();
+        g.record_save(by("replica-0", plain(&["turn-1"], &["m1"])))
+            .unwrap();
+        // replica-1 reads v2 and saves v3, a state change only (same content).
+        g.record_read("t", "replica-1");
+        g.record_save(by("replica-1", plain(&["turn-1"], &["m1"])))
+            .unwrap();
+        // replica-0 saves again on its own v2: the content names v3, the replica saw v2.
+        g.record_save(by("replica-0", plain(&["turn-1"], &["m1"])))
+            .unwrap();
         let saves = g.saves();
         assert_eq!((saves[2].before, saves[2].based_on), (Some(2), Some(2)));
         assert_eq!((saves[3].before, saves[3].based_on), (Some(3), Some(2)));

@@ -332,11 +332,17 @@ impl Fleet {
         format!("{} (last lines):\n{tail}", path.display())
     }
 
-    /// Reads tasks straight from the shared database, when the peer can (the `a2a-python`
-    /// preset: `server.py --dump`); `None` for another peer command.
+    /// Whether the peer can read tasks straight from the shared database: the `a2a-python`
+    /// preset with a database store (`server.py --dump`, or a replica's `/a2a-chaos/dump`);
+    /// not another peer command, nor per-process memory.
+    pub fn can_dump(&self) -> bool {
+        self.command.0 == PRESET_A2A_PYTHON && self.store != "memory"
+    }
+
+    /// Reads tasks straight from the shared database with `server.py --dump` (a Python
+    /// process of its own); `None` when the peer cannot ([`Fleet::can_dump`]).
     pub fn dump(&self, ids: &[String]) -> Option<Result<Vec<a2a::Task>, String>> {
-        // Another peer, or a store with nothing to dump (per-process memory).
-        if self.command.0 != PRESET_A2A_PYTHON || self.store == "memory" {
+        if !self.can_dump() {
             return None;
         }
         let python = venv_base().join(format!("v{}/bin/python", self.sdk));
@@ -375,8 +381,8 @@ impl Drop for Fleet {
     }
 }
 
-/// The tasks in `server.py --dump`'s output.
-fn parse_dump(stdout: &[u8]) -> Result<Vec<a2a::Task>, String> {
+/// The tasks in `server.py --dump`'s output (and in `/a2a-chaos/dump`'s answer).
+pub(super) fn parse_dump(stdout: &[u8]) -> Result<Vec<a2a::Task>, String> {
     let value: serde_json::Value =
         serde_json::from_slice(stdout).map_err(|e| format!("unreadable dump: {e}"))?;
     let mut tasks = Vec::new();

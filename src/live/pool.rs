@@ -251,6 +251,14 @@ impl Pool {
                     net.clone(),
                 );
                 Box::pin(async move {
+                    // A simulated fault step lands on the next tick, after whatever the step
+                    // before it finished in this one; live, it waits for the next millisecond,
+                    // so that the record keeps that order (an ack and a restart in the same
+                    // millisecond would read as simultaneous).
+                    let issued = crate::trace::now_ms();
+                    while crate::trace::now_ms() <= issued {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
                     let now = crate::trace::now_ms();
                     trace.record_at(now, "driver", Event::Fault(action.clone()));
                     applied.borrow_mut().push((now, action.clone()));
@@ -331,7 +339,17 @@ impl Pool {
     async fn final_tasks(&self, ids: &[String]) -> (BTreeMap<String, a2a::Task>, Option<String>) {
         let mut final_tasks = BTreeMap::new();
         let mut error = None;
-        let dumped = self.fleet.borrow().dump(ids);
+        // A running replica reads the database for us; `--dump` starts Python only when
+        // none runs.
+        let reader = {
+            let mut fleet = self.fleet.borrow_mut();
+            fleet.can_dump().then(|| fleet.live_index())
+        };
+        let dumped = match reader {
+            Some(Some(i)) => Some(super::dump_from(&format!("replica-{i}"), ids).await),
+            Some(None) => self.fleet.borrow().dump(ids),
+            None => None,
+        };
         match dumped {
             Some(Ok(tasks)) => {
                 for task in tasks {

@@ -173,6 +173,47 @@ pub struct SubscribeKnobs {
     pub source: SubscribeSource,
     /// How often the source is polled, in simulated ms.
     pub poll_ms: u64,
+    /// Whether the stream ends at an interrupted state (input-required, auth-required);
+    /// unset: [`SubscribeInterrupted::Ends`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<SubscribeInterrupted>,
+    /// What a subscriber hears when the turn running here fails; unset:
+    /// [`SubscribeFailure::Status`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<SubscribeFailure>,
+    /// The JSON-RPC code for a subscription to a terminal task; unset: -32004
+    /// (UnsupportedOperation, A2A-BEHAVIOURS.md §1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal_code: Option<i32>,
+}
+
+/// Whether a subscription ends at an interrupted state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SubscribeInterrupted {
+    /// The stream ends there, snapshot or update (the default).
+    Ends,
+    /// It stays open: only a terminal state ends it (a2a-sdk 1.3 without an event stream:
+    /// a subscriber taps the replica's `ActiveTask`, whose queue closes only when the task
+    /// finishes; a task parked input-required never does).
+    StaysOpen,
+    /// As `stays-open` where this replica holds the task (its turn runs or waits here);
+    /// elsewhere the snapshot does not end the stream, a later interrupted or terminal
+    /// state does, and a failed turn arrives as its FAILED status whatever `failure` says
+    /// (a2a-sdk 1.3 with an event stream: `_subscribe_remote`).
+    StaysOpenWhereHeld,
+}
+
+/// What a subscriber hears when the turn running on its replica fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SubscribeFailure {
+    /// The FAILED status update, then the end of the stream (the default).
+    Status,
+    /// The failure itself, not the FAILED status: the stream ends before a final state
+    /// (a2a-sdk 1.3 `ActiveTask` enqueues the producer's exception to subscribers, and
+    /// `subscribe` raises it).
+    Error,
 }
 
 /// Task storage knobs.
@@ -268,6 +309,40 @@ pub enum SecondCancel {
     Idempotent,
 }
 
+/// What a cancel reads on the replica where the task is parked (its last turn there left
+/// it waiting for input, and a2a-sdk keeps its `ActiveTask` alive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ParkedCancel {
+    /// The stored task, as on any other replica (the default; a2a-sdk 1.3 calls
+    /// `TaskManager.invalidate()` before it reads).
+    Store,
+    /// The copy this replica kept from the end of its last turn: the cancel skips the
+    /// terminal check, writes CANCELED built on that copy over whatever the store holds
+    /// (losing later writes by other replicas) and answers it, even when another replica
+    /// canceled the task already (a2a-sdk 1.1.5 `ActiveTask.cancel`: `get_task()` answers
+    /// the cached `_current_task`).
+    Cached,
+    /// The stored task decides whether it is cancelable (a terminal one is refused), but
+    /// CANCELED is written built on this replica's copy, over whatever the store holds
+    /// (a2a-sdk 1.3 `on_cancel_task` checks the store, then `_cancel_local` has the
+    /// executor's cancel event saved by the `ActiveTask`'s `TaskManager`, on its cached
+    /// task).
+    CachedAfterCheck,
+}
+
+/// How a cancel writes a task that no turn runs or waits on at its replica.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RemoteCancel {
+    /// As a status change: the reply in the status moves to the history (`reply_in`), the
+    /// status is CANCELED with no message (the default).
+    Archive,
+    /// The stored task with only its state set to CANCELED: the status keeps its message,
+    /// the history is untouched (a2a-sdk 1.3 `DefaultRequestHandlerV2._write_cancel`).
+    StateOnly,
+}
+
 /// How a turn saves its result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -304,6 +379,14 @@ pub struct CancelKnobs {
     /// The executor records an effect intent with CAS before its effect, and a cancel waits
     /// until no effect is pending before it writes CANCELED with CAS.
     pub fence_effects: bool,
+    /// What a cancel reads on the replica where the task is parked; unset:
+    /// [`ParkedCancel::Store`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parked_task: Option<ParkedCancel>,
+    /// How a cancel writes a task that no turn runs or waits on at this replica; unset:
+    /// [`RemoteCancel::Archive`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_write: Option<RemoteCancel>,
 }
 
 /// Message deduplication knobs.

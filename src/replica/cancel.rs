@@ -1,7 +1,8 @@
 //! CancelTask, and what a turn stopped by a cancel answers.
 //!
 //! Knobs read: `cancel.second_cancel`, `cancel.stops_executor`, `cancel.fence_effects`,
-//! `store.placement` and `store.versioned` (how the cancel is written).
+//! `cancel.parked_task`, `cancel.remote_write`, `store.placement` and `store.versioned` (how the cancel is
+//! written).
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -9,7 +10,7 @@ use std::time::Duration;
 use a2a::{Task, TaskState};
 
 use super::{change_state, rpc, set_marker, Caller, Refusal, Replica, MARKER_KEY};
-use crate::model::{Placement, ReplyIn, SecondCancel, StopRule};
+use crate::model::{ParkedCancel, Placement, RemoteCancel, ReplyIn, SecondCancel, StopRule};
 use crate::store::{SaveError, SaveMode};
 use crate::trace::now_ms;
 
@@ -27,10 +28,17 @@ impl Replica {
     pub async fn cancel(self: &Rc<Self>, caller: &Caller, task_id: &str) -> Result<Task, Refusal> {
         let deadline = now_ms() + CANCEL_WAIT_MS;
         loop {
-            let (task, version) = match self.load_for(caller, task_id).await {
+            let (stored, stored_version) = match self.load_for(caller, task_id).await {
                 Ok(Some(found)) => found,
                 Ok(None) => return Err(rpc(-32001, format!("task {task_id} not found"))),
                 Err(e) => return Err(rpc(-32603, e)),
+            };
+            // The stored task (read above for the owner check either way), or this
+            // replica's own copy of a task parked here.
+            let checked = self.profile.cancel.parked_task == Some(ParkedCancel::CachedAfterCheck);
+            let (task, version) = match self.parked_copy(task_id) {
+                Some(copy) if !(checked && stored.status.state.is_terminal()) => copy,
+                _ => (stored, stored_version),
             };
             if task.status.state.is_terminal() {
                 if task.status.state == TaskState::Canceled
@@ -43,7 +51,9 @@ impl Replica {
                     format!("task {task_id} is {:?}", task.status.state),
                 ));
             }
+            let mut local = false;
             if let Some(active) = self.active.borrow().get(task_id) {
+                local = active.running.get() || active.parked.get();
                 // This replica writes the cancel: its parked task is done with here.
                 active.parked.set(false);
                 let stops = match self.profile.cancel.stops_executor {
@@ -55,11 +65,15 @@ impl Replica {
                 }
             }
             let mut canceled = task.clone();
-            change_state(
-                &mut canceled,
-                TaskState::Canceled,
-                self.profile.handler.reply_in.unwrap_or(ReplyIn::History),
-            );
+            if !local && self.profile.cancel.remote_write == Some(RemoteCancel::StateOnly) {
+                canceled.status.state = TaskState::Canceled;
+            } else {
+                change_state(
+                    &mut canceled,
+                    TaskState::Canceled,
+                    self.profile.handler.reply_in.unwrap_or(ReplyIn::History),
+                );
+            }
             if self.profile.cancel.fence_effects {
                 if pending_until(&task).is_some_and(|until| now_ms() < until) {
                     if now_ms() >= deadline {
@@ -107,6 +121,28 @@ impl Replica {
                 Err(SaveError::Unavailable(e)) => Err(rpc(-32603, e)),
             };
         }
+    }
+
+    /// With `cancel.parked_task` one of the cached kinds, the task as this replica last
+    /// saved it, and that save's version, when the task is parked here.
+    fn parked_copy(&self, task_id: &str) -> Option<(Task, u64)> {
+        if matches!(
+            self.profile.cancel.parked_task,
+            None | Some(ParkedCancel::Store)
+        ) {
+            return None;
+        }
+        let parked = self
+            .active
+            .borrow()
+            .get(task_id)
+            .is_some_and(|a| a.parked.get());
+        if !parked {
+            return None;
+        }
+        let events = self.local_events.borrow();
+        let (version, task) = events.get(task_id)?.last()?;
+        Some((task.clone(), *version))
     }
 
     pub(super) async fn canceled_result(&self, task: &Task) -> Result<Task, Refusal> {

@@ -2,7 +2,8 @@
 //! store's event log, or from the versions this replica saved itself), and the status-update
 //! events the streaming methods send.
 //!
-//! Knobs read: `subscribe.unknown_task`, `subscribe.poll_ms`, `subscribe.source`.
+//! Knobs read: `subscribe.unknown_task`, `subscribe.poll_ms`, `subscribe.source`,
+//! `subscribe.interrupted`, `subscribe.failure`, `subscribe.terminal_code`.
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -15,7 +16,7 @@ use tokio::sync::mpsc;
 use super::rpc::sse_response;
 use super::{rpc, Caller, Replica};
 use crate::faults::{KillPoint, Point};
-use crate::model::{SubscribeSource, SubscribeUnknown};
+use crate::model::{SubscribeFailure, SubscribeInterrupted, SubscribeSource, SubscribeUnknown};
 use crate::net::BoxBody;
 use crate::trace::now_ms;
 
@@ -41,16 +42,35 @@ impl Replica {
             Err(e) => return self.rpc_error(id, rpc(-32603, e)),
         };
         if task.status.state.is_terminal() {
-            return self.rpc_error(id, rpc(-32004, format!("task {task_id} is terminal")));
+            let code = self.profile.subscribe.terminal_code.unwrap_or(-32004);
+            return self.rpc_error(id, rpc(code, format!("task {task_id} is terminal")));
         }
         let (tx, rx) = mpsc::channel::<StreamResponse>(16);
         let me = self.clone();
+        let held_here = self
+            .active
+            .borrow()
+            .get(&task_id)
+            .is_some_and(|a| a.running.get() || a.parked.get());
+        let cuts = self.profile.subscribe.failure == Some(SubscribeFailure::Error);
+        // Whether an interrupted snapshot, and a later interrupted state, end the stream, and
+        // whether a failed turn cuts it.
+        let (snapshot_ends, later_ends, failure_cuts) = match self.profile.subscribe.interrupted {
+            None | Some(SubscribeInterrupted::Ends) => (true, true, cuts),
+            Some(SubscribeInterrupted::StaysOpen) => (false, false, cuts),
+            Some(SubscribeInterrupted::StaysOpenWhereHeld) if held_here => (false, false, cuts),
+            Some(SubscribeInterrupted::StaysOpenWhereHeld) => (false, true, false),
+        };
         tokio::task::spawn_local(async move {
-            let interrupted = matches!(
-                task.status.state,
-                TaskState::InputRequired | TaskState::AuthRequired
-            );
-            if tx.send(StreamResponse::Task(task.clone())).await.is_err() || interrupted {
+            let interrupted = |state: &TaskState| {
+                matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
+            };
+            let ends =
+                |state: &TaskState| state.is_terminal() || (later_ends && interrupted(state));
+            if tx.send(StreamResponse::Task(task.clone())).await.is_err()
+                || task.status.state.is_terminal()
+                || (snapshot_ends && interrupted(&task.status.state))
+            {
                 // An interrupted task has nothing more to say until the client answers.
                 return;
             }
@@ -87,16 +107,19 @@ impl Replica {
                 };
                 for (v, snapshot) in events {
                     seen = v;
+                    let state = snapshot.status.state.clone();
+                    let cut = failure_cuts && state == TaskState::Failed;
                     for update in diff(&last, &snapshot) {
+                        if cut && matches!(update, StreamResponse::StatusUpdate(_)) {
+                            // The failure, not its status: the stream ends without it.
+                            return;
+                        }
                         if tx.send(update).await.is_err() {
                             return;
                         }
                     }
-                    let state = snapshot.status.state.clone();
                     last = snapshot;
-                    if state.is_terminal()
-                        || matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
-                    {
+                    if ends(&state) {
                         return;
                     }
                 }

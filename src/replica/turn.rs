@@ -579,9 +579,14 @@ impl Replica {
             if self.profile.handler.after_effect_failure == AfterEffect::RpcError {
                 // The executor raised: the task is failed (best effort).
                 task.status = status(TaskState::Failed);
-                let _ = self
+                let saved = self
                     .persist(task, self.save_mode(Some(version)), Some(version))
                     .await;
+                if let (Ok(v), true) = (saved, self.profile.handler.cache_snapshot) {
+                    // The ActiveTask's copy follows every save it makes, this one too
+                    // (a queued message then finds the task failed, as a2a-sdk 1.1.5 does).
+                    *active.cached.borrow_mut() = Some((task.clone(), v));
+                }
             }
             return Err(self.after_effect(rpc(-32603, format!("business effect failed: {e}"))));
         }
