@@ -259,3 +259,72 @@ fn a_faults_table_without_faults_exits_2_unless_it_says_none() {
     );
     assert_eq!(run(&["check", &both]).status.code(), Some(2));
 }
+
+/// Issue 19's new user: a file that names only models, routing, replicas and seeds.
+const MINIMAL: &str = "name = \"minimal\"\nmodels = [\"a2a-python-1.1\", \"a2a-python-1.3-memory\"]\n\
+                       routing = [\"round-robin\"]\nreplicas = 3\nseeds = { start = 0, count = 10 }\n";
+
+/// Without `[faults]` and `[workload]` it runs the default swarm, so it finds lost writes
+/// and double effects on both models (it once ran no fault and no retry at all).
+#[test]
+fn a_minimal_experiment_file_runs_the_default_swarm_and_finds_the_hazards() {
+    use a2a_chaos::experiment::Experiment;
+    use a2a_chaos::sweep::runner::{sweep, SweepOptions};
+    let exp = Experiment::parse(MINIMAL, "minimal.toml", None).unwrap();
+    let runs = sweep(
+        &exp,
+        &SweepOptions {
+            jobs: 2,
+            progress: false,
+        },
+    );
+    let by_model = a2a_chaos::output::report::violated_by_model(&runs);
+    for model in ["a2a-python-1.1", "a2a-python-1.3-memory"] {
+        for inv in ["no-lost-writes", "exactly-once-effects"] {
+            assert!(
+                by_model[model].iter().any(|v| v == inv),
+                "{model} did not violate {inv}: {:?}",
+                by_model[model]
+            );
+        }
+    }
+}
+
+/// `run`'s output on a pipe: every line within 100 columns, no colour, no progress frames;
+/// the resolved defaults are printed; `--wide` gives the full table.
+#[test]
+fn run_output_fits_100_columns_and_has_no_progress_frames_on_a_pipe() {
+    let dir = std::env::temp_dir().join(format!("a2a-chaos-narrow-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("minimal.toml"), MINIMAL).unwrap();
+    let out = run_in(&dir, &["run", "minimal.toml", "--seeds", "3", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    for line in stdout.lines() {
+        assert!(line.chars().count() <= 100, "too wide: {line}");
+    }
+    assert!(!stdout.contains('\x1b') && !stderr.contains('\x1b'), "colour on a pipe");
+    assert!(!stderr.contains('\r'), "progress frames on a pipe: {stderr:?}");
+    assert!(
+        stdout.contains("the file has no [faults]: the embedded default's")
+            && stdout.contains("the file has no [workload]: the embedded default's"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("a2a-python-1.1 / round-robin (3 runs): ")
+            && stdout.contains("never exercised:"),
+        "{stdout}"
+    );
+    let wide = run_in(
+        &dir,
+        &["run", "minimal.toml", "--seeds", "3", "--wide", "--quiet"],
+    );
+    let wide = String::from_utf8(wide.stdout).unwrap();
+    assert!(
+        wide.contains("ok/fail/info") && wide.lines().any(|l| l.len() > 100),
+        "{wide}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
