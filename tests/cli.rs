@@ -298,15 +298,24 @@ fn run_output_fits_100_columns_and_has_no_progress_frames_on_a_pipe() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("minimal.toml"), MINIMAL).unwrap();
-    let out = run_in(&dir, &["run", "minimal.toml", "--seeds", "3", "--jobs", "2"]);
+    let out = run_in(
+        &dir,
+        &["run", "minimal.toml", "--seeds", "3", "--jobs", "2"],
+    );
     assert_eq!(out.status.code(), Some(0));
     let stdout = String::from_utf8(out.stdout).unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
     for line in stdout.lines() {
         assert!(line.chars().count() <= 100, "too wide: {line}");
     }
-    assert!(!stdout.contains('\x1b') && !stderr.contains('\x1b'), "colour on a pipe");
-    assert!(!stderr.contains('\r'), "progress frames on a pipe: {stderr:?}");
+    assert!(
+        !stdout.contains('\x1b') && !stderr.contains('\x1b'),
+        "colour on a pipe"
+    );
+    assert!(
+        !stderr.contains('\r'),
+        "progress frames on a pipe: {stderr:?}"
+    );
     assert!(
         stdout.contains("the file has no [faults]: the embedded default's")
             && stdout.contains("the file has no [workload]: the embedded default's"),
