@@ -85,6 +85,15 @@ fn three() -> usize {
     3
 }
 
+/// Which of the defaultable tables a file gives (their contents are read by
+/// [`ExperimentFile`]; a `toml::Table` would refuse integers above `i64::MAX` that the typed
+/// parse accepts and then bounds with a clearer message).
+#[derive(Deserialize)]
+struct Present {
+    workload: Option<serde::de::IgnoredAny>,
+    faults: Option<serde::de::IgnoredAny>,
+}
+
 /// One table of the embedded default, as written there.
 fn embedded_table<T: serde::de::DeserializeOwned>(key: &str) -> T {
     let table: toml::Table = toml::from_str(DEFAULT).expect("the embedded default is TOML");
@@ -141,12 +150,16 @@ impl Experiment {
     pub fn parse(text: &str, origin: &str, path: Option<String>) -> Result<Experiment, InputError> {
         let file: ExperimentFile =
             toml::from_str(text).map_err(|e| InputError::toml(origin, text, &e))?;
-        let raw: toml::Table =
+        let present: Present =
             toml::from_str(text).map_err(|e| InputError::toml(origin, text, &e))?;
-        let defaulted: Vec<&'static str> = ["workload", "faults"]
-            .into_iter()
-            .filter(|k| !raw.contains_key(*k))
-            .collect();
+        let defaulted: Vec<&'static str> = [
+            ("workload", present.workload.is_some()),
+            ("faults", present.faults.is_some()),
+        ]
+        .into_iter()
+        .filter(|(_, given)| !given)
+        .map(|(k, _)| k)
+        .collect();
         crate::names::check("name", &file.name).map_err(|m| InputError::new(origin, m))?;
         if !defaulted.contains(&"faults") && !file.faults.none && file.faults.rates.is_empty() {
             return Err(InputError::new(

@@ -61,7 +61,8 @@ impl Paint {
 /// bound never reads 0% or 100% when it is not).
 fn percent(x: f64) -> String {
     let p = x * 100.0;
-    if p == 0.0 || p == 100.0 || (1.0..=99.0).contains(&p) {
+    let tenths = (p * 10.0).round();
+    if tenths == 0.0 || tenths == 1000.0 || (1.0..=99.0).contains(&p) {
         format!("{p:.0}%")
     } else {
         format!("{p:.1}%")
