@@ -44,15 +44,13 @@ impl Reporter {
                 ProgressDrawTarget::stderr_with_hz(10),
             );
             bar.set_style(
-                ProgressStyle::with_template(
-                    "[{bar:30}] {pos}/{len} runs, {msg}, {per_sec}, ETA {eta}",
-                )
-                .expect("a valid template")
-                .progress_chars("#>."),
+                ProgressStyle::with_template("[{bar:30}] {pos}/{len} runs, {msg}, ETA {eta}")
+                    .expect("a valid template")
+                    .progress_chars("#>."),
             );
             bar.set_position(done as u64);
             bar.reset_eta();
-            bar.set_message(format!("{violating} with violations"));
+            bar.set_message(bar_message(violating, 0, Duration::ZERO));
             Mode::Bar(bar)
         } else {
             Mode::Lines { last: started }
@@ -70,7 +68,8 @@ impl Reporter {
         match &mut self.mode {
             Mode::Off => {}
             Mode::Bar(bar) => {
-                bar.set_message(format!("{violating} with violations"));
+                let ran = done.saturating_sub(self.done_before);
+                bar.set_message(bar_message(violating, ran, self.started.elapsed()));
                 bar.set_position(done as u64);
             }
             Mode::Lines { last } => {
@@ -104,6 +103,18 @@ impl Reporter {
             bar.finish();
         }
     }
+}
+
+/// The bar's message: `14 with violations, 12.0 runs/s` (`ran` runs took `elapsed`).
+fn bar_message(violating: usize, ran: usize, elapsed: Duration) -> String {
+    let secs = elapsed.as_secs_f64();
+    if ran == 0 || secs <= 0.0 {
+        return format!("{violating} with violations");
+    }
+    format!(
+        "{violating} with violations, {:.1} runs/s",
+        ran as f64 / secs
+    )
 }
 
 /// The plain progress line: `progress: 120/600 runs (20%), 14 with violations, 12.0 runs/s,
