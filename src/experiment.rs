@@ -2,8 +2,18 @@
 //!
 //! The format is the one in `docs/CONTRACT.md`. `[workload]` and `[faults]` are the
 //! tables of [`WorkloadSpec`] and [`FaultSpec`]; `[expect]` is optional: either
-//! `violations = [...]` for every model, or one `[expect.<model>]` table per model.
+//! `violations = [...]` for every model, or one `[expect.<model>]` table per model, and
+//! `exercised = [...]` / `allow-unexercised` at either level.
 //! The default experiment (`experiments/default.toml`) is embedded in the binary.
+//!
+//! A file that omits `[faults]` or `[workload]` gets the embedded default's table for it,
+//! the full swarm ([`Experiment::defaulted`] says which, and `run` prints the resolved
+//! values). Running without faults is said explicitly: `[faults] none = true`, or every
+//! rate written as 0; a `[faults]` table that names no fault and does not say `none` is
+//! refused, since it would silently run no chaos.
+//!
+//! The experiment's `name` is its default output folder, so it must be a plain file name
+//! ([`crate::names`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -33,10 +43,17 @@ pub struct Seeds {
 
 /// `[expect]` of an experiment.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub struct ExperimentExpect {
     /// For every model.
     #[serde(default)]
     pub violations: Option<Vec<String>>,
+    /// Invariants every model × routing combination must exercise at least once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exercised: Option<Vec<String>>,
+    /// Let a combination that exercised no invariant at all pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_unexercised: Option<bool>,
     /// Per model.
     #[serde(flatten)]
     pub models: BTreeMap<String, Expect>,
@@ -54,9 +71,11 @@ pub struct ExperimentFile {
     #[serde(default = "three")]
     pub replicas: usize,
     pub seeds: Seeds,
-    #[serde(default)]
+    /// Omitted: the embedded default's `[workload]`.
+    #[serde(default = "embedded_workload")]
     pub workload: WorkloadSpec,
-    #[serde(default)]
+    /// Omitted: the embedded default's `[faults]`.
+    #[serde(default = "embedded_faults")]
     pub faults: FaultSpec,
     #[serde(default)]
     pub expect: Option<ExperimentExpect>,
@@ -64,6 +83,36 @@ pub struct ExperimentFile {
 
 fn three() -> usize {
     3
+}
+
+/// Which of the defaultable tables a file gives (their contents are read by
+/// [`ExperimentFile`]; a `toml::Table` would refuse integers above `i64::MAX` that the typed
+/// parse accepts and then bounds with a clearer message).
+#[derive(Deserialize)]
+struct Present {
+    workload: Option<serde::de::IgnoredAny>,
+    faults: Option<serde::de::IgnoredAny>,
+}
+
+/// One table of the embedded default, as written there.
+fn embedded_table<T: serde::de::DeserializeOwned>(key: &str) -> T {
+    let table: toml::Table = toml::from_str(DEFAULT).expect("the embedded default is TOML");
+    table
+        .get(key)
+        .cloned()
+        .expect("the embedded default has the table")
+        .try_into()
+        .expect("the embedded default's table is valid")
+}
+
+/// The embedded default's `[workload]`: what a file without one gets.
+pub fn embedded_workload() -> WorkloadSpec {
+    embedded_table("workload")
+}
+
+/// The embedded default's `[faults]`: what a file without one gets.
+pub fn embedded_faults() -> FaultSpec {
+    embedded_table("faults")
 }
 
 /// An experiment ready to run.
@@ -77,6 +126,9 @@ pub struct Experiment {
     pub path: Option<String>,
     /// Simulated time after which a run counts as not terminating.
     pub budget: Duration,
+    /// The tables the file omitted and that came from the embedded default (`workload`,
+    /// `faults`).
+    pub defaulted: Vec<&'static str>,
 }
 
 impl Experiment {
@@ -98,6 +150,26 @@ impl Experiment {
     pub fn parse(text: &str, origin: &str, path: Option<String>) -> Result<Experiment, InputError> {
         let file: ExperimentFile =
             toml::from_str(text).map_err(|e| InputError::toml(origin, text, &e))?;
+        let present: Present =
+            toml::from_str(text).map_err(|e| InputError::toml(origin, text, &e))?;
+        let defaulted: Vec<&'static str> = [
+            ("workload", present.workload.is_some()),
+            ("faults", present.faults.is_some()),
+        ]
+        .into_iter()
+        .filter(|(_, given)| !given)
+        .map(|(k, _)| k)
+        .collect();
+        crate::names::check("name", &file.name).map_err(|m| InputError::new(origin, m))?;
+        if !defaulted.contains(&"faults") && !file.faults.none && file.faults.rates.is_empty() {
+            return Err(InputError::new(
+                origin,
+                format!(
+                    "[faults] names no fault, which would run no chaos at all: give rates (faults: {}), say `none = true` to run without faults, or leave the table out for the default swarm",
+                    crate::faults::names().join(", ")
+                ),
+            ));
+        }
         if file.models.is_empty() || file.routing.is_empty() {
             return Err(InputError::new(
                 origin,
@@ -148,6 +220,9 @@ impl Experiment {
             if let Some(v) = &expect.violations {
                 crate::check::validate_names(v, origin)?;
             }
+            if let Some(v) = &expect.exercised {
+                crate::check::validate_names(v, origin)?;
+            }
             for (model, e) in &expect.models {
                 if !file.models.contains(model) {
                     return Err(InputError::new(
@@ -155,7 +230,7 @@ impl Experiment {
                         format!("[expect.{model}] names a model the experiment does not run"),
                     ));
                 }
-                crate::check::validate_names(&e.violations, origin)?;
+                crate::check::validate_names(&e.names(), origin)?;
             }
         }
         let budget = budget_for(&file.workload, &file.faults);
@@ -165,6 +240,7 @@ impl Experiment {
             origin: origin.to_string(),
             path,
             budget,
+            defaulted,
         })
     }
 
@@ -175,6 +251,27 @@ impl Experiment {
             .get(model)
             .map(|x| x.violations.clone())
             .or_else(|| e.violations.clone())
+    }
+
+    /// Everything `[expect]` says about a model: its expected violations (its own table's,
+    /// else the file's), the invariants it must exercise (both levels) and whether a
+    /// combination that exercised nothing may pass (either level). `None` when the file
+    /// has no `[expect]`.
+    pub fn expect_for(&self, model: &str) -> Option<Expect> {
+        let e = self.file.expect.as_ref()?;
+        let own = e.models.get(model);
+        let mut exercised: Vec<String> = e.exercised.clone().unwrap_or_default();
+        for x in own.map(|o| o.exercised.clone()).unwrap_or_default() {
+            if !exercised.contains(&x) {
+                exercised.push(x);
+            }
+        }
+        Some(Expect {
+            violations: self.expected(model).unwrap_or_default(),
+            exercised,
+            allow_unexercised: e.allow_unexercised.unwrap_or(false)
+                || own.is_some_and(|o| o.allow_unexercised),
+        })
     }
 
     /// The command that replays one run of this experiment.
@@ -232,6 +329,42 @@ mod tests {
         let bad = DEFAULT.replace("kill = 0.6", "kil = 0.6");
         let err = Experiment::parse(&bad, "x.toml", None).unwrap_err();
         assert!(err.message.contains("kil"), "{err}");
+    }
+
+    const MINIMAL: &str = "name = \"m\"\nmodels = [\"reference\"]\nrouting = [\"round-robin\"]\n\
+                           seeds = { start = 0, count = 1 }\n";
+
+    #[test]
+    fn omitted_tables_get_the_embedded_default_swarm() {
+        let e = Experiment::parse(MINIMAL, "m.toml", None).unwrap();
+        assert_eq!(e.defaulted, ["workload", "faults"]);
+        let d = Experiment::default_experiment();
+        assert!(d.defaulted.is_empty());
+        assert_eq!(e.file.faults, d.file.faults);
+        assert_eq!(e.file.workload, d.file.workload);
+        assert!(e.file.faults.rates["kill"] > 0.0 && e.file.workload.cancel_rate > 0.0);
+    }
+
+    #[test]
+    fn no_faults_is_said_explicitly() {
+        let none = format!("{MINIMAL}[faults]\nnone = true\n");
+        let e = Experiment::parse(&none, "m.toml", None).unwrap();
+        assert!(e.file.faults.none && e.file.faults.rates.is_empty());
+        assert_eq!(e.defaulted, ["workload"]);
+        let zero = format!("{MINIMAL}[faults]\nkill = 0\n");
+        assert!(Experiment::parse(&zero, "m.toml", None).is_ok());
+        let silent = format!("{MINIMAL}[faults]\nwindow-ms = 500\n");
+        let err = Experiment::parse(&silent, "m.toml", None).unwrap_err();
+        assert!(err.message.contains("none = true"), "{err}");
+        let both = format!("{MINIMAL}[faults]\nnone = true\nkill = 0.5\n");
+        assert!(Experiment::parse(&both, "m.toml", None).is_err());
+    }
+
+    #[test]
+    fn a_name_that_is_not_a_file_name_is_refused() {
+        let bad = MINIMAL.replace("name = \"m\"", "name = \"../../../escaped\"");
+        let err = Experiment::parse(&bad, "m.toml", None).unwrap_err();
+        assert!(err.message.contains("`../../../escaped`"), "{err}");
     }
 
     #[test]

@@ -23,6 +23,7 @@
 //!   [`shard`] and [`journal`]: sweeps split over machines, and resumed after an interruption;
 //! - [`live`]: the same scripts over real TCP against real replicas (`serve`, `live`,
 //!   `fidelity`);
+//! - [`names`]: names that become file names (experiments, scenarios, models);
 //! - [`shrink`]: from a failing run to a small scenario; [`strategies`]: proptest strategies
 //!   that generate scenarios for your own tests.
 
@@ -41,6 +42,7 @@ pub mod ground;
 pub mod live;
 pub mod logging;
 pub mod model;
+pub mod names;
 pub mod net;
 pub mod output;
 pub mod protocol;

@@ -104,6 +104,10 @@ fn generated_run() -> impl Strategy<Value = String> {
                      duplicate-rate = {duplicates:?}\n\
                      [faults]\nswarm = {swarm}\nwindow-ms = {window}\nliveness-ms = {liveness}\n"
                 );
+                // Running without faults is said explicitly (an empty `[faults]` is refused).
+                if rates.is_empty() {
+                    s.push_str("none = true\n");
+                }
                 for (k, v) in rates {
                     s.push_str(&format!("{k} = {v:?}\n"));
                 }
@@ -307,6 +311,7 @@ seeds = { start = 40, count = 2 }
 conversations = 2
 turns = 2
 [faults]
+none = true
 window-ms = 500
 liveness-ms = 500
 "#;

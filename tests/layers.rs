@@ -5,7 +5,7 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | base | `error`, `logging`, `net`, `faults` (fault kinds as data), `trace`, `protocol`, `model`, `auth` |
+//! | base | `error`, `names` (names that become file names), `logging`, `net`, `faults` (fault kinds as data), `trace`, `protocol`, `model`, `auth` |
 //! | hosts | `buggify`, `store`, `ground` (ledger, webhook, push egress), `card`, `router`, `replica`, `client` |
 //! | drive | `workload`, `scenario`, `world` (the turmoil world and its driver) |
 //! | judge | `check` |
@@ -24,6 +24,7 @@ use std::path::Path;
 const ORDER: &[&str] = &[
     "seed",
     "error",
+    "names",
     "logging",
     "net",
     "faults",

@@ -4,6 +4,11 @@
 //! A scenario expecting violations pins a model that has the hazard; its `-reference` twin
 //! pins that the recommended design holds. `h*` files are the hazards of A2A-BEHAVIOURS.md §6,
 //! `c*` files the card trust faults of issue 10, `s*` files shrunk swarm failures.
+//!
+//! "Meets its expectations" is `check`'s rule: exactly the expected violations, every
+//! invariant `[expect] exercised` names reached, and at least one invariant exercised unless
+//! the file says `allow-unexercised = true`. The fidelity suite (`tests/fidelity/` and its
+//! `found/`) is held to the same rule on its simulated side.
 
 use std::path::{Path, PathBuf};
 
@@ -12,7 +17,11 @@ use a2a_chaos::scenario::Script;
 use a2a_chaos::sim::{judge, Sim};
 
 fn scenario_files() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios");
+    files_in("tests/scenarios")
+}
+
+fn files_in(dir: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("tests/scenarios exists")
         .map(|e| e.expect("readable entry").path())
@@ -25,8 +34,19 @@ fn scenario_files() -> Vec<PathBuf> {
 
 #[test]
 fn every_pinned_scenario_meets_its_expectations() {
+    meet_expectations(scenario_files());
+}
+
+#[test]
+fn every_fidelity_scenario_meets_its_expectations_simulated() {
+    let mut files = files_in("tests/fidelity");
+    files.extend(files_in("tests/fidelity/found"));
+    meet_expectations(files);
+}
+
+fn meet_expectations(files: Vec<PathBuf>) {
     let mut failures = Vec::new();
-    for path in scenario_files() {
+    for path in files {
         let script = Script::load(&path).unwrap_or_else(|e| panic!("{e}"));
         let summary = Sim::from_scenario(&script)
             .unwrap_or_else(|e| panic!("{e}"))
@@ -35,12 +55,13 @@ fn every_pinned_scenario_meets_its_expectations() {
         let judged = judge(&script.file.expect, &summary);
         let (expected, got) = (&judged.expected, &judged.got);
         if !judged.met {
+            let why: Vec<String> = judged.problems.iter().map(|p| p.to_string()).collect();
             failures.push(format!(
-                "{}: expected [{}], got [{}]{}\n  postmortem: {}\n  reproduce: a2a-chaos replay {} --seed {}",
+                "{}: expected [{}], got [{}]: {}\n  postmortem: {}\n  reproduce: a2a-chaos replay {} --seed {}",
                 path.display(),
                 expected.join(", "),
                 got.join(", "),
-                summary.error.as_deref().map(|e| format!(" ({e})")).unwrap_or_default(),
+                why.join("; "),
                 script.file.postmortem.as_deref().unwrap_or("-"),
                 path.display(),
                 script.file.seed

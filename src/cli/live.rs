@@ -101,7 +101,12 @@ pub fn cmd_live(path: &Path, peer: &PeerArgs, json: bool, trace: bool) -> Result
             println!("{event}");
         }
     }
-    let ExpectOutcome { expected, got, met } = judge(&script.file.expect, &summary);
+    let ExpectOutcome {
+        expected,
+        got,
+        met,
+        problems,
+    } = judge(&script.file.expect, &summary);
     if !json {
         println!(
             "{} live ({} on {} real replicas, peer {}, {})",
@@ -117,6 +122,9 @@ pub fn cmd_live(path: &Path, peer: &PeerArgs, json: bool, trace: bool) -> Result
             expected.join(", "),
             got.join(", ")
         );
+        for p in &problems {
+            println!("not met: {p}");
+        }
         println!("{}", expectations_line(met));
     } else {
         let f = file.clone();

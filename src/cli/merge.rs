@@ -63,7 +63,7 @@ fn shard_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
 }
 
 /// Runs `a2a-chaos merge`; returns the exit code.
-pub fn cmd_merge(dirs: Vec<PathBuf>, out: Option<PathBuf>) -> Result<i32, InputError> {
+pub fn cmd_merge(dirs: Vec<PathBuf>, out: Option<PathBuf>, wide: bool) -> Result<i32, InputError> {
     if dirs.is_empty() {
         return Err(InputError::new(
             "merge",
@@ -198,9 +198,22 @@ pub fn cmd_merge(dirs: Vec<PathBuf>, out: Option<PathBuf>) -> Result<i32, InputE
         runs.len()
     );
     println!();
-    print!("{}", report::table(&runs));
+    super::run::print_summary(&runs, wide);
     println!();
-    let out = out.unwrap_or_else(|| Path::new("results").join(&m.experiment));
+    let out = match out {
+        Some(out) => out,
+        None => {
+            // The manifest is a file on disk: its name must not lead out of results/.
+            crate::names::check("the experiment name", &m.experiment).map_err(|e| {
+                InputError::new(
+                    dirs.first()
+                        .map_or(String::new(), |d| d.join(MANIFEST).display().to_string()),
+                    e,
+                )
+            })?;
+            Path::new("results").join(&m.experiment)
+        }
+    };
     // The timelines need the experiment itself: rebuilt from the manifest, if it is the same.
     let exp = match m.experiment() {
         Ok(exp) if runner::fingerprint(&exp) == m.fingerprint => Some(exp),

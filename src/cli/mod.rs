@@ -66,6 +66,9 @@ pub enum Command {
         /// Stop after this many runs and keep the journal, as if interrupted (for tests).
         #[arg(long, hide = true)]
         stop_after: Option<usize>,
+        /// Print the full table, one column per invariant, instead of the compact summary.
+        #[arg(long)]
+        wide: bool,
     },
     /// Merge the runs.csv of shards (`run --shard`) into the files an unsharded run writes.
     Merge {
@@ -75,6 +78,9 @@ pub enum Command {
         /// Where to write (default results/<experiment-name>/).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Print the full table instead of the compact summary.
+        #[arg(long)]
+        wide: bool,
     },
     /// Run a scenario or an experiment as a regression test.
     Check {
@@ -86,6 +92,10 @@ pub enum Command {
         /// Worker threads for experiments (default: every core).
         #[arg(long)]
         jobs: Option<usize>,
+        /// Also write the verdicts as JUnit XML to FILE (one test case per scenario, or per
+        /// model x routing of an experiment).
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
     },
     /// Re-run one seed and print its trace; the last line is `trace-hash: <hex>`.
     Replay {
@@ -171,7 +181,7 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
             .map(|e| Loaded::Experiment(Box::new(e)))
     } else {
         let script = Script::parse(&text, &origin)?;
-        crate::check::validate_names(&script.file.expect.violations, &origin)?;
+        crate::check::validate_names(&script.file.expect.names(), &origin)?;
         Ok(Loaded::Scenario(Box::new(script)))
     }
 }
@@ -196,6 +206,7 @@ pub fn main(cli: Cli) -> i32 {
             shards,
             resume,
             stop_after,
+            wide,
         } => run::cmd_run(run::RunArgs {
             path: experiment,
             out,
@@ -206,13 +217,20 @@ pub fn main(cli: Cli) -> i32 {
             shards,
             resume,
             stop_after,
+            wide,
         }),
-        Command::Merge { dirs, out } => merge::cmd_merge(dirs, out),
+        Command::Merge { dirs, out, wide } => merge::cmd_merge(dirs, out, wide),
         Command::Check {
             file,
             json,
             jobs: j,
-        } => check_cmd::cmd_check(&file, json, jobs(j)),
+            junit,
+        } => check_cmd::cmd_check(check_cmd::CheckArgs {
+            path: file,
+            json,
+            jobs: jobs(j),
+            junit,
+        }),
         Command::Replay {
             file,
             seed,
@@ -275,7 +293,7 @@ pub fn print_findings(summary: &RunSummary) {
             i.exercised
         );
         if let Some(first) = &i.first {
-            println!("    {first}");
+            print!("{}", crate::output::terminal::wrap(first, "    ", "      "));
         }
     }
     if let Some(e) = &summary.error {

@@ -11,6 +11,11 @@
 //! Every finished run is journaled as it arrives (see [`crate::sweep::journal`]); `--resume`
 //! continues an interrupted sweep from its journal without repeating finished runs, and
 //! ends with the same files as a sweep that went straight through.
+//!
+//! What it prints fits 100 columns: the resolved configuration (saying which tables came
+//! from the embedded default), progress on stderr ([`crate::sweep::progress`]), the first
+//! violation of each kind with its reproduce command, then the compact summary per model ×
+//! routing ([`crate::output::terminal::compact`]; `--wide` prints the full table instead).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -19,11 +24,12 @@ use std::time::Instant;
 use crate::check;
 use crate::error::InputError;
 use crate::experiment::{self, Experiment};
-use crate::output::report;
+use crate::output::{report, terminal};
 use crate::sim::RunSummary;
 use crate::sweep::journal::Journal;
 use crate::sweep::runner::{self, Progress, SweepOptions, WorkItem};
 use crate::sweep::shard::{Manifest, Shard};
+use crate::workload::WorkloadSpec;
 use crate::world;
 
 /// What `run` was asked to do.
@@ -47,6 +53,8 @@ pub struct RunArgs {
     pub resume: bool,
     /// Stop after this many runs, keeping the journal (as if interrupted); for tests.
     pub stop_after: Option<usize>,
+    /// Print the full table (every invariant a column) instead of the compact summary.
+    pub wide: bool,
 }
 
 /// Loads the experiment and the text it came from (`None` for the embedded default).
@@ -179,18 +187,7 @@ pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
         _ => false,
     };
 
-    println!(
-        "experiment {} ({}): {} models x {} routing x {} seeds from {} = {} runs, {} replicas, {} threads",
-        exp.file.name,
-        exp.origin,
-        exp.profiles.len(),
-        exp.file.routing.len(),
-        exp.file.seeds.count,
-        exp.file.seeds.start,
-        all.len(),
-        exp.file.replicas,
-        args.jobs,
-    );
+    print_resolved(&exp, args.jobs);
     if let Some(s) = &shard {
         println!("shard {s} ({} of the {} runs)", mine.len(), all.len());
     }
@@ -201,13 +198,6 @@ pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
             pending.len()
         );
     }
-    println!(
-        "faults: {} (swarm {}), window {} ms, then heal and {} ms to settle",
-        world::describe_rates(&exp.file.faults.rates.clone().into_iter().collect()),
-        if exp.file.faults.swarm { "on" } else { "off" },
-        exp.file.faults.window_ms,
-        exp.file.faults.liveness_ms
-    );
     let started = Instant::now();
     let progress = Progress {
         done: done.len(),
@@ -248,10 +238,12 @@ pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
     done.sort_by_key(|(item, _)| *item);
     let runs: Vec<RunSummary> = done.into_iter().map(|(_, r)| r).collect();
 
-    println!();
-    print!("{}", report::table(&runs));
+    // The details first, the summary last: what stays on the screen is which design fails
+    // what, and how often.
     println!();
     print_first_failures(&exp, &runs);
+    print_summary(&runs, args.wide);
+    println!();
     println!(
         "{ran} runs in {:.1} s wall: {:.0} simulated requests per wall-second, {:.0}x real time",
         wall.as_secs_f64(),
@@ -286,6 +278,108 @@ pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
         )
     })?;
     Ok(0)
+}
+
+/// Prints the experiment as it will run, each line within 100 columns: its size, its
+/// faults and its workload, saying which came from the embedded default.
+pub(super) fn print_resolved(exp: &Experiment, jobs: usize) {
+    let runs = exp.profiles.len() as u64 * exp.file.routing.len() as u64 * exp.file.seeds.count;
+    print!(
+        "{}",
+        terminal::wrap(
+            &format!(
+                "{} ({}): {} models x {} routing x {} seeds from {} = {runs} runs, {} replicas, {jobs} threads",
+                exp.file.name,
+                exp.origin,
+                exp.profiles.len(),
+                exp.file.routing.len(),
+                exp.file.seeds.count,
+                exp.file.seeds.start,
+                exp.file.replicas,
+            ),
+            "experiment",
+            "  ",
+        )
+    );
+    let from_default = |table: &str| {
+        if exp.defaulted.contains(&table) {
+            format!(" (the file has no [{table}]: the embedded default's)")
+        } else {
+            String::new()
+        }
+    };
+    let f = &exp.file.faults;
+    let rates = if f.none {
+        "none (none = true)".to_string()
+    } else {
+        format!(
+            "{} (swarm {})",
+            world::describe_rates(&f.rates),
+            if f.swarm { "on" } else { "off" }
+        )
+    };
+    print!(
+        "{}",
+        terminal::wrap(
+            &format!(
+                "{rates}, window {} ms, then heal and {} ms to settle{}",
+                f.window_ms,
+                f.liveness_ms,
+                from_default("faults")
+            ),
+            "faults:",
+            "  ",
+        )
+    );
+    print!(
+        "{}",
+        terminal::wrap(
+            &format!(
+                "{}{}",
+                describe_workload(&exp.file.workload),
+                from_default("workload")
+            ),
+            "workload:",
+            "  ",
+        )
+    );
+}
+
+/// A workload as one line: its size, retries, every rate that is not 0, and swarm.
+pub(super) fn describe_workload(w: &WorkloadSpec) -> String {
+    let mut parts = vec![
+        format!("{} conversations x {} turns", w.conversations, w.turns),
+        format!("retries {}", w.retries),
+    ];
+    if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(w) {
+        for (key, value) in fields {
+            let rate = value.as_f64().filter(|r| *r > 0.0);
+            if let (Some(name), Some(rate)) = (key.strip_suffix("-rate"), rate) {
+                if name == "double-cancel" && w.cancel_rate == 0.0 {
+                    continue;
+                }
+                parts.push(format!("{name} {rate}"));
+            }
+        }
+    }
+    format!(
+        "{} (swarm {})",
+        parts.join(", "),
+        if w.swarm { "on" } else { "off" }
+    )
+}
+
+/// The summary of a sweep on the terminal: compact, or the full table with `wide`.
+pub(super) fn print_summary(runs: &[RunSummary], wide: bool) {
+    if wide {
+        print!("{}", report::table(runs));
+    } else {
+        print!(
+            "{}",
+            terminal::compact(runs, terminal::Paint(terminal::colour_wanted()))
+        );
+        println!("(every invariant of every combination: summary.csv and chart.svg; --wide prints it here)");
+    }
 }
 
 /// Work items are found again by model and routing name, so each may appear only once.
@@ -394,14 +488,18 @@ fn print_first_failures(exp: &Experiment, runs: &[RunSummary]) {
                     .find(|i| i.name == inv)
                     .and_then(|i| i.first.clone())
                     .unwrap_or_default();
-                println!(
-                    "  {} / {} / {inv}: seed {}: {detail}",
-                    g.model, g.routing, r.seed
+                print!(
+                    "{}",
+                    terminal::wrap(
+                        &format!(
+                            "{} / {} / {inv}: seed {}: {detail}",
+                            g.model, g.routing, r.seed
+                        ),
+                        "  ",
+                        "      ",
+                    )
                 );
-                println!(
-                    "    reproduce: {}",
-                    exp.reproduce(r.seed, g.model, g.routing)
-                );
+                println!("    $ {}", exp.reproduce(r.seed, g.model, g.routing));
             }
         }
     }

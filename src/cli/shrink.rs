@@ -76,9 +76,10 @@ pub fn cmd_shrink(args: ShrinkArgs) -> Result<i32, InputError> {
         Some(p) => load(p)?,
         None => Loaded::Experiment(Box::new(Experiment::default_experiment())),
     };
+    // The stem names the shrunk scenario and its default file: a plain file name.
     let stem = file.as_ref().and_then(|p| p.file_stem()).map_or_else(
         || "default".to_string(),
-        |s| s.to_string_lossy().into_owned(),
+        |s| crate::names::slug(&s.to_string_lossy()),
     );
     let (source, profile_name, routing) = match loaded {
         Loaded::Experiment(exp) => {

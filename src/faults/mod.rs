@@ -310,6 +310,10 @@ pub const PHASE_MS_MAX: u64 = 3_600_000;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "kebab-case")]
 pub struct FaultSpec {
+    /// `none = true`: no faults, said explicitly (a `[faults]` table that names no rate is
+    /// refused otherwise). The windows keep their values; every rate must be 0 or absent.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub none: bool,
     /// Each seed draws its own mix of the faults below.
     #[serde(default = "yes")]
     pub swarm: bool,
@@ -338,6 +342,7 @@ fn default_liveness() -> u64 {
 impl Default for FaultSpec {
     fn default() -> Self {
         FaultSpec {
+            none: false,
             swarm: true,
             window_ms: default_window(),
             liveness_ms: default_liveness(),
@@ -350,6 +355,7 @@ impl FaultSpec {
     /// No faults at all, and no fault window or liveness phase (a scripted run).
     pub fn none() -> FaultSpec {
         FaultSpec {
+            none: true,
             swarm: false,
             window_ms: 0,
             liveness_ms: 0,
@@ -357,8 +363,8 @@ impl FaultSpec {
         }
     }
 
-    /// Refuses unknown fault names, rates that are not finite and non-negative, and windows
-    /// longer than [`PHASE_MS_MAX`].
+    /// Refuses unknown fault names, rates that are not finite and non-negative, a rate
+    /// beside `none = true`, and windows longer than [`PHASE_MS_MAX`].
     pub fn validate(&self, origin: &str) -> Result<(), InputError> {
         for (key, ms) in [
             ("window-ms", self.window_ms),
@@ -387,6 +393,12 @@ impl FaultSpec {
                 return Err(InputError::new(
                     origin,
                     format!("[faults] {name} = {rate} must be a number >= 0"),
+                ));
+            }
+            if self.none && *rate != 0.0 {
+                return Err(InputError::new(
+                    origin,
+                    format!("[faults] says `none = true` but {name} = {rate}: drop one of them"),
                 ));
             }
         }

@@ -1,5 +1,8 @@
-//! What a sweep writes: tables and CSV ([`report`]), the chart ([`chart`]) and the timeline
-//! of one failing run ([`timeline`]).
+//! What a sweep writes and prints: tables and CSV ([`report`]), the chart ([`chart`]), the
+//! timeline of one failing run ([`timeline`]), the compact terminal summary ([`terminal`])
+//! and the JUnit file of `check --junit` ([`junit`]).
 pub mod chart;
+pub mod junit;
 pub mod report;
+pub mod terminal;
 pub mod timeline;

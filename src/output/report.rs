@@ -248,7 +248,8 @@ pub fn runs_csv_header() -> Vec<String> {
 /// Reads `runs.csv` back into run summaries, in file order.
 ///
 /// What `runs.csv` does not keep comes back empty: each invariant's `exercised` count (0;
-/// its verdict is kept) and first violation sentence (`None`), and the wall time (0).
+/// its verdict is kept) and first violation sentence (`None`), the wall time (0) and the
+/// points fired (none).
 /// `origin` names the file in errors.
 pub fn parse_runs_csv(bytes: &[u8], origin: &str) -> Result<Vec<RunSummary>, InputError> {
     let mut reader = csv::ReaderBuilder::new()
@@ -335,6 +336,7 @@ pub fn parse_runs_csv(bytes: &[u8], origin: &str) -> Result<Vec<RunSummary>, Inp
             sim_ms: number(tail + 2)?,
             wall_ms: 0,
             error: (!error.is_empty()).then(|| error.to_string()),
+            points_fired: BTreeMap::new(),
         });
     }
     Ok(out)

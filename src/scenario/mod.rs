@@ -48,10 +48,30 @@ pub use step::{EffectGate, PushStep, SendStep, Step, TaskStep, TurnStep};
 /// What a scenario expects.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(rename_all = "kebab-case")]
 pub struct Expect {
     /// Exactly these invariants must be violated; `[]` means every invariant must pass.
     #[serde(default)]
     pub violations: Vec<String>,
+    /// These invariants must be exercised at least once (in a sweep: in every model ×
+    /// routing combination), whatever their verdict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exercised: Vec<String>,
+    /// A run that exercises no invariant at all proves nothing, so it fails its check
+    /// unless this is set (a scenario kept for what it observes, not for a verdict).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_unexercised: bool,
+}
+
+impl Expect {
+    /// Every invariant name the table gives (`violations` and `exercised`).
+    pub fn names(&self) -> Vec<String> {
+        self.violations
+            .iter()
+            .chain(&self.exercised)
+            .cloned()
+            .collect()
+    }
 }
 
 /// A scenario file as written.
@@ -182,6 +202,7 @@ impl Script {
 
     /// Validates a parsed file.
     pub fn from_file(file: ScenarioFile, origin: &str) -> Result<Script, InputError> {
+        crate::names::check("name", &file.name).map_err(|m| InputError::new(origin, m))?;
         // The model is checked when the file is read, not when it runs.
         let profile = crate::model::Profile::load(&file.model)
             .map_err(|e| InputError::new(origin, e.to_string()))?;

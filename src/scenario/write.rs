@@ -71,6 +71,13 @@ pub fn to_toml(file: &ScenarioFile) -> String {
     let mut expect = Table::new();
     let names: Array = file.expect.violations.iter().map(String::as_str).collect();
     expect["violations"] = value(names);
+    if !file.expect.exercised.is_empty() {
+        let names: Array = file.expect.exercised.iter().map(String::as_str).collect();
+        expect["exercised"] = value(names);
+    }
+    if file.expect.allow_unexercised {
+        expect["allow-unexercised"] = value(true);
+    }
     doc["expect"] = Item::Table(expect);
     doc.to_string()
 }

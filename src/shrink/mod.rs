@@ -455,6 +455,7 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
     ));
     file.expect = Expect {
         violations: violated.iter().map(|s| s.to_string()).collect(),
+        ..Expect::default()
     };
     let script = Script::from_steps(&file, &steps)?;
     Ok(Shrunk {

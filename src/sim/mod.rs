@@ -29,8 +29,10 @@
 //! is a failed check with its first panic message, not a crash) and judges it with every
 //! checker; [`Sim::assert_holds`] panics with the seed, the first violation and the command
 //! that reproduces it. [`Sim::from_scenario`] and [`Sim::from_experiment`] build the run a
-//! scenario file or one (model, routing, seed) of an experiment describes.
+//! scenario file or one (model, routing, seed) of an experiment describes. [`judge`] and
+//! [`judge_sweep`] hold runs against a file's `[expect]`, and say why when they fail.
 
+mod expect;
 mod summary;
 
 use std::path::PathBuf;
@@ -50,7 +52,8 @@ use crate::store::{TableFactory, TaskTable};
 use crate::workload::WorkloadSpec;
 use crate::world::{self, RunRecord, RunSpec, Workload};
 
-pub use summary::{contain, judge, summarise, ExpectOutcome, InvariantResult, RunSummary};
+pub use expect::{judge, judge_sweep, ComboOutcome, ExpectOutcome, Problem};
+pub use summary::{contain, summarise, InvariantResult, RunSummary};
 
 /// Replicas of a generated run unless set.
 pub const REPLICAS_DEFAULT: usize = 3;
@@ -261,7 +264,7 @@ impl Builder {
                 let mut known: Vec<&str> = check::names();
                 known.extend(&extra);
                 let origin = format!("scenario `{}`: [expect]", script.file.name);
-                check::validate_names_in(&script.file.expect.violations, &known, &origin)?;
+                check::validate_names_in(&script.file.expect.names(), &known, &origin)?;
                 (
                     Workload::Scripted(Rc::new((**script).clone())),
                     script.file.replicas,

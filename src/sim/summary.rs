@@ -1,11 +1,11 @@
 //! One run, summarised: what sweeps, reports and `check` keep of it.
 
+use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 
 use crate::check::{Finding, Verdict};
 use crate::client::history::{OpKind, Outcome};
 use crate::error::InputError;
-use crate::scenario::Expect;
 use crate::world::{self, RunRecord, RunSpec};
 
 /// What one invariant found in one run.
@@ -41,6 +41,9 @@ pub struct RunSummary {
     pub wall_ms: u64,
     /// A panic or a run that did not finish.
     pub error: Option<String>,
+    /// How often each BUGGIFY and kill point fired (`buggify:conflict-on-save`,
+    /// `kill-at:effect`, ...); not kept in `runs.csv`, whose columns are fixed.
+    pub points_fired: BTreeMap<String, u64>,
 }
 
 impl RunSummary {
@@ -73,6 +76,7 @@ impl RunSummary {
             sim_ms: 0,
             wall_ms: 0,
             error: Some(format!("refused: {why}")),
+            points_fired: BTreeMap::new(),
         }
     }
 
@@ -94,6 +98,7 @@ impl RunSummary {
             sim_ms: 0,
             wall_ms: wall.as_millis() as u64,
             error: Some(format!("panicked: {why}")),
+            points_fired: BTreeMap::new(),
         }
     }
 }
@@ -140,28 +145,8 @@ pub fn summarise(record: &RunRecord, findings: &[Finding], wall_ms: u64) -> RunS
         sim_ms: record.sim_ms,
         wall_ms,
         error: record.error.clone(),
+        points_fired: record.points_fired.clone(),
     }
-}
-
-/// One run held against a file's `[expect]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExpectOutcome {
-    /// The invariants `[expect]` names, sorted.
-    pub expected: Vec<String>,
-    /// The invariants the run violated, sorted.
-    pub got: Vec<String>,
-    /// Exactly the expected violations, and the run finished without an error.
-    pub met: bool,
-}
-
-/// Holds one run's summary against a file's expectations.
-pub fn judge(expect: &Expect, summary: &RunSummary) -> ExpectOutcome {
-    let mut expected = expect.violations.clone();
-    expected.sort();
-    let mut got: Vec<String> = summary.violated().iter().map(|s| s.to_string()).collect();
-    got.sort();
-    let met = got == expected && summary.error.is_none();
-    ExpectOutcome { expected, got, met }
 }
 
 thread_local! {

@@ -227,6 +227,7 @@ pub fn to_json(run: &RunSummary) -> Value {
         "sim_ms": run.sim_ms,
         "wall_ms": run.wall_ms,
         "error": run.error,
+        "points_fired": run.points_fired,
     })
 }
 
@@ -291,6 +292,15 @@ pub fn from_json(v: &Value) -> Result<RunSummary, String> {
         sim_ms: n("sim_ms")?,
         wall_ms: n("wall_ms")?,
         error: v.get("error").and_then(Value::as_str).map(str::to_string),
+        points_fired: v
+            .get("points_fired")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, n)| Some((k.clone(), n.as_u64()?)))
+                    .collect()
+            })
+            .unwrap_or_default(),
     })
 }
 
@@ -321,6 +331,7 @@ mod tests {
             sim_ms: 10,
             wall_ms: 1,
             error: None,
+            points_fired: [("buggify:delay-before-save".to_string(), 2)].into(),
         }
     }
 

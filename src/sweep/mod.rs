@@ -1,8 +1,9 @@
 //! Sweeps: experiments ([`crate::experiment`]) over models × routing × seeds, in parallel,
 //! sharded and resumable.
 //!
-//! - [`runner`]: every work item on every core;
+//! - [`runner`]: every work item on every core; [`progress`]: what it shows meanwhile;
 //! - [`shard`]: one machine's part of a sweep; [`journal`]: a sweep resumed after a kill.
 pub mod journal;
+pub mod progress;
 pub mod runner;
 pub mod shard;

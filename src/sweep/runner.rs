@@ -11,14 +11,14 @@
 //! finished run as it arrives so that it can be journaled at once.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::time::Instant;
 
 use crate::experiment::Experiment;
 use crate::model::Profile;
 use crate::sim::{RunSummary, Sim};
+
+use super::progress::Reporter;
 
 /// Runs one seed of one combination of an experiment, contained: a run that panics, or a
 /// combination the front door refuses, is summarised with the reason as its error, so a
@@ -35,7 +35,8 @@ pub fn run_one(exp: &Experiment, profile: &Profile, routing: &str, seed: u64) ->
 pub struct SweepOptions {
     /// Worker threads.
     pub jobs: usize,
-    /// Draw a progress line on stderr.
+    /// Show progress on stderr ([`super::progress`]: a bar on a terminal, a plain line
+    /// every 10 s elsewhere).
     pub progress: bool,
 }
 
@@ -147,7 +148,6 @@ pub fn sweep_items<E>(
     let total = progress.total.max(progress.done + items.len());
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel::<(WorkItem, RunSummary)>();
-    let started = Instant::now();
     let mut results: BTreeMap<WorkItem, RunSummary> = BTreeMap::new();
     let mut failure = None;
     std::thread::scope(|scope| {
@@ -170,20 +170,17 @@ pub fn sweep_items<E>(
         drop(tx);
         let mut done = progress.done;
         let mut violating = progress.violating;
-        let mut last_draw = Instant::now();
-        if options.progress && done > 0 {
-            draw_progress(done, total, violating, 0.0);
-        }
+        let mut reporter = Reporter::new(options.progress, total, done, violating);
         for (item, summary) in rx.iter() {
             done += 1;
             if !summary.violated().is_empty() || summary.error.is_some() {
                 violating += 1;
             }
             if let Some(err) = &summary.error {
-                eprintln!(
-                    "\nrun failed: {err}\n  reproduce: {}",
+                reporter.println(&format!(
+                    "run failed: {err}\n  reproduce: {}",
                     exp.reproduce(summary.seed, &summary.model, &summary.routing)
-                );
+                ));
             }
             if let Err(e) = on_done(&item, &summary) {
                 // Stop handing out work; the threads finish their current run.
@@ -192,30 +189,13 @@ pub fn sweep_items<E>(
                 break;
             }
             results.insert(item, summary);
-            if options.progress && (last_draw.elapsed().as_millis() >= 100 || done == total) {
-                last_draw = Instant::now();
-                draw_progress(done, total, violating, started.elapsed().as_secs_f64());
-            }
+            reporter.update(done, violating);
         }
         drop(rx);
-        if options.progress {
-            eprintln!();
-        }
+        reporter.finish();
     });
     match failure {
         Some(e) => Err(e),
         None => Ok(results.into_iter().collect()),
     }
-}
-
-fn draw_progress(done: usize, total: usize, violating: usize, secs: f64) {
-    let width = 30;
-    let filled = done * width / total.max(1);
-    let bar: String = "#".repeat(filled) + &".".repeat(width - filled);
-    let mut err = std::io::stderr().lock();
-    let _ = write!(
-        err,
-        "\r[{bar}] {done}/{total} runs, {violating} with violations, {secs:.1} s"
-    );
-    let _ = err.flush();
 }
