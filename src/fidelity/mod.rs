@@ -193,19 +193,10 @@ pub fn generated(model: &str, seed: u64) -> Script {
 /// A model name or profile path as a file-name fragment (`models/my.toml` → `my`).
 pub fn model_slug(model: &str) -> String {
     let path = std::path::Path::new(model);
-    let name = match path.file_stem() {
-        Some(stem) if model.ends_with(".toml") => stem.to_string_lossy().into_owned(),
-        _ => model.to_string(),
-    };
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect()
+    match path.file_stem() {
+        Some(stem) if model.ends_with(".toml") => crate::names::slug(&stem.to_string_lossy()),
+        _ => crate::names::slug(model),
+    }
 }
 
 #[cfg(test)]

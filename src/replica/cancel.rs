@@ -51,9 +51,8 @@ impl Replica {
                     format!("task {task_id} is {:?}", task.status.state),
                 ));
             }
-            let mut local = false;
+            let local = self.holds(task_id);
             if let Some(active) = self.active.borrow().get(task_id) {
-                local = active.running.get() || active.parked.get();
                 // This replica writes the cancel: its parked task is done with here.
                 active.parked.set(false);
                 let stops = match self.profile.cancel.stops_executor {

@@ -256,6 +256,15 @@ impl Replica {
         format!("{kind}-{}-{n}", self.id_prefix)
     }
 
+    /// Whether this replica holds `task_id`: a turn of it runs here, or the last one here
+    /// left it waiting for input (a2a-sdk's `ActiveTask` is alive for it).
+    fn holds(&self, task_id: &str) -> bool {
+        self.active
+            .borrow()
+            .get(task_id)
+            .is_some_and(|a| a.running.get() || a.parked.get())
+    }
+
     fn active(&self, task_id: &str) -> Rc<ActiveTask> {
         self.active
             .borrow_mut()

@@ -47,11 +47,7 @@ impl Replica {
         }
         let (tx, rx) = mpsc::channel::<StreamResponse>(16);
         let me = self.clone();
-        let held_here = self
-            .active
-            .borrow()
-            .get(&task_id)
-            .is_some_and(|a| a.running.get() || a.parked.get());
+        let held_here = self.holds(&task_id);
         let cuts = self.profile.subscribe.failure == Some(SubscribeFailure::Error);
         // Whether an interrupted snapshot, and a later interrupted state, end the stream, and
         // whether a failed turn cuts it.
@@ -62,14 +58,13 @@ impl Replica {
             Some(SubscribeInterrupted::StaysOpenWhereHeld) => (false, true, false),
         };
         tokio::task::spawn_local(async move {
-            let interrupted = |state: &TaskState| {
-                matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
+            let ends = |state: &TaskState, at_interrupted: bool| {
+                state.is_terminal()
+                    || (at_interrupted
+                        && matches!(state, TaskState::InputRequired | TaskState::AuthRequired))
             };
-            let ends =
-                |state: &TaskState| state.is_terminal() || (later_ends && interrupted(state));
             if tx.send(StreamResponse::Task(task.clone())).await.is_err()
-                || task.status.state.is_terminal()
-                || (snapshot_ends && interrupted(&task.status.state))
+                || ends(&task.status.state, snapshot_ends)
             {
                 // An interrupted task has nothing more to say until the client answers.
                 return;
@@ -119,7 +114,7 @@ impl Replica {
                         }
                     }
                     last = snapshot;
-                    if ends(&state) {
+                    if ends(&state, later_ends) {
                         return;
                     }
                 }
