@@ -40,8 +40,7 @@ impl Checker for ExactlyOnce {
             } = &op.kind
             {
                 let acknowledged = op
-                    .task
-                    .as_ref()
+                    .acknowledged()
                     .is_some_and(|t| t.artifacts.contains(&format!("turn-{turn}")));
                 let outcome = match &op.outcome {
                     Outcome::Ok if !acknowledged => &unacknowledged,

@@ -2,7 +2,9 @@
 //!
 //! A turn the client saw `ok` (its artifact `turn-N` and its message) must be present in the
 //! final authoritative task (the shared store's copy, or the memory of a live pod) and in
-//! every later successful read or write answer of that task. Exercised: acknowledged turns
+//! every later successful read or write answer of that task. A streamed turn counts as
+//! acknowledged when its events showed the turn's artifact and a final state, snapshot or
+//! not (a continuation's stream has none). Exercised: acknowledged turns
 //! whose conversation saw another operation after the turn began (a concurrent or later
 //! writer, a later read) or a fault after the ack (a lost reply aside), where a stale snapshot, an overwrite or a
 //! dead pod could lose them.
@@ -37,7 +39,7 @@ impl Checker for NoLostWrites {
                 },
                 Outcome::Ok,
                 Some(view),
-            ) = (&ack.kind, &ack.outcome, &ack.task)
+            ) = (&ack.kind, &ack.outcome, ack.acknowledged())
             else {
                 continue;
             };

@@ -1,6 +1,7 @@
 //! `terminal-is-final`: once a task is terminal anywhere, it stays that terminal state.
 //!
-//! Observations come from every answer the client got (task snapshots) and from the store's
+//! Observations come from every answer the client got (task snapshots, or for a stream
+//! without one the last state its events showed) and from the store's
 //! save log. After the first terminal observation of a task, any later save with another
 //! state, or any answer invoked later showing another state, is a violation.
 //! Exercised: tasks seen terminal that were observed or written again afterwards.
@@ -45,7 +46,7 @@ impl Checker for TerminalIsFinal {
             if op.outcome != Outcome::Ok {
                 continue;
             }
-            if let Some(t) = &op.task {
+            if let Some(t) = op.acknowledged() {
                 let label = format!(
                     "{} answered by {}",
                     op.kind.label(),

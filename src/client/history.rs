@@ -127,12 +127,27 @@ pub struct Op {
     pub outcome: Outcome,
     /// The replica that answered, when one did.
     pub replica: Option<String>,
-    /// The task in the answer, if any (for streams: the last state seen).
+    /// The whole task in the answer, if any (for streams that began with a Task snapshot:
+    /// the snapshot with every later event folded in).
     pub task: Option<TaskView>,
+    /// For streams that began without a Task snapshot (a continuation's stream starts with
+    /// a status update): the task the events named, its last state and only the artifacts
+    /// the stream added, with no history. Enough to tell that a turn was acknowledged; not
+    /// a read of the whole task, so checkers that compare reads use [`Op::task`] only.
+    pub streamed: Option<TaskView>,
     /// For streams: every task state seen, in order.
     pub stream_states: Vec<TaskState>,
     /// For streams: whether the first event was a Task snapshot.
     pub stream_snapshot_first: bool,
+}
+
+impl Op {
+    /// What the answer showed of the task: the whole task, or for a stream without a
+    /// snapshot what its events showed. Use it to ask whether a turn was acknowledged (its
+    /// artifact, the state it ended in), never to ask what a read left out.
+    pub fn acknowledged(&self) -> Option<&TaskView> {
+        self.task.as_ref().or(self.streamed.as_ref())
+    }
 }
 
 /// The shared history of one run. Cloning shares it.

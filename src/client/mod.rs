@@ -133,6 +133,7 @@ impl Client {
             replica: None,
             task: None,
             stream_states: Vec::new(),
+            streamed: None,
             stream_snapshot_first: false,
         });
         Answer {
@@ -261,6 +262,7 @@ impl Client {
             replica,
             task: task.as_ref().map(TaskView::of),
             stream_states: Vec::new(),
+            streamed: None,
             stream_snapshot_first: false,
         });
         Answer { outcome, task }
@@ -320,6 +322,7 @@ impl Client {
         let mut states = Vec::new();
         let mut snapshot_first = None;
         let mut task: Option<Task> = None;
+        let mut streamed: Option<Task> = None;
         let mut replica = None;
         let outcome = match tokio::time::timeout(stream_timeout, async {
             let head = net::send_streaming(&call)
@@ -354,7 +357,7 @@ impl Client {
                         if snapshot_first.is_none() {
                             snapshot_first = Some(value["result"].get("task").is_some());
                         }
-                        apply_event(&value["result"], &mut task, &mut states);
+                        apply_event(&value["result"], &mut task, &mut streamed, &mut states);
                     }
                     Ok(None) => return Ok(()),
                     Err(e) => return Err(Outcome::Info { why: e }),
@@ -398,6 +401,7 @@ impl Client {
             outcome: outcome.clone(),
             replica,
             task: task.as_ref().map(TaskView::of),
+            streamed: streamed.as_ref().map(TaskView::of),
             stream_states: states,
             stream_snapshot_first: snapshot_first.unwrap_or(false),
         });
@@ -420,29 +424,64 @@ fn reply_of(outcome: &Outcome) -> Reply {
     }
 }
 
-/// Folds one stream event into the running view of the task.
-fn apply_event(result: &Value, task: &mut Option<Task>, states: &mut Vec<TaskState>) {
+/// Folds one stream event into the running view of the task: into `task` once a Task
+/// snapshot arrived, otherwise into `streamed`, a task built from what the events name
+/// (a continuation's stream never sends a snapshot).
+fn apply_event(
+    result: &Value,
+    task: &mut Option<Task>,
+    streamed: &mut Option<Task>,
+    states: &mut Vec<TaskState>,
+) {
     if let Some(t) = result
         .get("task")
         .and_then(|v| serde_json::from_value::<Task>(v.clone()).ok())
     {
         states.push(t.status.state.clone());
         *task = Some(t);
-    } else if let Some(s) = result.get("statusUpdate") {
+        *streamed = None;
+        return;
+    }
+    if let Some(s) = result.get("statusUpdate") {
         if let Ok(status) = serde_json::from_value::<a2a::TaskStatus>(s["status"].clone()) {
             states.push(status.state.clone());
-            if let Some(t) = task.as_mut() {
+            if let Some(t) = task.as_mut().or_else(|| named(s, streamed, &status)) {
                 t.status = status;
             }
         }
     } else if let Some(a) = result.get("artifactUpdate") {
-        if let (Ok(artifact), Some(t)) = (
-            serde_json::from_value::<a2a::Artifact>(a["artifact"].clone()),
-            task.as_mut(),
-        ) {
-            t.artifacts.get_or_insert_with(Vec::new).push(artifact);
+        if let Ok(artifact) = serde_json::from_value::<a2a::Artifact>(a["artifact"].clone()) {
+            let placeholder = a2a::TaskStatus {
+                state: TaskState::Unspecified,
+                message: None,
+                timestamp: None,
+            };
+            if let Some(t) = task.as_mut().or_else(|| named(a, streamed, &placeholder)) {
+                t.artifacts.get_or_insert_with(Vec::new).push(artifact);
+            }
         }
     }
+}
+
+/// The task a snapshot-less stream is about, started from the first event that names it
+/// (`taskId`, `contextId`).
+fn named<'a>(
+    event: &Value,
+    streamed: &'a mut Option<Task>,
+    status: &a2a::TaskStatus,
+) -> Option<&'a mut Task> {
+    if streamed.is_none() {
+        let id = event["taskId"].as_str()?;
+        *streamed = Some(Task {
+            id: id.to_string(),
+            context_id: event["contextId"].as_str().unwrap_or_default().to_string(),
+            status: status.clone(),
+            artifacts: None,
+            history: None,
+            metadata: None,
+        });
+    }
+    streamed.as_mut()
 }
 
 /// Classifies an HTTP answer from the router.
@@ -492,4 +531,58 @@ fn classify(status: u16, body: &[u8]) -> (Outcome, Option<Task>) {
         .or(Some(result))
         .and_then(|v| serde_json::from_value::<Task>(v.clone()).ok());
     (Outcome::Ok, task)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fold(events: &[Value]) -> (Option<Task>, Option<Task>, Vec<TaskState>) {
+        let (mut task, mut streamed, mut states) = (None, None, Vec::new());
+        for e in events {
+            apply_event(e, &mut task, &mut streamed, &mut states);
+        }
+        (task, streamed, states)
+    }
+
+    fn status(state: &str) -> Value {
+        json!({"statusUpdate": {"taskId": "t1", "contextId": "c1", "status": {"state": state}}})
+    }
+
+    fn artifact(name: &str) -> Value {
+        json!({"artifactUpdate": {"taskId": "t1", "contextId": "c1",
+            "artifact": {"artifactId": name, "name": name, "parts": [{"text": name}]}}})
+    }
+
+    #[test]
+    fn a_continuation_stream_without_a_snapshot_still_shows_its_turn() {
+        let (task, streamed, states) = fold(&[
+            status("TASK_STATE_WORKING"),
+            artifact("turn-2"),
+            status("TASK_STATE_COMPLETED"),
+        ]);
+        assert!(task.is_none(), "no whole task was ever sent");
+        let view = TaskView::of(&streamed.expect("the events named the task"));
+        assert_eq!(view.id, "t1");
+        assert_eq!(view.context_id, "c1");
+        assert_eq!(view.state, TaskState::Completed);
+        assert_eq!(view.artifacts, ["turn-2"]);
+        assert_eq!(states, [TaskState::Working, TaskState::Completed]);
+    }
+
+    #[test]
+    fn a_snapshot_makes_the_stream_a_whole_task() {
+        let snapshot = json!({"task": {"id": "t1", "contextId": "c1",
+            "status": {"state": "TASK_STATE_SUBMITTED"}}});
+        let (task, streamed, _) = fold(&[
+            snapshot,
+            artifact("turn-1"),
+            status("TASK_STATE_INPUT_REQUIRED"),
+        ]);
+        assert!(streamed.is_none());
+        let view = TaskView::of(&task.expect("the snapshot"));
+        assert_eq!(view.state, TaskState::InputRequired);
+        assert_eq!(view.artifacts, ["turn-1"]);
+    }
 }

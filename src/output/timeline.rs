@@ -727,6 +727,7 @@ mod tests {
             replica: Some("replica-1".into()),
             task: None,
             stream_states: Vec::new(),
+            streamed: None,
             stream_snapshot_first: false,
             principal: "alice".into(),
         };
