@@ -386,6 +386,49 @@ pub async fn read_body(mut body: Incoming, limit: usize) -> Result<Bytes, CallEr
     Ok(Bytes::from(buf))
 }
 
+/// How much of an over-limit request body a server reads and drops before it answers, so
+/// that a client still writing the body can read the refusal; past this it hangs up.
+pub const DRAIN_BYTES_MAX: usize = 64 << 20;
+
+/// Why a request body could not be had.
+#[derive(Debug)]
+pub enum BodyError {
+    /// Over `limit` bytes; the rest was read and dropped (up to [`DRAIN_BYTES_MAX`]).
+    TooLarge { limit: usize },
+    /// The connection broke or timed out.
+    Call(CallError),
+}
+
+/// Reads a request body to its end; one over [`BODY_BYTES_MAX`] bytes is read on and
+/// dropped (at most [`DRAIN_BYTES_MAX`]) and refused, so the caller can answer it with a 413
+/// the client sees, rather than a reset connection.
+pub async fn read_request_or_drain(mut body: Incoming) -> Result<Bytes, BodyError> {
+    let mut buf = Vec::new();
+    let mut over = false;
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| BodyError::Call(CallError::Broken(e.to_string())))?;
+        if let Some(data) = frame.data_ref() {
+            seen = seen.saturating_add(data.len());
+            if seen > BODY_BYTES_MAX {
+                over = true;
+                buf = Vec::new();
+                if seen > DRAIN_BYTES_MAX {
+                    break;
+                }
+            } else {
+                buf.extend_from_slice(data);
+            }
+        }
+    }
+    if over {
+        return Err(BodyError::TooLarge {
+            limit: BODY_BYTES_MAX,
+        });
+    }
+    Ok(Bytes::from(buf))
+}
+
 /// Reads a request body to its end, refusing more than [`BODY_BYTES_MAX`] bytes.
 pub async fn read_request(body: Incoming) -> Result<Bytes, CallError> {
     read_body(body, BODY_BYTES_MAX).await

@@ -31,10 +31,10 @@ use std::time::Duration;
 
 use a2a_chaos::ground::ledger;
 use a2a_chaos::ground::webhook::{self, WebhookMode, WebhookState};
-use a2a_chaos::model::{Placement, Profile, SubscribeInterrupted};
+use a2a_chaos::model::{Placement, Profile, SubscribeInterrupted, VersionCheck};
 use a2a_chaos::net::{self, Call, BODY_BYTES_MAX};
 use a2a_chaos::protocol::sse::take_event;
-use a2a_chaos::replica::{self, Replica, Timing, TurnInfo, Wiring, REPLICA_HEADER};
+use a2a_chaos::replica::{self, Replica, Timing, Wiring, REPLICA_HEADER};
 use a2a_chaos::store::{self, StoreState, TaskStore};
 use a2a_chaos::trace::Trace;
 use a2a_chaos::world;
@@ -311,13 +311,19 @@ const METHODS: &[&str] = &[
     "SendMessage",
     "SendStreamingMessage",
     "GetTask",
+    "ListTasks",
     "CancelTask",
     "SubscribeToTask",
     "CreateTaskPushNotificationConfig",
+    "GetTaskPushNotificationConfig",
+    "ListTaskPushNotificationConfigs",
+    "DeleteTaskPushNotificationConfig",
 ];
 
-/// Reads a request the way A2A 1.0 over JSON-RPC 2.0 says it must be read.
-fn oracle(body: &[u8], version: Option<&str>) -> Expect {
+/// Reads a request the way A2A 1.0 over JSON-RPC 2.0 says it must be read, with the checks
+/// in the order the profile's `[wire]` knobs give (the version first, or after the method
+/// and its params, as a2a-sdk 1.3.0 does).
+fn oracle(body: &[u8], version: Option<&str>, profile: &Profile) -> Expect {
     let Ok(request) = serde_json::from_slice::<Value>(body) else {
         return Expect::Code {
             code: -32700,
@@ -343,11 +349,16 @@ fn oracle(body: &[u8], version: Option<&str>) -> Expect {
             id_null: true,
         };
     }
-    if version.map(str::trim) != Some("1.0") {
-        return Expect::Code {
-            code: -32009,
-            id_null: false,
-        };
+    let wire = profile.wire();
+    let version_refused = (!wire.serves(version.map_or("", str::trim))).then_some(Expect::Code {
+        code: -32009,
+        id_null: false,
+    });
+    let first = wire.version_check == VersionCheck::First;
+    if first {
+        if let Some(refused) = version_refused.clone() {
+            return refused;
+        }
     }
     let params = request.get("params").cloned().unwrap_or(Value::Null);
     let invalid = Expect::Code {
@@ -362,19 +373,30 @@ fn oracle(body: &[u8], version: Option<&str>) -> Expect {
     };
     let params_ok = match method {
         "SendMessage" | "SendStreamingMessage" => {
-            serde_json::from_value::<a2a::SendMessageRequest>(params)
-                .is_ok_and(|p| TurnInfo::from_message(&p.message).is_some())
+            serde_json::from_value::<a2a::SendMessageRequest>(params).is_ok()
         }
         "GetTask" => serde_json::from_value::<a2a::GetTaskRequest>(params).is_ok(),
+        "ListTasks" => serde_json::from_value::<a2a::ListTasksRequest>(params).is_ok(),
         "CancelTask" => serde_json::from_value::<a2a::CancelTaskRequest>(params).is_ok(),
         "SubscribeToTask" => serde_json::from_value::<a2a::SubscribeToTaskRequest>(params).is_ok(),
+        "GetTaskPushNotificationConfig" => {
+            serde_json::from_value::<a2a::GetTaskPushNotificationConfigRequest>(params).is_ok()
+        }
+        "ListTaskPushNotificationConfigs" => {
+            serde_json::from_value::<a2a::ListTaskPushNotificationConfigsRequest>(params).is_ok()
+        }
+        "DeleteTaskPushNotificationConfig" => {
+            serde_json::from_value::<a2a::DeleteTaskPushNotificationConfigRequest>(params).is_ok()
+        }
         _ => serde_json::from_value::<a2a::TaskPushNotificationConfig>(params)
             .is_ok_and(|c| !c.task_id.is_empty()),
     };
-    if params_ok {
-        Expect::Call { method: known }
-    } else {
-        invalid
+    if !params_ok {
+        return invalid;
+    }
+    match version_refused {
+        Some(refused) if !first => refused,
+        _ => Expect::Call { method: known },
     }
 }
 
@@ -385,7 +407,8 @@ fn allowed_codes(method: &str, profile: &Profile) -> Vec<i64> {
         "SendMessage" | "SendStreamingMessage" => {
             vec![-32001, -32002, -32004, -32602, -32603, terminal]
         }
-        "GetTask" => vec![-32001, -32603],
+        // -32602: a negative historyLength, a page size or token out of range.
+        "GetTask" | "ListTasks" => vec![-32001, -32602, -32603],
         "CancelTask" => vec![-32001, -32002, -32603],
         "SubscribeToTask" => vec![
             -32001,
@@ -394,6 +417,9 @@ fn allowed_codes(method: &str, profile: &Profile) -> Vec<i64> {
         ],
         // Unknown task; a URL refused at registration; no push at all; the store down.
         "CreateTaskPushNotificationConfig" => vec![-32001, -32602, -32003, -32603],
+        "GetTaskPushNotificationConfig"
+        | "ListTaskPushNotificationConfigs"
+        | "DeleteTaskPushNotificationConfig" => vec![-32001, -32003, -32603],
         _ => vec![],
     }
 }
@@ -493,7 +519,7 @@ fn check_post(
     seen: &Seen,
     profile: &Profile,
 ) -> Result<(), TestCaseError> {
-    let expect = oracle(body, version);
+    let expect = oracle(body, version, profile);
     let request_id = serde_json::from_slice::<Value>(body)
         .ok()
         .and_then(|v| v.get("id").cloned())
@@ -1141,7 +1167,7 @@ fn each_named_error_code_is_answered() {
 }
 
 #[test]
-fn bound_a_request_body_over_1_mib_is_refused_not_buffered() {
+fn bound_a_request_body_over_1_mib_is_refused_with_a_413_not_buffered() {
     // Just at the bound: read and parsed (an unknown method).
     let head = br#"{"jsonrpc":"2.0","id":1,"method":"Nope","pad":""#;
     let tail = br#""}"#;
@@ -1171,7 +1197,8 @@ fn bound_a_request_body_over_1_mib_is_refused_not_buffered() {
     assert_eq!(code_of(&seen[0]), (200, Some(-32601)));
     for s in &seen[1..] {
         let (status, code) = code_of(s);
-        assert_eq!((status, code), (200, Some(-32600)), "{s:?}");
+        // Read to its end and refused with a 413 the client sees (not a reset connection).
+        assert_eq!((status, code), (413, Some(-32600)), "{s:?}");
         let Seen::Reply { body, .. } = s else {
             unreachable!()
         };

@@ -71,7 +71,9 @@ use crate::trace::{Event, Tone, Trace};
 
 mod auth;
 mod cancel;
+mod list;
 mod push;
+mod push_config;
 mod queue;
 mod recovery;
 mod rpc;
@@ -133,17 +135,58 @@ impl TurnInfo {
         }))
     }
 
-    /// Reads the turn from a message's first data part.
+    /// Reads the turn from a message's first data part. `turn` and `turns` may be any JSON
+    /// number with an integral value (`1`, `1.0`, `1e0`): JSON does not tell them apart, and
+    /// protobuf-based clients (a2a-sdk's `Struct`) send every number as a double.
     pub fn from_message(message: &Message) -> Option<TurnInfo> {
         message.parts.iter().find_map(|p| match &p.content {
             PartContent::Data(v) => Some(TurnInfo {
                 conversation: v.get("conversation")?.as_str()?.to_string(),
-                turn: u32::try_from(v.get("turn")?.as_u64()?).ok()?,
-                turns: u32::try_from(v.get("turns")?.as_u64()?).ok()?,
+                turn: integral(v.get("turn")?)?,
+                turns: integral(v.get("turns")?)?,
             }),
             _ => None,
         })
     }
+
+    /// The turn a message without the data part is (plain text, as any A2A client sends):
+    /// on a new task (`task` is `None`) turn 1 of a conversation of [`DEFAULT_TURNS`]; on an
+    /// existing task its next turn, counting the distinct user messages already in the
+    /// task's history other than this one. The conversation is named after the contextId
+    /// (the message's, else the task's, else `context_id`). The same rule as the real
+    /// peers' executors (`adapters/python/a2a_chaos_adapter.py` `turn_of`).
+    pub fn for_plain(message: &Message, task: Option<&Task>, context_id: &str) -> TurnInfo {
+        let conversation = message
+            .context_id
+            .clone()
+            .or_else(|| task.map(|t| t.context_id.clone()))
+            .unwrap_or_else(|| context_id.to_string());
+        let earlier: std::collections::BTreeSet<&str> = task
+            .and_then(|t| t.history.as_ref())
+            .into_iter()
+            .flatten()
+            .filter(|m| m.role == a2a::Role::User && m.message_id != message.message_id)
+            .map(|m| m.message_id.as_str())
+            .collect();
+        TurnInfo {
+            conversation,
+            turn: u32::try_from(earlier.len() + 1).unwrap_or(u32::MAX),
+            turns: DEFAULT_TURNS,
+        }
+    }
+}
+
+/// How many turns a conversation of plain messages (no data part) has: the real peers'
+/// default (`--turns`, `DEFAULT_TURNS` in `adapters/python/a2a_chaos_adapter.py`).
+pub const DEFAULT_TURNS: u32 = 2;
+
+/// A JSON number with an integral value that fits a `u32`: `1`, `1.0` and `1e0` alike.
+fn integral(v: &Value) -> Option<u32> {
+    if let Some(n) = v.as_u64() {
+        return u32::try_from(n).ok();
+    }
+    let f = v.as_f64()?;
+    (f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&f)).then_some(f as u32)
 }
 
 /// Per-task state a replica keeps while it works on a task.
@@ -201,6 +244,9 @@ pub struct Replica {
     active: RefCell<BTreeMap<String, Rc<ActiveTask>>>,
     /// Per-pod push configs (models without `push.shared_configs`): task → URLs.
     push_configs: RefCell<BTreeMap<String, Vec<String>>>,
+    /// The push configs this replica took, whole (id, token, authentication), by task: what
+    /// Get, List and Delete answer from.
+    push_details: RefCell<BTreeMap<String, Vec<a2a::TaskPushNotificationConfig>>>,
     /// The run's resolver and push logs.
     push_world: SharedPush,
     /// Versions of tasks this replica saved itself (the local registry a subscriber on this
@@ -238,6 +284,7 @@ impl Replica {
             local_dedup: Rc::default(),
             active: RefCell::default(),
             push_configs: RefCell::default(),
+            push_details: RefCell::default(),
             push_world,
             local_events: RefCell::default(),
             rng: RefCell::new(ChaCha8Rng::seed_from_u64(stream)),
@@ -329,15 +376,7 @@ impl Replica {
                     Tone::Bad,
                     format!("refused {} {}: {why}", req.method(), req.uri().path()),
                 );
-                let mut resp = net::json_response(
-                    StatusCode::UNAUTHORIZED,
-                    &json!({"error": {"code": 401, "message": format!("unauthorized: {why}")}}),
-                );
-                resp.headers_mut().insert(
-                    http::header::WWW_AUTHENTICATE,
-                    http::HeaderValue::from_static("Bearer"),
-                );
-                return self.with_headers(resp);
+                return self.with_headers(self.unauthorized(&why.to_string()));
             }
         };
         if is_card {
@@ -350,9 +389,14 @@ impl Replica {
             .unwrap_or("")
             .trim()
             .to_string();
-        let body = match net::read_request(req.into_body()).await {
+        let body = match net::read_request_or_drain(req.into_body()).await {
             Ok(b) => b,
-            Err(e) => return self.rpc_error(Value::Null, rpc(-32600, e.to_string())),
+            Err(net::BodyError::TooLarge { limit }) => {
+                return self.with_headers(self.too_large(limit))
+            }
+            Err(net::BodyError::Call(e)) => {
+                return self.rpc_error(Value::Null, rpc(-32600, e.to_string()))
+            }
         };
         let self2 = self.clone();
         let resp = self2.dispatch(&version, &body, &caller).await;
@@ -465,6 +509,48 @@ mod tests {
         };
         let msg = Message::new(Role::User, vec![Part::text("hi"), info.to_part()]);
         assert_eq!(TurnInfo::from_message(&msg), Some(info));
+    }
+
+    #[test]
+    fn turn_numbers_may_be_any_integral_json_number() {
+        let with = |data: Value| Message::new(Role::User, vec![Part::data(data)]);
+        for (turn, turns) in [(json!(1), json!(2)), (json!(1.0), json!(2.0))] {
+            let msg = with(json!({"conversation": "c", "turn": turn, "turns": turns}));
+            let info = TurnInfo::from_message(&msg).expect("an integral turn");
+            assert_eq!((info.turn, info.turns), (1, 2));
+        }
+        let parsed: Value =
+            serde_json::from_str(r#"{"conversation":"c","turn":1e0,"turns":2}"#).expect("JSON");
+        assert!(TurnInfo::from_message(&with(parsed)).is_some());
+        for bad in [json!(1.5), json!("1"), json!(-1), json!(null)] {
+            let msg = with(json!({"conversation": "c", "turn": bad, "turns": 2}));
+            assert_eq!(TurnInfo::from_message(&msg), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_plain_message_is_the_next_turn_of_its_task() {
+        let mut first = Message::new(Role::User, vec![Part::text("hi")]);
+        first.message_id = "m1".into();
+        let new = TurnInfo::for_plain(&first, None, "ctx-1");
+        assert_eq!(
+            (new.conversation.as_str(), new.turn, new.turns),
+            ("ctx-1", 1, 2)
+        );
+        let mut task = Task {
+            id: "t".into(),
+            context_id: "ctx-1".into(),
+            status: status(TaskState::InputRequired),
+            artifacts: None,
+            history: Some(vec![first.clone()]),
+            metadata: None,
+        };
+        let mut second = Message::new(Role::User, vec![Part::text("more")]);
+        second.message_id = "m2".into();
+        assert_eq!(TurnInfo::for_plain(&second, Some(&task), "").turn, 2);
+        // A retry of a message already in the history is the same turn.
+        task.history.as_mut().unwrap().push(second.clone());
+        assert_eq!(TurnInfo::for_plain(&second, Some(&task), "").turn, 2);
     }
 
     #[test]

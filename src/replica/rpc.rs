@@ -1,21 +1,27 @@
-//! The JSON-RPC face of a replica: dispatch of the A2A methods to their handlers, the
-//! `A2A-Version` check, error and result responses ([`Refusal`]), the response headers, the
-//! agent card ([`agent_card`]) and the server-sent-events response of the streaming methods.
+//! The JSON-RPC face of a replica: the checks of a request in the model's order (the
+//! envelope, the method and its params, `A2A-Version`, the card's streaming flag), dispatch
+//! of the A2A methods to their handlers, error and result responses ([`Refusal`], with
+//! `google.rpc.ErrorInfo` data where the model sends it), the 401 and 413 answers, the
+//! response headers, the agent card ([`agent_card`], declaring the Bearer scheme the replica
+//! enforces), `historyLength` on answers, and the server-sent-events response of the
+//! streaming methods.
 //!
-//! Knobs read: `push.supported` (the card's capability), `handler.after_effect_failure`
-//! (how a failure after the effect is answered); in runs that simulate the card, the
-//! publisher's latest card decides whether the streaming methods are served.
+//! Knobs read: `[wire]` (`version_check`, `versions`, `error_data`), `push.supported` (the
+//! card's capability), `auth.bearer` (the card's security scheme),
+//! `handler.after_effect_failure` (how a failure after the effect is answered); in runs that
+//! simulate the card, the publisher's latest card decides whether the streaming methods are
+//! served.
 
 use std::rc::Rc;
 
-use a2a::{SendMessageRequest, StreamResponse};
+use a2a::{SendMessageRequest, StreamResponse, Task};
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::{Caller, Replica, REPLICA_HEADER};
-use crate::model::AfterEffect;
+use crate::model::{AfterEffect, BearerRule, ErrorData, VersionCheck};
 use crate::net::{self, BoxBody, ChannelBody};
 use crate::trace::Tone;
 
@@ -65,7 +71,7 @@ impl Replica {
             || "http://router:8080/".to_string(),
             |a| format!("http://{a}/"),
         );
-        crate::protocol::agent_card(
+        let mut card = crate::protocol::agent_card(
             &format!(
                 "Scripted agent on {} (model {})",
                 self.name, self.profile.name
@@ -74,15 +80,31 @@ impl Replica {
             &url,
             self.streams(),
             self.profile.push.supported,
-        )
+        );
+        if self.profile.auth.bearer == BearerRule::Required {
+            // The card declares what the replica enforces, so a client that follows the
+            // card (the SDKs' auth helpers) sends the token (A2A 1.0 §7.3); in a2a-sdk
+            // 1.3.0's JSON form of an HTTP Bearer scheme.
+            card["securitySchemes"] = json!({"bearer": {"httpAuthSecurityScheme": {
+                "scheme": "Bearer", "bearerFormat": "simjwt"
+            }}});
+            card["securityRequirements"] = json!([{"schemes": {"bearer": {}}}]);
+        }
+        card
     }
 
     pub(super) fn rpc_error(&self, id: Value, refusal: Refusal) -> Response<BoxBody> {
         match refusal {
-            Refusal::Rpc(code, message) => net::json_response(
-                StatusCode::OK,
-                &json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
-            ),
+            Refusal::Rpc(code, message) => {
+                let mut error = json!({"code": code, "message": message});
+                if let Some(data) = self.error_data(code) {
+                    error["data"] = data;
+                }
+                net::json_response(
+                    StatusCode::OK,
+                    &json!({"jsonrpc": "2.0", "id": id, "error": error}),
+                )
+            }
             Refusal::Http(status, message) => net::json_response(
                 StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
                 &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": message}}),
@@ -90,11 +112,91 @@ impl Replica {
         }
     }
 
-    fn rpc_ok(&self, id: Value, result: Value) -> Response<BoxBody> {
+    /// An error's `data` (`wire.error_data`): a2a-sdk 1.3.0 gives every A2A and params
+    /// error a `google.rpc.ErrorInfo`, and its dispatcher's own `-32601` and `-32700` none.
+    fn error_data(&self, code: i32) -> Option<Value> {
+        let known = (-32009..=-32001).contains(&code) || (-32603..=-32600).contains(&code);
+        (self.profile.wire().error_data == ErrorData::ErrorInfo
+            && known
+            && code != a2a::errors::error_code::METHOD_NOT_FOUND)
+            .then(|| {
+                json!([{
+                    "@type": a2a::errordetails::ERROR_INFO_TYPE,
+                    "reason": a2a::errors::error_reason(code),
+                    "domain": a2a::errordetails::PROTOCOL_DOMAIN,
+                    "metadata": {}
+                }])
+            })
+    }
+
+    /// The answer to a call without a valid token: HTTP 401 with a challenge, its body a
+    /// JSON-RPC error (A2A 1.0 §3.3.2), so a client reads it as an A2A error. The request's
+    /// body is not read yet, so its id is null.
+    pub(super) fn unauthorized(&self, why: &str) -> Response<BoxBody> {
+        let mut resp = net::json_response(
+            StatusCode::UNAUTHORIZED,
+            &json!({"jsonrpc": "2.0", "id": null, "error": {
+                "code": a2a::errors::error_code::INVALID_REQUEST,
+                "message": format!("unauthorized: {why}")
+            }}),
+        );
+        resp.headers_mut().insert(
+            http::header::WWW_AUTHENTICATE,
+            http::HeaderValue::from_static("Bearer realm=\"a2a\""),
+        );
+        resp
+    }
+
+    /// The answer to a body over the limit, read to its end first: HTTP 413 and a JSON-RPC
+    /// `-32600` (a2a-sdk 1.3.0 `jsonrpc_dispatcher.py` maps a 413 to "Payload too large").
+    pub(super) fn too_large(&self, limit: usize) -> Response<BoxBody> {
+        let mut resp = self.rpc_error(
+            Value::Null,
+            rpc(
+                a2a::errors::error_code::INVALID_REQUEST,
+                format!("payload too large: body over {limit} bytes"),
+            ),
+        );
+        *resp.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+        resp
+    }
+
+    pub(super) fn rpc_ok(&self, id: Value, result: Value) -> Response<BoxBody> {
         net::json_response(
             StatusCode::OK,
             &json!({"jsonrpc": "2.0", "id": id, "result": result}),
         )
+    }
+
+    /// The `A2A-Version` check (`wire.versions`); `version` is the trimmed header, empty
+    /// when absent (which means 0.3, A2A-BEHAVIOURS.md §1).
+    fn check_version(&self, version: &str) -> Result<(), Refusal> {
+        if self.profile.wire().serves(version) {
+            return Ok(());
+        }
+        // 1.0-only servers refuse 1.0 methods without it (a2a-python 1.3, seen run).
+        Err(rpc(
+            a2a::errors::error_code::VERSION_NOT_SUPPORTED,
+            format!("A2A-Version `{version}` is not supported; send 1.0"),
+        ))
+    }
+
+    /// Refuses a streaming method once the card turned streaming off: a client still
+    /// holding the older card is told so, and nothing runs (A2A-BEHAVIOURS.md §1: -32004).
+    fn check_streaming(&self, method: &str) -> Result<(), Refusal> {
+        if !a2a::jsonrpc::methods::is_streaming(method) || self.streams() {
+            return Ok(());
+        }
+        self.record_as(
+            Tone::Bad,
+            format!("refused {method}: the agent card says the agent does not stream"),
+        );
+        Err(rpc(
+            a2a::errors::error_code::UNSUPPORTED_OPERATION,
+            format!(
+                "{method} is not supported: the agent card says capabilities.streaming = false"
+            ),
+        ))
     }
 
     pub(super) async fn dispatch(
@@ -120,114 +222,177 @@ impl Replica {
                 rpc(-32600, "invalid request: jsonrpc 2.0 and method required"),
             );
         };
-        if !matches!(id, Value::String(_) | Value::Number(_) | Value::Null) {
-            return self.rpc_error(Value::Null, rpc(-32600, "invalid request: bad id"));
-        }
         let params = request.get("params").cloned().unwrap_or(Value::Null);
-        if version != "1.0" {
-            // An absent or empty header means 0.3 (A2A-BEHAVIOURS.md §1); 1.0-only servers
-            // refuse 1.0 methods without it (a2a-python 1.3, seen run).
-            return self.rpc_error(
-                id,
-                rpc(
-                    -32009,
-                    format!("A2A-Version `{version}` is not supported; send 1.0"),
-                ),
-            );
+        // The order of the checks is the model's (`wire.version_check`).
+        let checked = match self.profile.wire().version_check {
+            VersionCheck::First => self
+                .check_version(version)
+                .and_then(|()| self.check_streaming(method))
+                .and_then(|()| Call::parse(method, params)),
+            VersionCheck::AfterParams => Call::parse(method, params).and_then(|call| {
+                self.check_version(version)?;
+                self.check_streaming(method)?;
+                Ok(call)
+            }),
+        };
+        match checked {
+            Ok(call) => self.run(id, call, caller).await,
+            Err(r) => self.rpc_error(id, r),
         }
-        if a2a::jsonrpc::methods::is_streaming(method) && !self.streams() {
-            // The card turned streaming off: a client still holding the older card is
-            // told so, and nothing runs (A2A-BEHAVIOURS.md §1: -32004 UnsupportedOperation).
-            self.record_as(
-                Tone::Bad,
-                format!("refused {method}: the agent card says the agent does not stream"),
-            );
-            return self.rpc_error(
-                id,
-                rpc(
-                    a2a::errors::error_code::UNSUPPORTED_OPERATION,
-                    format!("{method} is not supported: the agent card says capabilities.streaming = false"),
-                ),
-            );
-        }
-        match method {
-            "SendMessage" => match serde_json::from_value::<SendMessageRequest>(params) {
-                Ok(p) => {
-                    let blocking = !p
-                        .configuration
-                        .as_ref()
-                        .and_then(|c| c.return_immediately)
-                        .unwrap_or(false);
-                    // The turn runs as its own task: a caller that hangs up (a client
-                    // timeout, a dropped connection) does not stop the work, as it does
-                    // not in a real server.
-                    let work = tokio::task::spawn_local(self.clone().send(
-                        p.message,
-                        blocking,
-                        caller.clone(),
-                    ));
-                    match work.await {
-                        Ok(Ok(task)) => self.rpc_ok(id, json!({ "task": task })),
-                        Ok(Err(r)) => self.rpc_error(id, r),
-                        Err(e) => self.rpc_error(id, rpc(-32603, format!("turn aborted: {e}"))),
+    }
+
+    /// Runs one parsed call.
+    async fn run(self: Rc<Self>, id: Value, call: Call, caller: &Caller) -> Response<BoxBody> {
+        match call {
+            Call::Send(p) => {
+                let configuration = p.configuration.as_ref();
+                let blocking = !configuration
+                    .and_then(|c| c.return_immediately)
+                    .unwrap_or(false);
+                let history = configuration.and_then(|c| c.history_length);
+                if let Err(r) = check_history_length(history) {
+                    return self.rpc_error(id, r);
+                }
+                // The turn runs as its own task: a caller that hangs up (a client
+                // timeout, a dropped connection) does not stop the work, as it does
+                // not in a real server.
+                let work = tokio::task::spawn_local(self.clone().send(
+                    p.message,
+                    blocking,
+                    caller.clone(),
+                ));
+                match work.await {
+                    Ok(Ok(mut task)) => {
+                        trim_history(&mut task, history);
+                        self.rpc_ok(id, json!({ "task": task }))
                     }
+                    Ok(Err(r)) => self.rpc_error(id, r),
+                    Err(e) => self.rpc_error(id, rpc(-32603, format!("turn aborted: {e}"))),
                 }
-                Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
-            },
-            "SendStreamingMessage" => match serde_json::from_value::<SendMessageRequest>(params) {
-                Ok(p) => {
-                    self.clone()
-                        .send_streaming(id, p.message, caller.clone())
-                        .await
+            }
+            Call::Stream(p) => {
+                self.clone()
+                    .send_streaming(id, p.message, caller.clone())
+                    .await
+            }
+            Call::Get(p) => {
+                if let Err(r) = check_history_length(p.history_length) {
+                    return self.rpc_error(id, r);
                 }
-                Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
-            },
-            "GetTask" => match serde_json::from_value::<a2a::GetTaskRequest>(params) {
-                Ok(p) => match self.load_for(caller, &p.id).await {
-                    Ok(Some((task, _))) => {
+                match self.load_for(caller, &p.id).await {
+                    Ok(Some((mut task, _))) => {
+                        trim_history(&mut task, p.history_length);
                         self.rpc_ok(id, serde_json::to_value(task).expect("tasks serialise"))
                     }
                     Ok(None) => self.rpc_error(id, rpc(-32001, format!("task {} not found", p.id))),
                     Err(e) => self.rpc_error(id, rpc(-32603, e)),
-                },
-                Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
-            },
-            "CancelTask" => match serde_json::from_value::<a2a::CancelTaskRequest>(params) {
-                Ok(p) => {
-                    let (me, caller) = (self.clone(), caller.clone());
-                    let work =
-                        tokio::task::spawn_local(async move { me.cancel(&caller, &p.id).await });
-                    match work.await {
-                        Ok(Ok(task)) => {
-                            self.rpc_ok(id, serde_json::to_value(task).expect("tasks serialise"))
-                        }
-                        Ok(Err(r)) => self.rpc_error(id, r),
-                        Err(e) => self.rpc_error(id, rpc(-32603, format!("cancel aborted: {e}"))),
-                    }
-                }
-                Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
-            },
-            "SubscribeToTask" => {
-                match serde_json::from_value::<a2a::SubscribeToTaskRequest>(params) {
-                    Ok(p) => self.clone().subscribe(id, p.id, caller).await,
-                    Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
                 }
             }
-            "CreateTaskPushNotificationConfig" => {
-                match serde_json::from_value::<a2a::TaskPushNotificationConfig>(params) {
-                    Ok(cfg) if !cfg.task_id.is_empty() => {
-                        match self.register_push(&cfg, caller).await {
-                            Ok(()) => self
-                                .rpc_ok(id, serde_json::to_value(cfg).expect("configs serialise")),
-                            Err(r) => self.rpc_error(id, r),
-                        }
+            Call::List(p) => match self.list_tasks(&p, caller).await {
+                Ok(v) => self.rpc_ok(id, v),
+                Err(r) => self.rpc_error(id, r),
+            },
+            Call::Cancel(p) => {
+                let (me, caller) = (self.clone(), caller.clone());
+                let work = tokio::task::spawn_local(async move { me.cancel(&caller, &p.id).await });
+                match work.await {
+                    Ok(Ok(task)) => {
+                        self.rpc_ok(id, serde_json::to_value(task).expect("tasks serialise"))
                     }
-                    Ok(_) => self.rpc_error(id, rpc(-32602, "invalid params: taskId required")),
-                    Err(e) => self.rpc_error(id, rpc(-32602, format!("invalid params: {e}"))),
+                    Ok(Err(r)) => self.rpc_error(id, r),
+                    Err(e) => self.rpc_error(id, rpc(-32603, format!("cancel aborted: {e}"))),
                 }
             }
-            other => self.rpc_error(id, rpc(-32601, format!("method `{other}` not found"))),
+            Call::Subscribe(p) => self.clone().subscribe(id, p.id, caller).await,
+            Call::CreatePush(cfg) => match self.create_push_config(cfg, caller).await {
+                Ok(cfg) => self.rpc_ok(id, serde_json::to_value(cfg).expect("configs serialise")),
+                Err(r) => self.rpc_error(id, r),
+            },
+            Call::GetPush(p) => match self.get_push_config(&p.task_id, &p.id, caller).await {
+                Ok(cfg) => self.rpc_ok(id, serde_json::to_value(cfg).expect("configs serialise")),
+                Err(r) => self.rpc_error(id, r),
+            },
+            Call::ListPush(p) => match self.list_push_configs(&p.task_id, caller).await {
+                Ok(configs) => {
+                    let answer = a2a::ListTaskPushNotificationConfigsResponse {
+                        configs,
+                        next_page_token: None,
+                    };
+                    self.rpc_ok(id, serde_json::to_value(answer).expect("configs serialise"))
+                }
+                Err(r) => self.rpc_error(id, r),
+            },
+            Call::DeletePush(p) => match self.delete_push_config(&p.task_id, &p.id, caller).await {
+                Ok(()) => self.rpc_ok(id, Value::Null),
+                Err(r) => self.rpc_error(id, r),
+            },
         }
+    }
+}
+
+/// A call of a known method with its params parsed.
+enum Call {
+    Send(SendMessageRequest),
+    Stream(SendMessageRequest),
+    Get(a2a::GetTaskRequest),
+    List(a2a::ListTasksRequest),
+    Cancel(a2a::CancelTaskRequest),
+    Subscribe(a2a::SubscribeToTaskRequest),
+    CreatePush(a2a::TaskPushNotificationConfig),
+    GetPush(a2a::GetTaskPushNotificationConfigRequest),
+    ListPush(a2a::ListTaskPushNotificationConfigsRequest),
+    DeletePush(a2a::DeleteTaskPushNotificationConfigRequest),
+}
+
+impl Call {
+    /// The method looked up (`-32601` when unknown), then its params parsed (`-32602`).
+    fn parse(method: &str, params: Value) -> Result<Call, Refusal> {
+        fn typed<T: serde::de::DeserializeOwned>(params: Value) -> Result<T, Refusal> {
+            serde_json::from_value(params).map_err(|e| rpc(-32602, format!("invalid params: {e}")))
+        }
+        use a2a::jsonrpc::methods as m;
+        Ok(match method {
+            m::SEND_MESSAGE => Call::Send(typed(params)?),
+            m::SEND_STREAMING_MESSAGE => Call::Stream(typed(params)?),
+            m::GET_TASK => Call::Get(typed(params)?),
+            m::LIST_TASKS => Call::List(typed(params)?),
+            m::CANCEL_TASK => Call::Cancel(typed(params)?),
+            m::SUBSCRIBE_TO_TASK => Call::Subscribe(typed(params)?),
+            m::CREATE_PUSH_CONFIG => {
+                let cfg: a2a::TaskPushNotificationConfig = typed(params)?;
+                if cfg.task_id.is_empty() {
+                    return Err(rpc(-32602, "invalid params: taskId required"));
+                }
+                Call::CreatePush(cfg)
+            }
+            m::GET_PUSH_CONFIG => Call::GetPush(typed(params)?),
+            m::LIST_PUSH_CONFIGS => Call::ListPush(typed(params)?),
+            m::DELETE_PUSH_CONFIG => Call::DeletePush(typed(params)?),
+            other => return Err(rpc(-32601, format!("method `{other}` not found"))),
+        })
+    }
+}
+
+/// `historyLength` must not be negative (a2a-sdk 1.3.0: `-32602` "history length must be
+/// non-negative", before the task is looked up).
+pub(super) fn check_history_length(len: Option<i32>) -> Result<(), Refusal> {
+    match len {
+        Some(n) if n < 0 => Err(rpc(-32602, "history length must be non-negative")),
+        _ => Ok(()),
+    }
+}
+
+/// Keeps the last `len` history messages of an answer (A2A 1.0 §3.1.3; unset: all, 0: none,
+/// the field left out). The stored task is not touched.
+pub(super) fn trim_history(task: &mut Task, len: Option<i32>) {
+    let Some(keep) = len.and_then(|n| usize::try_from(n).ok()) else {
+        return;
+    };
+    if keep == 0 {
+        task.history = None;
+    } else if let Some(history) = task.history.as_mut() {
+        let cut = history.len().saturating_sub(keep);
+        history.drain(..cut);
     }
 }
 

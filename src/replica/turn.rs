@@ -121,12 +121,13 @@ impl Replica {
         caller: &Caller,
         queued: bool,
     ) -> Result<Begun, Refusal> {
-        let Some(info) = TurnInfo::from_message(&message) else {
-            return Err(rpc(
-                -32602,
-                "invalid params: the scripted agent needs a data part {conversation, turn, turns}",
-            ));
-        };
+        // A message without the scripted data part is a plain turn: its number is known
+        // once its task is, so it is provisional (turn 1) until the task is resolved.
+        let scripted = TurnInfo::from_message(&message);
+        let plain = scripted.is_none();
+        let mut info = scripted.unwrap_or_else(|| {
+            TurnInfo::for_plain(&message, None, message.task_id.as_deref().unwrap_or(""))
+        });
         if !queued {
             if let Some(joined) = self
                 .clone()
@@ -190,6 +191,9 @@ impl Replica {
         let (task, version, active, guard, mismatch) = match &message.task_id {
             None => {
                 let task = self.fresh_task(&message, caller);
+                if plain {
+                    info = TurnInfo::for_plain(&message, None, &task.context_id);
+                }
                 let active = self.active(&task.id);
                 let guard = self.lock(&active).await;
                 (task, None, active, guard, false)
@@ -219,6 +223,9 @@ impl Replica {
                         // The conversation goes on in a new task on this pod.
                         drop(guard);
                         let task = self.fresh_task(&message, caller);
+                        if plain {
+                            info = TurnInfo::for_plain(&message, None, &task.context_id);
+                        }
                         self.record(format!(
                             "{}#{}: task {task_id} unknown here; new task {}",
                             info.conversation, info.turn, task.id
@@ -248,6 +255,9 @@ impl Replica {
                     ));
                     return Err(rpc(-32001, format!("task {task_id} not found")));
                 };
+                if plain {
+                    info = TurnInfo::for_plain(&message, Some(&task), &task.context_id);
+                }
                 let mismatch = message
                     .context_id
                     .as_ref()

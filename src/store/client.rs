@@ -107,9 +107,26 @@ impl TaskStore {
         }
     }
 
+    /// Every task, the most recently saved first (what ListTasks pages through).
+    pub async fn list(&self) -> Result<Vec<Task>, String> {
+        match self.call(StoreRequest::List).await? {
+            StoreResponse::Listed { tasks } => Ok(tasks),
+            _ => Err("store: unexpected reply to list".into()),
+        }
+    }
+
     /// Registers a push URL for a task.
     pub async fn add_push(&self, task_id: &str, url: &str) -> Result<(), String> {
         let req = StoreRequest::AddPush {
+            task_id: task_id.to_string(),
+            url: url.to_string(),
+        };
+        self.call(req).await.map(|_| ())
+    }
+
+    /// Unregisters a push URL of a task (DeleteTaskPushNotificationConfig).
+    pub async fn remove_push(&self, task_id: &str, url: &str) -> Result<(), String> {
+        let req = StoreRequest::RemovePush {
             task_id: task_id.to_string(),
             url: url.to_string(),
         };

@@ -73,6 +73,26 @@ impl StoreState {
             .collect()
     }
 
+    /// Every task, the most recently saved first (by the save log; a task with no logged
+    /// save, put in a user's table by other means, comes last, by id).
+    pub fn recent(&self) -> Vec<Task> {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut out = Vec::new();
+        for id in self.saves.iter().rev().map(|s| &s.task_id) {
+            if seen.insert(id.clone()) {
+                if let Some((task, _)) = self.get(id) {
+                    out.push(task);
+                }
+            }
+        }
+        for (id, (task, _)) in self.tasks() {
+            if !seen.contains(&id) {
+                out.push(task);
+            }
+        }
+        out
+    }
+
     /// Every accepted save, in order.
     pub fn saves(&self) -> &[SaveRecord] {
         &self.saves
@@ -131,6 +151,16 @@ impl StoreState {
         let urls = self.push_configs.entry(task_id.to_string()).or_default();
         if !urls.iter().any(|u| u == url) {
             urls.push(url.to_string());
+        }
+    }
+
+    /// Unregisters a push URL of a task.
+    pub fn remove_push(&mut self, task_id: &str, url: &str) {
+        if let Some(urls) = self.push_configs.get_mut(task_id) {
+            urls.retain(|u| u != url);
+            if urls.is_empty() {
+                self.push_configs.remove(task_id);
+            }
         }
     }
 

@@ -37,12 +37,18 @@ pub(crate) enum StoreRequest {
         lease_ms: u64,
     },
     Abandoned,
+    /// Every task, the most recently saved first (ListTasks).
+    List,
     AddPush {
         task_id: String,
         url: String,
     },
     PushUrls {
         task_id: String,
+    },
+    RemovePush {
+        task_id: String,
+        url: String,
     },
     ClaimOutbox {
         lease_ms: u64,
@@ -67,6 +73,7 @@ pub(crate) enum StoreResponse {
     Events { events: Vec<(u64, Task)> },
     Claim { claim: Claim },
     Abandoned { tasks: Vec<(Task, u64)> },
+    Listed { tasks: Vec<Task> },
     PushUrls { urls: Vec<String> },
     Outbox { entries: Vec<(u64, OutboxEntry)> },
     Done,
@@ -180,6 +187,10 @@ pub(crate) fn apply(
             state.borrow_mut().add_push(&task_id, &url);
             StoreResponse::Done
         }
+        StoreRequest::RemovePush { task_id, url } => {
+            state.borrow_mut().remove_push(&task_id, &url);
+            StoreResponse::Done
+        }
         StoreRequest::PushUrls { task_id } => StoreResponse::PushUrls {
             urls: state.borrow().push_urls(&task_id),
         },
@@ -190,6 +201,9 @@ pub(crate) fn apply(
             state.borrow_mut().ack_outbox(id);
             StoreResponse::Done
         }
+        StoreRequest::List => StoreResponse::Listed {
+            tasks: state.borrow().recent(),
+        },
         StoreRequest::Abandoned => StoreResponse::Abandoned {
             tasks: state.borrow().abandoned(now_ms()),
         },

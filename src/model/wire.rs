@@ -1,0 +1,106 @@
+//! The `[wire]` knob group: how a replica's JSON-RPC layer answers, where real servers
+//! differ on details a client can see but no simulated workload depends on (the order of
+//! the version check, which `A2A-Version` values are served, what an error carries).
+//!
+//! The group is optional: a profile without it answers as the replica did before the group
+//! existed (version checked first, only `1.0` served, errors with code and message only).
+
+use serde::{Deserialize, Serialize};
+
+/// When the `A2A-Version` header is checked against the methods a replica serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VersionCheck {
+    /// Before anything but the JSON-RPC envelope: an unknown method or bad params without
+    /// the header get `-32009` (the default).
+    First,
+    /// After the method lookup (`-32601`) and the params parse (`-32602`), just before the
+    /// handler runs (a2a-sdk 1.3.0 `jsonrpc_dispatcher.py`, `@validate_version`).
+    AfterParams,
+}
+
+/// Which `A2A-Version` values a 1.0 server serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VersionMatch {
+    /// Exactly `1.0` (the default; A2A 1.0 §3.6.2 "matching `Major.Minor`").
+    Exact,
+    /// Any `1.x` (a2a-sdk 1.3.0 `validate_version`: the same major version).
+    SameMajor,
+}
+
+/// What a JSON-RPC error carries besides `code` and `message`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ErrorData {
+    /// Nothing (the default).
+    None,
+    /// `data: [google.rpc.ErrorInfo{reason, domain: "a2a-protocol.org", metadata}]` on
+    /// every A2A and params error; none on `-32601` and `-32700` (a2a-sdk 1.3.0
+    /// `utils/errors.py`, measured in docs/CONFORMANCE.md).
+    ErrorInfo,
+}
+
+/// JSON-RPC layer knobs.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WireKnobs {
+    /// When the version header is checked.
+    pub version_check: VersionCheck,
+    /// Which version values are served.
+    pub versions: VersionMatch,
+    /// What an error carries.
+    pub error_data: ErrorData,
+}
+
+impl Default for WireKnobs {
+    /// What a profile without a `[wire]` group gets: the answers from before the group.
+    fn default() -> Self {
+        WireKnobs {
+            version_check: VersionCheck::First,
+            versions: VersionMatch::Exact,
+            error_data: ErrorData::None,
+        }
+    }
+}
+
+impl WireKnobs {
+    /// Whether a request's `A2A-Version` value (trimmed; empty when absent) is served as 1.0.
+    pub fn serves(&self, version: &str) -> bool {
+        match self.versions {
+            VersionMatch::Exact => version == "1.0",
+            VersionMatch::SameMajor => {
+                let mut parts = version.splitn(2, '.');
+                let major = parts.next().unwrap_or("");
+                let minor = parts.next().unwrap_or("0");
+                major.parse::<u64>() == Ok(1) && minor.parse::<u64>().is_ok()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_major_serves_any_one_point_x_and_exact_only_one_point_zero() {
+        let exact = WireKnobs::default();
+        let major = WireKnobs {
+            versions: VersionMatch::SameMajor,
+            ..WireKnobs::default()
+        };
+        for (v, e, m) in [
+            ("1.0", true, true),
+            ("1.1", false, true),
+            ("1", false, true),
+            ("2.0", false, false),
+            ("0.3", false, false),
+            ("", false, false),
+            ("1.x", false, false),
+        ] {
+            assert_eq!(exact.serves(v), e, "exact {v:?}");
+            assert_eq!(major.serves(v), m, "same-major {v:?}");
+        }
+    }
+}

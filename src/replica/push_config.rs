@@ -1,0 +1,142 @@
+//! The push-config methods: Create (with the config's `id`), Get, List and Delete.
+//!
+//! As a2a-sdk 1.3.0 does (`request_handlers/default_request_handler_v2.py`,
+//! `tasks/inmemory_push_notification_config_store.py`; measured in docs/CONFORMANCE.md): a
+//! config created without an `id` gets the task's id; a second create with the same id
+//! replaces the first; Get of an unknown config is `-32001`; List answers `{"configs":
+//! [...]}`; Delete answers `null`. Every method is `-32003` when the model has no push, and
+//! `-32001` for a task the caller may not touch. The whole configs live in the replica
+//! that took them; delivery reads the URLs that [`Replica::register_push`] registered (per
+//! pod, or in the shared store), and Delete unregisters a URL no other config still names.
+//!
+//! Knobs read: `push.supported`, `push.shared_configs`, and through `register_push` the
+//! rest of its registration knobs.
+
+use a2a::TaskPushNotificationConfig;
+
+use super::{rpc, Caller, Refusal, Replica};
+
+impl Replica {
+    /// CreateTaskPushNotificationConfig: the config registered, answered with its `id`.
+    pub(super) async fn create_push_config(
+        &self,
+        mut cfg: TaskPushNotificationConfig,
+        caller: &Caller,
+    ) -> Result<TaskPushNotificationConfig, Refusal> {
+        if cfg.id.as_deref().is_none_or(str::is_empty) {
+            cfg.id = Some(cfg.task_id.clone());
+        }
+        self.register_push(&cfg, caller).await?;
+        let replaced = {
+            let mut details = self.push_details.borrow_mut();
+            let list = details.entry(cfg.task_id.clone()).or_default();
+            let old = list
+                .iter()
+                .position(|c| c.id == cfg.id)
+                .map(|i| list.remove(i));
+            list.push(cfg.clone());
+            old
+        };
+        if let Some(old) = replaced.filter(|old| old.url != cfg.url) {
+            self.forget_url(&cfg.task_id, &old.url).await?;
+        }
+        Ok(cfg)
+    }
+
+    /// GetTaskPushNotificationConfig.
+    pub(super) async fn get_push_config(
+        &self,
+        task_id: &str,
+        id: &str,
+        caller: &Caller,
+    ) -> Result<TaskPushNotificationConfig, Refusal> {
+        self.push_task(task_id, caller).await?;
+        self.push_details
+            .borrow()
+            .get(task_id)
+            .and_then(|l| l.iter().find(|c| c.id.as_deref() == Some(id)).cloned())
+            .ok_or_else(|| {
+                rpc(
+                    -32001,
+                    format!("push config {id} of task {task_id} not found"),
+                )
+            })
+    }
+
+    /// ListTaskPushNotificationConfigs: every config of the task, in the order created.
+    pub(super) async fn list_push_configs(
+        &self,
+        task_id: &str,
+        caller: &Caller,
+    ) -> Result<Vec<TaskPushNotificationConfig>, Refusal> {
+        self.push_task(task_id, caller).await?;
+        Ok(self
+            .push_details
+            .borrow()
+            .get(task_id)
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    /// DeleteTaskPushNotificationConfig: the config is gone, and its URL unregistered when
+    /// no other config of the task names it. Deleting an unknown config succeeds (a2a-sdk's
+    /// in-memory config store).
+    pub(super) async fn delete_push_config(
+        &self,
+        task_id: &str,
+        id: &str,
+        caller: &Caller,
+    ) -> Result<(), Refusal> {
+        self.push_task(task_id, caller).await?;
+        let removed = {
+            let mut details = self.push_details.borrow_mut();
+            let list = details.entry(task_id.to_string()).or_default();
+            let removed = list
+                .iter()
+                .position(|c| c.id.as_deref() == Some(id))
+                .map(|i| list.remove(i));
+            if list.is_empty() {
+                details.remove(task_id);
+            }
+            removed
+        };
+        if let Some(old) = removed {
+            self.forget_url(task_id, &old.url).await?;
+            self.record(format!("push config {id} of {task_id} deleted"));
+        }
+        Ok(())
+    }
+
+    /// The checks every push-config method makes: push at all (`-32003`), then the task.
+    async fn push_task(&self, task_id: &str, caller: &Caller) -> Result<(), Refusal> {
+        if !self.profile.push.supported {
+            return Err(rpc(-32003, "push notifications are not supported"));
+        }
+        match self.load_for(caller, task_id).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(rpc(-32001, format!("task {task_id} not found"))),
+            Err(e) => Err(rpc(-32603, e)),
+        }
+    }
+
+    /// Unregisters `url` for `task_id` unless a config this replica keeps still names it.
+    async fn forget_url(&self, task_id: &str, url: &str) -> Result<(), Refusal> {
+        let still = self
+            .push_details
+            .borrow()
+            .get(task_id)
+            .is_some_and(|l| l.iter().any(|c| c.url == url));
+        if still {
+            return Ok(());
+        }
+        if self.profile.push.shared_configs {
+            self.store
+                .remove_push(task_id, url)
+                .await
+                .map_err(|e| rpc(-32603, e))?;
+        } else if let Some(urls) = self.push_configs.borrow_mut().get_mut(task_id) {
+            urls.retain(|u| u != url);
+        }
+        Ok(())
+    }
+}

