@@ -46,7 +46,10 @@ impl Checker for VersionsMonotonic {
                     exercised += 1;
                 }
             }
-            if s.mode != SaveMode::Cancel && s.based_on != s.before {
+            // A cancel skips the version check by design (A2A-BEHAVIOURS.md §2.1); what a
+            // whole-task cancel undoes is no-lost-writes' to find.
+            if !matches!(s.mode, SaveMode::Cancel | SaveMode::CancelWhole) && s.based_on != s.before
+            {
                 violations.push(
                     Violation::new(
                     "stale-base",

@@ -188,6 +188,11 @@ pub struct SubscribeKnobs {
     /// (UnsupportedOperation, A2A-BEHAVIOURS.md §1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminal_code: Option<i32>,
+    /// Whether a subscription leaves this replica holding the task as it read it, which a
+    /// later turn here builds on instead of the store (with `handler.cache_snapshot`); unset:
+    /// it leaves nothing behind.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keeps_task: bool,
 }
 
 /// Whether a subscription ends at an interrupted state.
@@ -390,6 +395,22 @@ pub struct CancelKnobs {
     /// [`RemoteCancel::Archive`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_write: Option<RemoteCancel>,
+    /// What a shared versioned store writes for a cancel; unset:
+    /// [`CancelWrite::OntoStored`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_write: Option<CancelWrite>,
+}
+
+/// What a shared versioned store writes for a cancel (which skips the version check).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CancelWrite {
+    /// CANCELED onto the stored task: what other replicas wrote stays (the default).
+    OntoStored,
+    /// The cancel's own copy of the task, whole: built on an older version, it undoes what
+    /// others wrote since (a2a-sdk 1.3.0 `VersionedDatabaseTaskStore._save_once` merges the
+    /// given task for a CANCELED save).
+    WholeTask,
 }
 
 /// Message deduplication knobs.

@@ -220,6 +220,31 @@ pub fn decode_latencies(text: &str) -> Result<Vec<u64>, String> {
     Ok(out)
 }
 
+/// The fault points that fired in a run as `runs.csv` stores them: `point=count`, by point
+/// name, space-separated (`buggify:conflict-on-save=2 kill-at:effect=1`); empty when none.
+pub fn encode_points(points: &BTreeMap<String, u64>) -> String {
+    points
+        .iter()
+        .map(|(point, n)| format!("{point}={n}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Reads [`encode_points`]'s form back.
+pub fn decode_points(cell: &str) -> Result<BTreeMap<String, u64>, String> {
+    cell.split_whitespace()
+        .map(|item| {
+            let (point, n) = item
+                .rsplit_once('=')
+                .ok_or_else(|| format!("fired point `{item}` is not point=count"))?;
+            let n = n
+                .parse()
+                .map_err(|_| format!("fired point `{item}` has no count"))?;
+            Ok((point.to_string(), n))
+        })
+        .collect()
+}
+
 /// The columns of `runs.csv`, in order.
 pub fn runs_csv_header() -> Vec<String> {
     let mut header: Vec<String> = [
@@ -238,6 +263,7 @@ pub fn runs_csv_header() -> Vec<String> {
             "faults",
             "error",
             "latencies_ms",
+            "points_fired",
         ]
         .iter()
         .map(|s| s.to_string()),
@@ -248,8 +274,7 @@ pub fn runs_csv_header() -> Vec<String> {
 /// Reads `runs.csv` back into run summaries, in file order.
 ///
 /// What `runs.csv` does not keep comes back empty: each invariant's `exercised` count (0;
-/// its verdict is kept) and first violation sentence (`None`), the wall time (0) and the
-/// points fired (none).
+/// its verdict is kept) and first violation sentence (`None`) and the wall time (0).
 /// `origin` names the file in errors.
 pub fn parse_runs_csv(bytes: &[u8], origin: &str) -> Result<Vec<RunSummary>, InputError> {
     let mut reader = csv::ReaderBuilder::new()
@@ -319,6 +344,7 @@ pub fn parse_runs_csv(bytes: &[u8], origin: &str) -> Result<Vec<RunSummary>, Inp
         }
         let tail = 8 + invariants.len();
         let latencies_ms = decode_latencies(field(tail + 6)).map_err(|e| at(&e))?;
+        let points_fired = decode_points(field(tail + 7)).map_err(|e| at(&e))?;
         let error = field(tail + 5);
         out.push(RunSummary {
             model: field(0).to_string(),
@@ -336,7 +362,7 @@ pub fn parse_runs_csv(bytes: &[u8], origin: &str) -> Result<Vec<RunSummary>, Inp
             sim_ms: number(tail + 2)?,
             wall_ms: 0,
             error: (!error.is_empty()).then(|| error.to_string()),
-            points_fired: BTreeMap::new(),
+            points_fired,
         });
     }
     Ok(out)
@@ -388,6 +414,7 @@ pub fn runs_csv(runs: &[RunSummary]) -> Vec<u8> {
             r.fault_rates.clone(),
             r.error.clone().unwrap_or_default(),
             encode_latencies(&r.latencies_ms),
+            encode_points(&r.points_fired),
         ]);
         w.write_record(&row).expect("in-memory csv");
     }
@@ -608,6 +635,20 @@ mod tests {
         assert_eq!(decode_latencies(&text).unwrap(), sorted);
         assert_eq!(decode_latencies("").unwrap(), Vec::<u64>::new());
         assert!(decode_latencies("12xx").is_err());
+    }
+
+    #[test]
+    fn fired_points_round_trip_through_their_encoding() {
+        let points: BTreeMap<String, u64> = [
+            ("kill-at:effect".to_string(), 1),
+            ("buggify:conflict-on-save".to_string(), 2),
+        ]
+        .into();
+        let text = encode_points(&points);
+        assert_eq!(text, "buggify:conflict-on-save=2 kill-at:effect=1");
+        assert_eq!(decode_points(&text).unwrap(), points);
+        assert!(decode_points("").unwrap().is_empty());
+        assert!(decode_points("buggify:slow-event-poll").is_err());
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! CancelTask, and what a turn stopped by a cancel answers.
 //!
 //! Knobs read: `cancel.second_cancel`, `cancel.stops_executor`, `cancel.fence_effects`,
-//! `cancel.parked_task`, `cancel.remote_write`, `store.placement` and `store.versioned` (how the cancel is
-//! written).
+//! `cancel.parked_task`, `cancel.remote_write`, `cancel.store_write`, `store.placement` and
+//! `store.versioned` (how the cancel is written), `handler.cache_snapshot` (what the replica
+//! keeps of a task it canceled).
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -10,7 +11,9 @@ use std::time::Duration;
 use a2a::{Task, TaskState};
 
 use super::{change_state, rpc, set_marker, Caller, Refusal, Replica, MARKER_KEY};
-use crate::model::{ParkedCancel, Placement, RemoteCancel, ReplyIn, SecondCancel, StopRule};
+use crate::model::{
+    CancelWrite, ParkedCancel, Placement, RemoteCancel, ReplyIn, SecondCancel, StopRule,
+};
 use crate::store::{SaveError, SaveMode};
 use crate::trace::now_ms;
 
@@ -97,6 +100,11 @@ impl Replica {
                 }
             }
             let mode = match (self.profile.store.placement, self.profile.store.versioned) {
+                (Placement::Shared, true)
+                    if self.profile.cancel.store_write == Some(CancelWrite::WholeTask) =>
+                {
+                    SaveMode::CancelWhole
+                }
                 (Placement::Shared, true) => SaveMode::Cancel,
                 (_, true) => SaveMode::Cas(Some(version)),
                 (_, false) => SaveMode::Overwrite,
@@ -104,6 +112,7 @@ impl Replica {
             return match self.persist(&canceled, mode, Some(version)).await {
                 Ok(v) => {
                     self.record(format!("canceled {task_id} v{v}"));
+                    self.cache_cancel(task_id, &canceled, v);
                     self.push(&canceled).await;
                     Ok(canceled)
                 }
@@ -119,6 +128,21 @@ impl Replica {
                 }
                 Err(SaveError::Unavailable(e)) => Err(rpc(-32603, e)),
             };
+        }
+    }
+
+    /// With `handler.cache_snapshot`, a cancel written here through the task's ActiveTask
+    /// leaves its cached copy CANCELED, so a later message here finds the task terminal
+    /// (a2a-sdk 1.1.5: the cancel event goes through the ActiveTask's TaskManager).
+    fn cache_cancel(&self, task_id: &str, canceled: &Task, version: u64) {
+        if !self.profile.handler.cache_snapshot {
+            return;
+        }
+        if let Some(active) = self.active.borrow().get(task_id) {
+            let mut cached = active.cached.borrow_mut();
+            if cached.is_some() {
+                *cached = Some((canceled.clone(), version));
+            }
         }
     }
 

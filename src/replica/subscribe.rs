@@ -3,7 +3,8 @@
 //! events the streaming methods send.
 //!
 //! Knobs read: `subscribe.unknown_task`, `subscribe.poll_ms`, `subscribe.source`,
-//! `subscribe.interrupted`, `subscribe.failure`, `subscribe.terminal_code`.
+//! `subscribe.interrupted`, `subscribe.failure`, `subscribe.terminal_code`,
+//! `subscribe.keeps_task` (with `handler.cache_snapshot`).
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -44,6 +45,15 @@ impl Replica {
         if task.status.state.is_terminal() {
             let code = self.profile.subscribe.terminal_code.unwrap_or(-32004);
             return self.rpc_error(id, rpc(code, format!("task {task_id} is terminal")));
+        }
+        if self.profile.subscribe.keeps_task && self.profile.handler.cache_snapshot {
+            // The subscription's ActiveTask stays here with the task as read now; a replica
+            // that already holds one keeps its own copy.
+            let active = self.active(&task_id);
+            let mut cached = active.cached.borrow_mut();
+            if cached.is_none() {
+                *cached = Some((task.clone(), version));
+            }
         }
         let (tx, rx) = mpsc::channel::<StreamResponse>(16);
         let me = self.clone();

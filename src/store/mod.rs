@@ -52,8 +52,13 @@ pub enum SaveMode {
     Cas(Option<u64>),
     /// Last writer wins.
     Overwrite,
-    /// Write CANCELED unless the task is missing or terminal; no version check.
+    /// Write CANCELED onto the stored task unless it is missing or terminal; no version
+    /// check, and what others wrote stays.
     Cancel,
+    /// Write the given task (CANCELED) whole unless the stored one is missing or terminal;
+    /// no version check, so a copy built on an older version undoes what others wrote
+    /// since (a2a-sdk 1.3.0 `VersionedDatabaseTaskStore._save_once`).
+    CancelWhole,
 }
 
 /// Why a save was refused or not answered.

@@ -83,7 +83,7 @@ impl TaskTable for VersionedTable {
                 }
             }
             SaveMode::Overwrite => {}
-            SaveMode::Cancel => match &current {
+            SaveMode::Cancel | SaveMode::CancelWhole => match &current {
                 Some((state, _)) if !state.is_terminal() => {}
                 _ => return Err(SaveError::NotCancelable),
             },
