@@ -272,6 +272,19 @@ fn check_history_catches_a_stream_that_resumes_after_completed() {
             "{text}"
         );
         assert!(value["partial"]["no-lost-writes"].is_string(), "{text}");
+        // The timeline page draws the history.
+        let page = dir.join(format!("timeline-{wire}.html"));
+        let out = bounded(
+            Command::new(env!("CARGO_BIN_EXE_a2a-chaos"))
+                .arg("check-history")
+                .arg(&file)
+                .arg("--timeline")
+                .arg(&page),
+            Duration::from_secs(30),
+        );
+        assert_eq!(out.status.code(), Some(1));
+        let html = std::fs::read_to_string(&page).expect("a timeline page");
+        assert!(html.contains("terminal-is-final"), "{html}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -78,14 +78,18 @@ impl Faults {
     pub fn describe(&self) -> Vec<String> {
         let mut out = Vec::new();
         if let Some(n) = self.duplicate_every {
-            out.push(format!("duplicate every {n}th request"));
+            out.push(format!(
+                "duplicate 1 request in {n} (request k when (k + seed) % {n} == 0)"
+            ));
         }
         if let Some(n) = self.drop_reply_every {
-            out.push(format!("drop the reply to every {n}th request"));
+            out.push(format!(
+                "drop the reply to 1 request in {n} (request k when (k + seed) % {n} == 0)"
+            ));
         }
         if self.delay_ms > 0 {
             out.push(format!(
-                "delay every {}th request by {} ms",
+                "delay 1 request in {} by {} ms",
                 self.delay_every.max(1),
                 self.delay_ms
             ));

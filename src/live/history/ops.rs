@@ -37,6 +37,8 @@ pub(super) struct Builder {
     /// Artifacts are named `turn-N` (the project's convention).
     pub(super) named: bool,
     pub(super) replicas: BTreeSet<String>,
+    /// The latest snapshot of each task seen so far (a stream of updates builds on it).
+    last_seen: BTreeMap<String, WireTask>,
 }
 
 impl Builder {
@@ -68,6 +70,17 @@ impl Builder {
             });
             self.turns.insert(id, turn);
         }
+    }
+
+    /// What a stream of updates without a snapshot builds on: the task as last seen in an
+    /// earlier answer, else nothing but its ids (the project's client keeps no task then;
+    /// here the deltas still show the turn's own artifact and state).
+    fn seed(&self, task_id: String, context_id: String) -> WireTask {
+        self.last_seen.get(&task_id).cloned().unwrap_or(WireTask {
+            id: task_id,
+            context_id,
+            ..WireTask::default()
+        })
     }
 
     /// A task as the checkers see it.
@@ -155,14 +168,14 @@ impl Builder {
                 self.replicas.insert(r.clone());
             }
             let id = ops.len() as u64;
-            for (at, view) in observed {
+            for (invoke, at, view) in observed {
                 extra.push(Op {
                     id: 1_000_000 + extra.len() as u64,
                     kind: OpKind::Get {
                         conversation: kind.conversation().to_string(),
                     },
                     principal: crate::auth::DEFAULT_PRINCIPAL.into(),
-                    invoke_ms: at,
+                    invoke_ms: invoke,
                     complete_ms: at,
                     outcome: Outcome::Ok,
                     replica: replica.clone(),
@@ -198,7 +211,7 @@ impl Builder {
     /// state as an observation `(at, view)`.
     #[allow(clippy::type_complexity)]
     fn answer(
-        &self,
+        &mut self,
         x: &Exchange,
         own_turn: Option<u32>,
     ) -> (
@@ -206,7 +219,7 @@ impl Builder {
         Option<TaskView>,
         Vec<TaskState>,
         bool,
-        Vec<(u64, TaskView)>,
+        Vec<(u64, u64, TaskView)>,
     ) {
         let info = |why: &str| {
             (
@@ -257,12 +270,16 @@ impl Builder {
             if x.status >= 500 {
                 return info(&format!("HTTP {}", x.status));
             }
-            let task = answer.get("result").and_then(|r| {
+            let wire_task = answer.get("result").and_then(|r| {
                 wire::items(r).into_iter().find_map(|i| match i {
-                    Item::Task(t) => Some(self.view(&t, own_turn)),
+                    Item::Task(t) => Some(t),
                     _ => None,
                 })
             });
+            let task = wire_task.as_ref().map(|t| self.view(t, own_turn));
+            if let Some(t) = wire_task {
+                self.last_seen.insert(t.id.clone(), t);
+            }
             return (Outcome::Ok, task, Vec::new(), false, Vec::new());
         }
         // A stream: a snapshot, then updates applied to it, as the project's client does.
@@ -271,6 +288,7 @@ impl Builder {
         let mut observed = Vec::new();
         let mut first = None;
         let mut failed = None;
+        let mut last_at = x.at_ms;
         for (at, event) in &x.events {
             if let Some(err) = event.get("error") {
                 failed = Some(Outcome::Fail {
@@ -286,8 +304,10 @@ impl Builder {
             let Some(result) = event.get("result") else {
                 continue;
             };
+            let previous = std::mem::replace(&mut last_at, *at);
             for item in wire::items(result) {
                 first.get_or_insert(matches!(item, Item::Task(_)));
+                let snapshot = matches!(item, Item::Task(_));
                 match item {
                     Item::Task(t) => {
                         if let Some(s) = &t.state {
@@ -300,31 +320,37 @@ impl Builder {
                         context_id,
                         state,
                     } => {
-                        let t = current.get_or_insert_with(|| WireTask {
-                            id: task_id,
-                            context_id,
-                            ..WireTask::default()
-                        });
+                        let t = current.get_or_insert_with(|| self.seed(task_id, context_id));
                         if let Some(s) = state {
                             states.push(s.clone());
                             t.state = Some(s);
+                            // The state held at some instant after the previous event.
+                            observed.push(((previous + 1).min(*at), *at, self.view(t, own_turn)));
                         }
                     }
-                    Item::Artifact { name, .. } => {
-                        if let Some(t) = current.as_mut() {
-                            if !t.artifacts.contains(&name) {
-                                t.artifacts.push(name);
-                            }
+                    Item::Artifact {
+                        task_id,
+                        context_id,
+                        name,
+                    } => {
+                        let t = current.get_or_insert_with(|| self.seed(task_id, context_id));
+                        if !t.artifacts.contains(&name) {
+                            t.artifacts.push(name);
                         }
                     }
                     Item::Message => {}
                 }
-                if let Some(t) = current.as_ref().filter(|t| t.state.is_some()) {
-                    observed.push((*at, self.view(t, own_turn)));
+                if let (true, Some(t)) = (snapshot, current.as_ref()) {
+                    if t.state.is_some() {
+                        observed.push(((previous + 1).min(*at), *at, self.view(t, own_turn)));
+                    }
                 }
             }
         }
         let task = current.as_ref().map(|t| self.view(t, own_turn));
+        if let Some(t) = current {
+            self.last_seen.insert(t.id.clone(), t);
+        }
         let outcome = if let Some(f) = failed {
             f
         } else {
