@@ -14,6 +14,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+mod common;
+
 /// Kills the child when dropped.
 struct Guard(Child);
 
@@ -72,28 +74,8 @@ static SETUP: Mutex<()> = Mutex::new(());
 /// be installed and `A2A_CHAOS_SKIP_LIVE=1`.
 fn peer_python() -> Option<PathBuf> {
     let _one = SETUP.lock().unwrap_or_else(|e| e.into_inner());
-    let skip = std::env::var("A2A_CHAOS_SKIP_LIVE").is_ok_and(|v| v == "1");
-    let setup = Command::new("bash")
-        .arg(root().join("tests/peers/a2a-python/setup.sh"))
-        .current_dir(root())
-        .output();
-    match setup {
-        Ok(o) if o.status.success() => {}
-        other => {
-            let why = match other {
-                Ok(o) => format!(
-                    "{}{}",
-                    String::from_utf8_lossy(&o.stdout),
-                    String::from_utf8_lossy(&o.stderr)
-                ),
-                Err(e) => e.to_string(),
-            };
-            if skip {
-                eprintln!("skipped: the a2a-python peer could not be installed (A2A_CHAOS_SKIP_LIVE=1): {why}");
-                return None;
-            }
-            panic!("tests/peers/a2a-python/setup.sh failed: these tests need python3 (with venv) and PyPI; set A2A_CHAOS_SKIP_LIVE=1 to skip them.\n{why}");
-        }
+    if !common::install_peer() {
+        return None;
     }
     let base = std::env::var("A2A_CHAOS_PEER_VENV")
         .map(PathBuf::from)

@@ -313,6 +313,15 @@ async fn stop_signal() -> String {
     "interrupted".to_string()
 }
 
+/// What an answer's head says: the replica that named itself, and whether a stream follows.
+fn head_of(headers: &http::HeaderMap) -> (Option<String>, bool) {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    (
+        text(crate::protocol::REPLICA_HEADER).map(str::to_string),
+        text("content-type").is_some_and(|v| v.starts_with("text/event-stream")),
+    )
+}
+
 fn bad_gateway(why: String) -> Response<BoxBody> {
     net::json_response(
         StatusCode::BAD_GATEWAY,
@@ -459,16 +468,7 @@ impl Proxy {
             }
         };
         let status = upstream.status;
-        let answered_by = upstream
-            .headers
-            .get(crate::protocol::REPLICA_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let is_sse = upstream
-            .headers
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let (answered_by, is_sse) = head_of(&upstream.headers);
         let mut head = Response::builder().status(status);
         for (name, value) in &upstream.headers {
             if name != http::header::CONTENT_LENGTH && name != http::header::TRANSFER_ENCODING {
@@ -681,16 +681,7 @@ impl Proxy {
                 return;
             }
         };
-        let by = up
-            .headers
-            .get(crate::protocol::REPLICA_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let is_sse = up
-            .headers
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let (by, is_sse) = head_of(&up.headers);
         let status = up.status.as_u16();
         if is_sse {
             self.respond_line(seq, status, i, by, None, true, false, None);

@@ -257,15 +257,7 @@ impl Builder {
                 };
             };
             if let Some(err) = answer.get("error") {
-                let outcome = Outcome::Fail {
-                    code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
-                    message: err
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .into(),
-                };
-                return (outcome, None, Vec::new(), false, Vec::new());
+                return (refusal(err), None, Vec::new(), false, Vec::new());
             }
             if x.status >= 500 {
                 return info(&format!("HTTP {}", x.status));
@@ -291,14 +283,7 @@ impl Builder {
         let mut last_at = x.at_ms;
         for (at, event) in &x.events {
             if let Some(err) = event.get("error") {
-                failed = Some(Outcome::Fail {
-                    code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
-                    message: err
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .into(),
-                });
+                failed = Some(refusal(err));
                 continue;
             }
             let Some(result) = event.get("result") else {
@@ -430,6 +415,18 @@ impl Builder {
         out.into_values()
             .map(|v| (v.id.clone(), task_of(&v)))
             .collect()
+    }
+}
+
+/// A JSON-RPC error object as a `fail` outcome.
+fn refusal(err: &Value) -> Outcome {
+    Outcome::Fail {
+        code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
+        message: err
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .into(),
     }
 }
 
