@@ -450,3 +450,86 @@ pub fn check_all(recorded: &Recorded) -> Checked {
         partial,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdict(checked: &Checked, name: &str) -> crate::check::Verdict {
+        checked
+            .findings
+            .iter()
+            .find(|f| f.invariant == name)
+            .map(Finding::verdict)
+            .expect("every checker has a finding")
+    }
+
+    /// A user's agent with its own artifact names and plain-text turns: its turns are
+    /// counted per context, shown by their messages, and a later answer that lost one is
+    /// caught; the double effect of a retried turn too.
+    #[test]
+    fn plain_turns_of_a_users_agent_are_checked_by_their_messages() {
+        let task = |history: &[&str], state: &str| {
+            let h: Vec<Value> = history
+                .iter()
+                .map(|m| serde_json::json!({"messageId": m, "role": "user", "parts": [], "kind": "message"}))
+                .collect();
+            serde_json::json!({"kind": "task", "id": "t1", "contextId": "ctx",
+                "status": {"state": state}, "artifacts": [{"artifactId": "x", "name": "answer", "parts": []}],
+                "history": h})
+        };
+        let send = |seq: u64, at: u64, id: &str| {
+            serde_json::json!({"type": "request", "seq": seq, "at_ms": at, "replica": "replica-0",
+                "body": {"jsonrpc": "2.0", "id": seq, "method": "message/send", "params": {"message":
+                    {"messageId": id, "contextId": "ctx", "taskId": "t1", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}}}})
+        };
+        let answer = |seq: u64, at: u64, result: Value| {
+            serde_json::json!({"type": "response", "seq": seq, "at_ms": at, "status": 200,
+                "body": {"jsonrpc": "2.0", "id": seq, "result": result}})
+        };
+        let effect = |seq: u64, at: u64, turn: u32, by: &str| {
+            serde_json::json!({"type": "effect", "seq": seq, "at_ms": at, "applied": true, "request": {
+                "task_id": "t1", "context_id": "ctx", "conversation": "ctx", "turn": turn,
+                "message_id": format!("m{turn}"), "replica": by, "key": null, "sent_ms": at}})
+        };
+        let lines = [
+            send(1, 0, "m1"),
+            answer(1, 10, task(&["m1"], "input-required")),
+            send(2, 20, "m2"),
+            answer(2, 30, task(&["m1", "m2"], "input-required")),
+            // The retry of turn 2 (same messageId), on another replica.
+            send(3, 40, "m2"),
+            answer(3, 50, task(&["m1", "m2"], "input-required")),
+            serde_json::json!({"type": "request", "seq": 4, "at_ms": 60,
+                "body": {"jsonrpc": "2.0", "id": 4, "method": "tasks/get", "params": {"id": "t1"}}}),
+            // Turn 2's message is gone.
+            answer(4, 70, task(&["m1"], "input-required")),
+            effect(0, 5, 1, "replica-0"),
+            effect(1, 25, 2, "replica-0"),
+            effect(2, 45, 2, "replica-1"),
+        ];
+        let path =
+            std::env::temp_dir().join(format!("a2a-chaos-plain-{}.jsonl", std::process::id()));
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+        let recorded = load(&path, None).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let turns: Vec<u32> = recorded
+            .record
+            .history
+            .iter()
+            .filter_map(|o| match &o.kind {
+                OpKind::Send { turn, .. } => Some(*turn),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(turns, vec![1, 2, 2], "a retry is the same turn");
+        let checked = check_all(&recorded);
+        use crate::check::Verdict;
+        assert_eq!(verdict(&checked, "no-lost-writes"), Verdict::Fail);
+        assert_eq!(verdict(&checked, "exactly-once-effects"), Verdict::Fail);
+        assert_eq!(verdict(&checked, "versions-monotonic"), Verdict::Unknown);
+        assert!(checked.unknown.contains_key("versions-monotonic"));
+        assert!(checked.partial.contains_key("no-lost-writes"));
+    }
+}
