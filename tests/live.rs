@@ -18,6 +18,9 @@ use std::time::Duration;
 
 use a2a_chaos::net::{self, Call, RealNet};
 
+mod common;
+use common::install_peer;
+
 /// Kills the child when dropped.
 struct Guard(Child);
 
@@ -186,37 +189,6 @@ fn live_refuses_steps_real_processes_cannot_do() {
 /// The fidelity tests run one at a time: `setup.sh` is not safe to run twice at once, and
 /// two suites at once would share the machine's cores.
 static SUITE: Mutex<()> = Mutex::new(());
-
-/// Installs the peer; `false` when it cannot be and `A2A_CHAOS_SKIP_LIVE=1` (the test skips).
-fn install_peer() -> bool {
-    let skip = std::env::var("A2A_CHAOS_SKIP_LIVE").is_ok_and(|v| v == "1");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let setup = Command::new("bash")
-        .arg(root.join("tests/peers/a2a-python/setup.sh"))
-        .current_dir(root)
-        .output();
-    match setup {
-        Ok(o) if o.status.success() => {}
-        other => {
-            let why = match other {
-                Ok(o) => format!(
-                    "{}{}",
-                    String::from_utf8_lossy(&o.stdout),
-                    String::from_utf8_lossy(&o.stderr)
-                ),
-                Err(e) => e.to_string(),
-            };
-            if skip {
-                eprintln!("skipped: the a2a-python peer could not be installed (A2A_CHAOS_SKIP_LIVE=1): {why}");
-                return false;
-            }
-            panic!(
-                "tests/peers/a2a-python/setup.sh failed: the fidelity suite needs python3 (with venv) and PyPI; set A2A_CHAOS_SKIP_LIVE=1 to skip it.\n{why}"
-            );
-        }
-    }
-    true
-}
 
 #[test]
 fn the_fidelity_suite_agrees_with_the_real_a2a_python_sdk() {

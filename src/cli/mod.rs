@@ -7,10 +7,12 @@
 
 mod bench;
 mod check_cmd;
+mod check_history;
 pub mod fidelity;
 mod list;
 pub mod live;
 mod merge;
+mod proxy;
 mod replay;
 mod run;
 mod serve;
@@ -159,6 +161,11 @@ pub enum Command {
         #[command(flatten)]
         peer: live::PeerArgs,
     },
+    /// A recording reverse proxy in front of your own replicas: routes, records a history
+    /// (JSONL), injects request faults, and serves the ledger.
+    Proxy(proxy::ProxyArgs),
+    /// Run every checker a recorded history supports (A2A 1.0 or 0.3 wire).
+    CheckHistory(check_history::CheckHistoryArgs),
     /// Measure the simulator's speed on this machine against its targets.
     Bench(bench::BenchArgs),
 }
@@ -254,6 +261,8 @@ pub fn main(cli: Cli) -> i32 {
         }),
         Command::Bench(args) => bench::cmd_bench(args),
         Command::Serve(args) => serve::cmd_serve(args),
+        Command::Proxy(args) => proxy::cmd_proxy(args),
+        Command::CheckHistory(args) => check_history::cmd_check_history(args),
         Command::Live {
             file,
             peer,

@@ -17,9 +17,13 @@
 //! run is not deterministic, so it has no trace hash to compare; its verdicts are what
 //! `a2a-chaos fidelity` compares with the simulation's.
 
+pub mod history;
 pub mod observer;
 pub mod peer;
 pub mod pool;
+pub mod proxy;
+pub mod recording;
+pub mod wire;
 
 use std::cell::RefCell;
 use std::path::PathBuf;

@@ -218,7 +218,8 @@ pub struct SaveReport {
     pub version: Option<u64>,
 }
 
-fn parse_state(name: &str) -> Result<TaskState, String> {
+/// A save report's state name (`input-required`) as a task state.
+pub fn parse_state(name: &str) -> Result<TaskState, String> {
     Ok(match name {
         "submitted" => TaskState::Submitted,
         "working" => TaskState::Working,

@@ -1,0 +1,87 @@
+//! `a2a-chaos proxy`: the recording proxy in front of a user's replicas (see
+//! [`crate::live::proxy`]). Exit 0 when it stopped cleanly, 2 for unusable input.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::InputError;
+use crate::live::proxy::{self, Faults, ProxyOptions};
+
+/// `proxy`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct ProxyArgs {
+    /// Where clients connect (loopback by default; port 0 picks a free one, printed).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// The replicas, comma-separated: http://host:port[/path],... (replica-0, replica-1, ...).
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub upstream: Vec<String>,
+    /// Routing strategy (`a2a-chaos list` names them).
+    #[arg(long, default_value = "round-robin")]
+    pub routing: String,
+    /// Seeds the strategy's choices and the fault schedule.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// The history file to write (JSONL).
+    #[arg(long, default_value = "history.jsonl")]
+    pub out: PathBuf,
+    /// Where the ledger listens (POST /effect, /save, /read); port 0 picks a free one.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub ledger_listen: SocketAddr,
+    /// Send every Nth client request twice (request k when (k + seed) % N == 0).
+    #[arg(long, value_name = "N")]
+    pub duplicate_every: Option<u64>,
+    /// Drop the reply to every Nth client request, after the replica answered it.
+    #[arg(long, value_name = "N")]
+    pub drop_reply_every: Option<u64>,
+    /// Hold requests this long before forwarding them.
+    #[arg(long, default_value_t = 0)]
+    pub delay_ms: u64,
+    /// Delay only every Nth request (with --delay-ms).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub delay_every: u64,
+    /// Stop after this long (ms).
+    #[arg(long)]
+    pub duration_ms: Option<u64>,
+    /// Stop after this many client requests have been answered.
+    #[arg(long)]
+    pub max_requests: Option<u64>,
+    /// Do not read the tasks back from the upstreams when stopping.
+    #[arg(long)]
+    pub no_final_read: bool,
+    /// How long a replica may take to answer a forwarded request's head (ms).
+    #[arg(long, default_value_t = 30_000)]
+    pub forward_timeout_ms: u64,
+}
+
+pub fn cmd_proxy(args: ProxyArgs) -> Result<i32, InputError> {
+    for (flag, n) in [
+        ("--duplicate-every", args.duplicate_every),
+        ("--drop-reply-every", args.drop_reply_every),
+        ("--delay-every", Some(args.delay_every)),
+    ] {
+        if n == Some(0) {
+            return Err(InputError::new(flag, "must be at least 1"));
+        }
+    }
+    proxy::run(ProxyOptions {
+        listen: args.listen,
+        ledger_listen: args.ledger_listen,
+        upstreams: args.upstream,
+        routing: args.routing,
+        seed: args.seed,
+        out: args.out,
+        faults: Faults {
+            duplicate_every: args.duplicate_every,
+            drop_reply_every: args.drop_reply_every,
+            delay_ms: args.delay_ms,
+            delay_every: args.delay_every,
+        },
+        duration: args.duration_ms.map(Duration::from_millis),
+        max_requests: args.max_requests,
+        final_read: !args.no_final_read,
+        forward_timeout: Duration::from_millis(args.forward_timeout_ms),
+    })?;
+    Ok(0)
+}

@@ -1,0 +1,535 @@
+//! `check-history`: a recorded history ([`super::recording`]) as a [`RunRecord`], and the
+//! checkers its data supports.
+//!
+//! Each client exchange becomes one [`Op`] (an injected duplicate too: the server saw it);
+//! the ledger's `effect` and `save` lines become the record's effects and save log; the
+//! `final-task` lines its final tasks. Both A2A wires are read ([`super::wire`]).
+//!
+//! Turns: a message with the a2a-chaos data part (`{conversation, turn}`) is that turn;
+//! any other message belongs to the conversation named after its contextId (the answer's,
+//! when the message had none), and is its next turn unless an earlier message of the
+//! conversation had the same messageId (a retry or a duplicate is the same turn), as the
+//! adapters count. A turn is acknowledged by an `ok` answer that shows artifact `turn-N`;
+//! when no artifact of the whole history is named `turn-N`, a turn is shown by its message
+//! in the task's history instead (and an answer still `submitted` or `working` does not
+//! acknowledge its own turn).
+//!
+//! A checker whose data the history lacks is `unknown`, never `pass` ([`support`]), and the
+//! reason is printed. Without `final-task` lines, no-lost-writes checks the later answers
+//! only: the final tasks are taken as the union of everything seen, so that part can find
+//! nothing. terminal-is-final also sees every streamed state as an observation at its
+//! arrival, so a stream whose task leaves COMPLETED is caught.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::check::{self, Finding};
+use crate::client::history::OpKind;
+use crate::ground::ledger::Effect;
+use crate::model::Profile;
+use crate::store::SaveRecord;
+use crate::trace::{Event, Reply, TraceEvent};
+use crate::world::RunRecord;
+
+mod ops;
+
+use super::recording::{self, Line};
+use super::wire::{self, Item};
+use ops::{is_turn_name, Builder};
+
+/// A history read from a file, ready to check.
+pub struct Recorded {
+    /// The record every checker reads.
+    pub record: RunRecord,
+    /// The same, with each streamed state also an observation of its own (for
+    /// terminal-is-final).
+    pub by_event: RunRecord,
+    /// Whether the file had `final-task` lines.
+    pub has_final: bool,
+    /// Whether a profile was named (`--model`): what the server promises.
+    pub has_model: bool,
+    /// What the reader noticed (split copies, unreadable lines), in words.
+    pub notes: Vec<String>,
+}
+
+/// One exchange, put together from its lines.
+#[derive(Default)]
+struct Exchange {
+    seq: u64,
+    at_ms: u64,
+    replica: Option<String>,
+    body: Value,
+    duplicate_of: Option<u64>,
+    answered_ms: Option<u64>,
+    answered_by: Option<String>,
+    status: u16,
+    answer: Option<Value>,
+    stream: bool,
+    dropped: bool,
+    error: Option<String>,
+    events: Vec<(u64, Value)>,
+    ended: Option<(u64, Option<String>, bool)>,
+}
+
+impl Exchange {
+    fn method(&self) -> &str {
+        self.body
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    fn message(&self) -> &Value {
+        self.body.pointer("/params/message").unwrap_or(&Value::Null)
+    }
+
+    /// Every result the exchange carried, with its time.
+    fn results(&self) -> Vec<(u64, &Value)> {
+        let mut out = Vec::new();
+        if let (Some(a), Some(at)) = (&self.answer, self.answered_ms) {
+            if let Some(r) = a.get("result") {
+                out.push((at, r));
+            }
+        }
+        for (at, e) in &self.events {
+            if let Some(r) = e.get("result") {
+                out.push((*at, r));
+            }
+        }
+        out
+    }
+
+    fn answer_context(&self) -> Option<String> {
+        self.results().iter().find_map(|(_, r)| {
+            wire::task_refs(r)
+                .into_iter()
+                .map(|(_, c)| c)
+                .find(|c| !c.is_empty())
+        })
+    }
+}
+
+/// Reads `path` into a record; `model` is the profile the checkers take as the server's
+/// promises (`None`: the reference profile, and dedup-contract is unknown).
+pub fn load(path: &Path, model: Option<Profile>) -> Result<Recorded, String> {
+    let lines = recording::read(path)?;
+    let mut exchanges: BTreeMap<u64, Exchange> = BTreeMap::new();
+    let (mut effects, mut saves, mut finals) = (Vec::<Effect>::new(), Vec::new(), Vec::new());
+    let (mut routing, mut seed, mut end_ms) = (String::from("recorded"), 0, 0);
+    let mut notes = Vec::new();
+    for line in lines {
+        match line {
+            Line::Start {
+                routing: r,
+                seed: s,
+                ..
+            } => {
+                if !r.is_empty() {
+                    routing = r;
+                }
+                seed = s;
+            }
+            Line::Request {
+                seq,
+                at_ms,
+                replica,
+                body,
+                duplicate_of,
+                ..
+            } => {
+                end_ms = end_ms.max(at_ms);
+                exchanges.insert(
+                    seq,
+                    Exchange {
+                        seq,
+                        at_ms,
+                        replica,
+                        body,
+                        duplicate_of,
+                        ..Exchange::default()
+                    },
+                );
+            }
+            Line::Response {
+                seq,
+                at_ms,
+                status,
+                replica,
+                body,
+                stream,
+                dropped,
+                error,
+            } => {
+                end_ms = end_ms.max(at_ms);
+                let Some(x) = exchanges.get_mut(&seq) else {
+                    notes.push(format!(
+                        "a response to request {seq}, which is not in the file, was skipped"
+                    ));
+                    continue;
+                };
+                x.answered_ms = Some(at_ms);
+                x.answered_by = replica;
+                x.status = status;
+                x.answer = body;
+                x.stream = stream;
+                x.dropped = dropped;
+                x.error = error;
+            }
+            Line::Event { seq, at_ms, data } => {
+                end_ms = end_ms.max(at_ms);
+                if let Some(x) = exchanges.get_mut(&seq) {
+                    x.stream = true;
+                    x.answered_ms.get_or_insert(at_ms);
+                    x.events.push((at_ms, data));
+                }
+            }
+            Line::End {
+                seq,
+                at_ms,
+                error,
+                dropped,
+            } => {
+                end_ms = end_ms.max(at_ms);
+                if let Some(x) = exchanges.get_mut(&seq) {
+                    x.ended = Some((at_ms, error, dropped));
+                }
+            }
+            Line::Effect(e) => {
+                end_ms = end_ms.max(e.at_ms);
+                effects.push(e);
+            }
+            Line::Save(s) => saves.push(s.record().map_err(|e| format!("a save line: {e}"))?),
+            Line::FinalTask { replica, task, .. } => finals.push((replica, task)),
+            Line::Stop { at_ms, .. } => end_ms = end_ms.max(at_ms),
+        }
+    }
+    let mut exchanges: Vec<Exchange> = exchanges.into_values().collect();
+    exchanges.sort_by_key(|x| (x.at_ms, x.seq));
+    let has_final = !finals.is_empty();
+    let has_model = model.is_some();
+    let profile = match model {
+        Some(p) => p,
+        None => Profile::load("reference").map_err(|e| e.to_string())?,
+    };
+    let mut b = Builder::default();
+    b.assign_turns(&exchanges);
+    b.named = exchanges
+        .iter()
+        .flat_map(|x| x.results())
+        .flat_map(|(_, r)| wire::items(r))
+        .any(|i| match i {
+            Item::Task(t) => t.artifacts.iter().any(|a| is_turn_name(a)),
+            Item::Artifact { name, .. } => is_turn_name(&name),
+            _ => false,
+        });
+    let (history, extra) = b.ops(&exchanges);
+    let final_tasks = if has_final {
+        b.final_tasks(&finals, &mut notes)
+    } else {
+        b.seen_union(&history)
+    };
+    let trace = trace_of(&exchanges, &effects, &saves);
+    let record = RunRecord {
+        seed,
+        model: if has_model {
+            profile.name.clone()
+        } else {
+            "recorded".into()
+        },
+        profile,
+        routing,
+        replicas: b.replicas.len().max(1),
+        history: history.clone(),
+        effects,
+        final_tasks,
+        saves,
+        deliveries: Vec::new(),
+        push_reports: Vec::new(),
+        push_egress: Vec::new(),
+        push_pending: Vec::new(),
+        fault_rates: BTreeMap::new(),
+        faults: Vec::new(),
+        conversations: b.conversations.clone(),
+        healed_at_ms: 0,
+        trace_hash: "recorded".into(),
+        trace,
+        sim_ms: end_ms,
+        steps: 0,
+        error: None,
+        workload_shape: None,
+        points_fired: BTreeMap::new(),
+        poll_slowed_until_ms: 0,
+        cards: Default::default(),
+        grants: Vec::new(),
+    };
+    let mut by_event = record.clone();
+    by_event.history.extend(extra);
+    Ok(Recorded {
+        record,
+        by_event,
+        has_final,
+        has_model,
+        notes,
+    })
+}
+
+/// A trace for the timeline: the proxy's forwards and drops, the answers, the ledger's
+/// effects and the reported saves.
+fn trace_of(exchanges: &[Exchange], effects: &[Effect], saves: &[SaveRecord]) -> Vec<TraceEvent> {
+    let mut trace = Vec::new();
+    let at = |at_ms: u64, host: &str, event: Event| TraceEvent {
+        at_ms,
+        host: host.to_string(),
+        event,
+    };
+    for x in exchanges {
+        let target = x.replica.clone().unwrap_or_else(|| "?".into());
+        let method = x.method().to_string();
+        let what = match x.duplicate_of {
+            Some(of) => format!("{method} (duplicate of request {of})"),
+            None => method.clone(),
+        };
+        trace.push(at(
+            x.at_ms,
+            "router",
+            Event::Forward {
+                method: what,
+                context: x
+                    .message()
+                    .get("contextId")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                target: target.clone(),
+                pinned: false,
+            },
+        ));
+        if x.dropped || x.ended.as_ref().is_some_and(|e| e.2) {
+            let when = x.answered_ms.unwrap_or(x.at_ms);
+            trace.push(at(when, "router", Event::DropReply { method, target }));
+        } else if let Some(when) = x.answered_ms {
+            let reply = match x.answer.as_ref().and_then(|a| a.get("error")) {
+                Some(e) => Reply::Fail {
+                    code: e.get("code").and_then(Value::as_i64).unwrap_or(0),
+                },
+                None if x.error.is_some() => Reply::Info {
+                    why: x.error.clone().unwrap_or_default(),
+                },
+                None => Reply::Ok,
+            };
+            trace.push(at(
+                when,
+                "client",
+                Event::Answered {
+                    op: format!("request {}", x.seq),
+                    reply,
+                    events: x.stream.then_some(x.events.len()),
+                    via: None,
+                },
+            ));
+        }
+    }
+    for e in effects {
+        trace.push(at(
+            e.at_ms,
+            "ledger",
+            Event::Effect {
+                conversation: e.request.conversation.clone(),
+                turn: e.request.turn,
+                task: e.request.task_id.clone(),
+                replica: e.request.replica.clone(),
+                key: e.request.key.clone(),
+                applied: e.applied,
+            },
+        ));
+    }
+    for s in saves {
+        trace.push(at(
+            s.at_ms,
+            "store",
+            Event::Save {
+                task: s.task_id.clone(),
+                version: s.version,
+                replica: s.replica.clone(),
+                mode: format!("{:?}", s.mode),
+            },
+        ));
+    }
+    trace.sort_by_key(|e| e.at_ms);
+    trace
+}
+
+/// Whether the history holds the data `invariant` needs: `Err` says what is missing.
+pub fn support(recorded: &Recorded, invariant: &str) -> Result<(), String> {
+    let r = &recorded.record;
+    let sends = r
+        .history
+        .iter()
+        .any(|o| matches!(o.kind, OpKind::Send { .. }));
+    let need = |ok: bool, why: &str| if ok { Ok(()) } else { Err(why.to_string()) };
+    match invariant {
+        "no-lost-writes" | "terminal-is-final" | "cancel-idempotent" | "stream-continuity" => need(
+            sends || !r.history.is_empty(),
+            "no client requests in the history",
+        ),
+        "exactly-once-effects" | "no-effect-after-cancel" => need(
+            !r.effects.is_empty(),
+            "no ledger effects recorded (report them with the adapters to the proxy's ledger)",
+        ),
+        "versions-monotonic" => need(
+            !r.saves.is_empty(),
+            "no saves recorded (report them with the adapters' store observer)",
+        ),
+        "liveness" => need(
+            recorded.has_final,
+            "no final tasks recorded (the proxy reads them when it stops)",
+        ),
+        "dedup-contract" => need(
+            recorded.has_model,
+            "what the server promises about messageId dedup is unknown (name a model with --model)",
+        ),
+        "push-accounted" | "push-egress-safe" => Err("push deliveries are not recorded".into()),
+        "owner-isolation" => Err("principals are not recorded".into()),
+        "context-match" => {
+            Err("turns sent on a foreign contextId are not marked in a history".into())
+        }
+        "credential-audience" | "card-freshness" => {
+            Err("the agent card's versions are not recorded".into())
+        }
+        "auth-grant" => Err("authorisation grants are not recorded".into()),
+        _ => Err("check-history does not know what this checker needs".into()),
+    }
+}
+
+/// What [`check_all`] found: every checker's finding, why each forced `unknown` is, and
+/// what a checker that ran could not see.
+pub struct Checked {
+    pub findings: Vec<Finding>,
+    pub unknown: BTreeMap<&'static str, String>,
+    pub partial: BTreeMap<&'static str, String>,
+}
+
+/// Every built-in checker on the history: a supported one on its record, any other
+/// `unknown` (no violations, nothing exercised) with the reason.
+pub fn check_all(recorded: &Recorded) -> Checked {
+    let mut findings = Vec::new();
+    let mut unknown = BTreeMap::new();
+    let mut partial = BTreeMap::new();
+    for c in check::CHECKERS {
+        let name = c.name();
+        match support(recorded, name) {
+            Ok(()) => {
+                let run = if name == "terminal-is-final" {
+                    &recorded.by_event
+                } else {
+                    &recorded.record
+                };
+                findings.push(check::run_checker(name, *c, run));
+            }
+            Err(why) => {
+                unknown.insert(name, why);
+                findings.push(Finding {
+                    invariant: name,
+                    violations: Vec::new(),
+                    exercised: 0,
+                });
+            }
+        }
+    }
+    if !recorded.has_final && !unknown.contains_key("no-lost-writes") {
+        partial.insert(
+            "no-lost-writes",
+            "later answers checked; the final-task part is unknown (no final tasks recorded)"
+                .to_string(),
+        );
+    }
+    Checked {
+        findings,
+        unknown,
+        partial,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdict(checked: &Checked, name: &str) -> crate::check::Verdict {
+        checked
+            .findings
+            .iter()
+            .find(|f| f.invariant == name)
+            .map(Finding::verdict)
+            .expect("every checker has a finding")
+    }
+
+    /// A user's agent with its own artifact names and plain-text turns: its turns are
+    /// counted per context, shown by their messages, and a later answer that lost one is
+    /// caught; the double effect of a retried turn too.
+    #[test]
+    fn plain_turns_of_a_users_agent_are_checked_by_their_messages() {
+        let task = |history: &[&str], state: &str| {
+            let h: Vec<Value> = history
+                .iter()
+                .map(|m| serde_json::json!({"messageId": m, "role": "user", "parts": [], "kind": "message"}))
+                .collect();
+            serde_json::json!({"kind": "task", "id": "t1", "contextId": "ctx",
+                "status": {"state": state}, "artifacts": [{"artifactId": "x", "name": "answer", "parts": []}],
+                "history": h})
+        };
+        let send = |seq: u64, at: u64, id: &str| {
+            serde_json::json!({"type": "request", "seq": seq, "at_ms": at, "replica": "replica-0",
+                "body": {"jsonrpc": "2.0", "id": seq, "method": "message/send", "params": {"message":
+                    {"messageId": id, "contextId": "ctx", "taskId": "t1", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}}}})
+        };
+        let answer = |seq: u64, at: u64, result: Value| {
+            serde_json::json!({"type": "response", "seq": seq, "at_ms": at, "status": 200,
+                "body": {"jsonrpc": "2.0", "id": seq, "result": result}})
+        };
+        let effect = |seq: u64, at: u64, turn: u32, by: &str| {
+            serde_json::json!({"type": "effect", "seq": seq, "at_ms": at, "applied": true, "request": {
+                "task_id": "t1", "context_id": "ctx", "conversation": "ctx", "turn": turn,
+                "message_id": format!("m{turn}"), "replica": by, "key": null, "sent_ms": at}})
+        };
+        let lines = [
+            send(1, 0, "m1"),
+            answer(1, 10, task(&["m1"], "input-required")),
+            send(2, 20, "m2"),
+            answer(2, 30, task(&["m1", "m2"], "input-required")),
+            // The retry of turn 2 (same messageId), on another replica.
+            send(3, 40, "m2"),
+            answer(3, 50, task(&["m1", "m2"], "input-required")),
+            serde_json::json!({"type": "request", "seq": 4, "at_ms": 60,
+                "body": {"jsonrpc": "2.0", "id": 4, "method": "tasks/get", "params": {"id": "t1"}}}),
+            // Turn 2's message is gone.
+            answer(4, 70, task(&["m1"], "input-required")),
+            effect(0, 5, 1, "replica-0"),
+            effect(1, 25, 2, "replica-0"),
+            effect(2, 45, 2, "replica-1"),
+        ];
+        let path =
+            std::env::temp_dir().join(format!("a2a-chaos-plain-{}.jsonl", std::process::id()));
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+        let recorded = load(&path, None).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let turns: Vec<u32> = recorded
+            .record
+            .history
+            .iter()
+            .filter_map(|o| match &o.kind {
+                OpKind::Send { turn, .. } => Some(*turn),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(turns, vec![1, 2, 2], "a retry is the same turn");
+        let checked = check_all(&recorded);
+        use crate::check::Verdict;
+        assert_eq!(verdict(&checked, "no-lost-writes"), Verdict::Fail);
+        assert_eq!(verdict(&checked, "exactly-once-effects"), Verdict::Fail);
+        assert_eq!(verdict(&checked, "versions-monotonic"), Verdict::Unknown);
+        assert!(checked.unknown.contains_key("versions-monotonic"));
+        assert!(checked.partial.contains_key("no-lost-writes"));
+    }
+}

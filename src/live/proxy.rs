@@ -1,0 +1,748 @@
+//! `a2a-chaos proxy`: a recording reverse proxy in front of a user's real replicas.
+//!
+//! Real sockets, real time (tokio, never turmoil): it listens on one address, routes each
+//! A2A JSON-RPC request to one of the `--upstream` URLs with one of the router's strategies
+//! ([`crate::router::STRATEGIES`], the same code the simulation routes with), streams the
+//! answer back (server-sent events included) and writes every request, answer and event
+//! to a history file ([`super::recording`]). It also serves the live ledger
+//! ([`super::observer`]: `/effect`, `/save`, `/read`, the same bodies as in `live`), so
+//! replicas using the adapters report their effects and saves into the same history.
+//!
+//! Request-level faults, each deterministic from `--seed`: client request `k` (1-based,
+//! JSON-RPC POSTs only) is hit by a fault with period `N` when `(k + seed) % N == 0`.
+//! - duplicate: once the original's answer has arrived, the same request is sent again,
+//!   routed as a new request; its answer is recorded and not relayed;
+//! - drop reply: the upstream's whole answer is read and recorded, then the client's
+//!   connection is closed without an answer (the client sees `info`: unknown outcome);
+//! - delay: the request waits before it is forwarded.
+//!
+//! It stops on Ctrl-C, SIGTERM, `--duration-ms` or `--max-requests`; then it asks every
+//! upstream for every task it saw (GetTask, or tasks/get on the 0.3 wire) and writes the
+//! copies as `final-task` lines, the ledger's effects and saves, and a `stop` line. Every
+//! upstream is taken as ready: the proxy does no health checks.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http::{Response, StatusCode};
+use http_body_util::BodyExt;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::Value;
+
+use crate::error::InputError;
+use crate::net::{self, BoxBody, BoxError, Call, RealNet};
+use crate::router::{RouteInput, Strategy, CONTEXT_HEADER, TARGET_HEADER};
+use crate::trace::{now_ms, Trace};
+
+use super::recording::{Line, Recorder, SaveLine};
+use super::wire;
+use super::{observer, recording};
+
+/// Request headers passed on to the upstream (the rest are hop-by-hop or the proxy's).
+const FORWARDED: &[&str] = &[
+    "a2a-version",
+    "authorization",
+    "accept",
+    "x-a2a-extensions",
+    CONTEXT_HEADER,
+];
+
+/// Most task ids read back when the proxy stops.
+const FINAL_TASKS_MAX: usize = 1000;
+
+/// The request-level faults to inject.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Faults {
+    /// Duplicate every Nth request.
+    pub duplicate_every: Option<u64>,
+    /// Drop the reply to every Nth request.
+    pub drop_reply_every: Option<u64>,
+    /// Hold requests this long before forwarding them.
+    pub delay_ms: u64,
+    /// ... every Nth request (1: all).
+    pub delay_every: u64,
+}
+
+impl Faults {
+    fn hits(every: Option<u64>, k: u64, seed: u64) -> bool {
+        every.is_some_and(|n| n > 0 && (k.wrapping_add(seed)) % n == 0)
+    }
+
+    /// The faults, in words, for the `start` line.
+    pub fn describe(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(n) = self.duplicate_every {
+            out.push(format!(
+                "duplicate 1 request in {n} (request k when (k + seed) % {n} == 0)"
+            ));
+        }
+        if let Some(n) = self.drop_reply_every {
+            out.push(format!(
+                "drop the reply to 1 request in {n} (request k when (k + seed) % {n} == 0)"
+            ));
+        }
+        if self.delay_ms > 0 {
+            out.push(format!(
+                "delay 1 request in {} by {} ms",
+                self.delay_every.max(1),
+                self.delay_ms
+            ));
+        }
+        out
+    }
+}
+
+/// What `a2a-chaos proxy` was asked to do.
+#[derive(Debug, Clone)]
+pub struct ProxyOptions {
+    pub listen: SocketAddr,
+    /// Where the ledger listens (port 0: any free one, printed).
+    pub ledger_listen: SocketAddr,
+    /// `http://host:port[/path]`, one per replica.
+    pub upstreams: Vec<String>,
+    pub routing: String,
+    pub seed: u64,
+    pub out: PathBuf,
+    pub faults: Faults,
+    pub duration: Option<Duration>,
+    pub max_requests: Option<u64>,
+    /// Read every task back from every upstream when stopping.
+    pub final_read: bool,
+    /// How long one forwarded request may take to answer its head.
+    pub forward_timeout: Duration,
+}
+
+struct Upstream {
+    /// `replica-i`, mapped to its address in the proxy's [`RealNet`].
+    name: String,
+    /// The URL's path, prefixed to every request's path.
+    prefix: String,
+}
+
+struct Proxy {
+    upstreams: Vec<Upstream>,
+    strategy: RefCell<Box<dyn Strategy>>,
+    rng: RefCell<ChaCha8Rng>,
+    options: ProxyOptions,
+    recorder: Recorder,
+    /// Recorded exchanges, client requests and injected duplicates alike.
+    seq: Cell<u64>,
+    /// Client JSON-RPC requests (what the fault periods count).
+    requests: Cell<u64>,
+    completed: Cell<u64>,
+    /// Task id → context id, learned from answers: GetTask and CancelTask carry no context.
+    contexts: RefCell<BTreeMap<String, String>>,
+    /// A 0.3 method was seen: read the final tasks with tasks/get.
+    v03: Cell<bool>,
+    done: Rc<tokio::sync::Notify>,
+}
+
+/// Runs the proxy until it is stopped; prints its addresses first and a summary last.
+pub fn run(options: ProxyOptions) -> Result<(), InputError> {
+    if options.upstreams.is_empty() {
+        return Err(InputError::new(
+            "--upstream",
+            "name at least one upstream URL",
+        ));
+    }
+    let strategy = crate::router::strategy(&options.routing).ok_or_else(|| {
+        InputError::new(
+            "--routing",
+            format!(
+                "unknown routing strategy `{}`; known: {}",
+                options.routing,
+                crate::router::names().join(", ")
+            ),
+        )
+    })?;
+    let net = RealNet::new();
+    let mut upstreams = Vec::new();
+    for (i, url) in options.upstreams.iter().enumerate() {
+        let (host, port, prefix) = crate::protocol::parse_http_url(url).ok_or_else(|| {
+            InputError::new(
+                "--upstream",
+                format!("`{url}` is not an http://host:port URL"),
+            )
+        })?;
+        let addr = (host.as_str(), port)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .ok_or_else(|| InputError::new("--upstream", format!("cannot resolve `{url}`")))?;
+        let name = format!("replica-{i}");
+        net.map(&name, addr);
+        upstreams.push(Upstream {
+            name,
+            prefix: prefix.trim_end_matches('/').to_string(),
+        });
+    }
+    let bind = |host: &str, port: u16, addr: SocketAddr, flag: &str| {
+        net.bind(host, port, addr)
+            .map_err(|e| InputError::new(flag, format!("cannot listen on {addr}: {e}")))
+    };
+    let listen = bind("proxy", crate::router::PORT, options.listen, "--listen")?;
+    let ledger = bind(
+        "ledger",
+        crate::ground::ledger::PORT,
+        options.ledger_listen,
+        "--ledger-listen",
+    )?;
+    let recorder = Recorder::create(&options.out).map_err(|e| {
+        InputError::new(
+            options.out.display().to_string(),
+            format!("cannot write: {e}"),
+        )
+    })?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| InputError::new("proxy", format!("cannot start a runtime: {e}")))?;
+    recorder.write(&Line::Start {
+        version: recording::VERSION,
+        tool: format!("a2a-chaos {}", env!("CARGO_PKG_VERSION")),
+        upstreams: options.upstreams.clone(),
+        routing: options.routing.clone(),
+        seed: options.seed,
+        faults: options.faults.describe(),
+    });
+    let rng = ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(options.seed, "router", 0));
+    let proxy = Rc::new(Proxy {
+        upstreams,
+        strategy: RefCell::new(strategy),
+        rng: RefCell::new(rng),
+        options: options.clone(),
+        recorder,
+        seq: Cell::new(0),
+        requests: Cell::new(0),
+        completed: Cell::new(0),
+        contexts: RefCell::default(),
+        v03: Cell::new(false),
+        done: Rc::new(tokio::sync::Notify::new()),
+    });
+    println!(
+        "proxy on http://{listen}/ -> {} upstream(s) ({} routing, seed {}); ledger on http://{ledger}/ (POST /effect, /save, /read); recording to {}",
+        proxy.upstreams.len(),
+        options.routing,
+        options.seed,
+        options.out.display()
+    );
+    for f in options.faults.describe() {
+        println!("fault: {f}");
+    }
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+
+    net::install_real(net.clone());
+    let ground = observer::Ground::default();
+    let local = tokio::task::LocalSet::new();
+    let reason = local.block_on(&runtime, async {
+        let (g, t) = (ground.clone(), Trace::new(false));
+        tokio::task::spawn_local(async move { observer::serve(g, t).await });
+        let p = proxy.clone();
+        let served = tokio::task::spawn_local(async move {
+            net::serve(crate::router::PORT, move |req| {
+                let p = p.clone();
+                async move { p.handle(req).await }
+            })
+            .await
+            .map_err(|e| e.to_string())
+        });
+        let reason = tokio::select! {
+            r = served => match r {
+                Ok(Err(e)) => format!("the listener failed: {e}"),
+                _ => "the listener stopped".to_string(),
+            },
+            why = stop_signal() => why,
+            _ = async {
+                match options.duration {
+                    Some(d) => tokio::time::sleep(d).await,
+                    None => std::future::pending().await,
+                }
+            } => "--duration-ms elapsed".to_string(),
+            _ = proxy.done.notified() => "--max-requests reached".to_string(),
+        };
+        if options.final_read {
+            proxy.read_final_tasks().await;
+        }
+        reason
+    });
+    net::uninstall_real();
+    let effects = ground.ledger.borrow().effects().to_vec();
+    for e in &effects {
+        proxy.recorder.write(&Line::Effect(e.clone()));
+    }
+    let saves = ground.saves();
+    for s in &saves {
+        proxy.recorder.write(&Line::Save(SaveLine::of(s)));
+    }
+    proxy.recorder.write(&Line::Stop {
+        at_ms: net.elapsed().as_millis() as u64,
+        reason: reason.clone(),
+        requests: proxy.requests.get(),
+    });
+    println!(
+        "stopped ({reason}): {} requests, {} effects, {} saves; {} lines in {}",
+        proxy.requests.get(),
+        effects.len(),
+        saves.len(),
+        proxy.recorder.lines(),
+        options.out.display()
+    );
+    Ok(())
+}
+
+/// Ctrl-C or SIGTERM, by name.
+async fn stop_signal() -> String {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            return tokio::select! {
+                _ = tokio::signal::ctrl_c() => "interrupted".to_string(),
+                _ = term.recv() => "SIGTERM".to_string(),
+            };
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+    "interrupted".to_string()
+}
+
+/// What an answer's head says: the replica that named itself, and whether a stream follows.
+fn head_of(headers: &http::HeaderMap) -> (Option<String>, bool) {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    (
+        text(crate::protocol::REPLICA_HEADER).map(str::to_string),
+        text("content-type").is_some_and(|v| v.starts_with("text/event-stream")),
+    )
+}
+
+fn bad_gateway(why: String) -> Response<BoxBody> {
+    net::json_response(
+        StatusCode::BAD_GATEWAY,
+        &serde_json::json!({ "error": why }),
+    )
+}
+
+impl Proxy {
+    fn next_seq(&self) -> u64 {
+        self.seq.set(self.seq.get() + 1);
+        self.seq.get()
+    }
+
+    fn learn(&self, result: &Value) {
+        let mut contexts = self.contexts.borrow_mut();
+        for (task, context) in wire::task_refs(result) {
+            if !context.is_empty() {
+                contexts.insert(task, context);
+            }
+        }
+    }
+
+    /// The upstream for a request: pinned by `x-a2a-chaos-target`, else the strategy's
+    /// pick by the request's context (the message's, or its task's, or the header's).
+    fn pick(&self, body: &Value, header_context: Option<&str>, pinned: Option<&str>) -> usize {
+        let n = self.upstreams.len();
+        if let Some(i) = pinned
+            .and_then(|t| t.strip_prefix("replica-"))
+            .and_then(|i| i.parse::<usize>().ok())
+            .filter(|i| *i < n)
+        {
+            return i;
+        }
+        let context = body
+            .pointer("/params/message/contextId")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| {
+                wire::request_task(body).and_then(|t| self.contexts.borrow().get(&t).cloned())
+            })
+            .or_else(|| header_context.map(str::to_string));
+        let ready = vec![true; n];
+        self.strategy.borrow_mut().pick(
+            &RouteInput {
+                context_id: context.as_deref(),
+                ready: &ready,
+            },
+            &mut self.rng.borrow_mut(),
+        )
+    }
+
+    fn call(&self, i: usize, path: &str, body: Bytes, headers: &[(&'static str, String)]) -> Call {
+        let up = &self.upstreams[i];
+        let mut call = Call::post_json(
+            up.name.clone(),
+            0,
+            &format!("{}{}", up.prefix, path),
+            Vec::new(),
+            self.options.forward_timeout,
+        );
+        call.body = body;
+        call.headers = headers.to_vec();
+        call
+    }
+
+    async fn handle(
+        self: Rc<Self>,
+        req: http::Request<hyper::body::Incoming>,
+    ) -> Result<Response<BoxBody>, BoxError> {
+        let (parts, body) = req.into_parts();
+        let header = |name: &str| {
+            parts
+                .headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let headers: Vec<(&'static str, String)> = FORWARDED
+            .iter()
+            .filter_map(|h| header(h).map(|v| (*h, v)))
+            .collect();
+        let body = match net::read_request(body).await {
+            Ok(b) => b,
+            Err(e) => {
+                return Ok(net::json_response(
+                    StatusCode::BAD_REQUEST,
+                    &serde_json::json!({"error": e.to_string()}),
+                ))
+            }
+        };
+        let path = parts.uri.path().to_string();
+        let parsed: Option<Value> = serde_json::from_slice(&body).ok();
+        let Some(json) = parsed.filter(|_| parts.method == http::Method::POST) else {
+            // Not JSON-RPC (the agent card, a health check): passed on, not recorded.
+            let i = self.pick(&Value::Null, None, header(TARGET_HEADER).as_deref());
+            let mut call = self.call(i, &path, body, &headers);
+            call.method = parts.method.clone();
+            return Ok(match net::send_streaming(&call).await {
+                Ok(up) => up.relay(),
+                Err(e) => bad_gateway(format!("{}: {e}", self.upstreams[i].name)),
+            });
+        };
+        if json
+            .get("method")
+            .and_then(Value::as_str)
+            .is_some_and(wire::is_v03)
+        {
+            self.v03.set(true);
+        }
+        let k = self.requests.get() + 1;
+        self.requests.set(k);
+        let faults = self.options.faults;
+        let seed = self.options.seed;
+        let mut delayed_ms = 0;
+        if faults.delay_ms > 0 && Faults::hits(Some(faults.delay_every.max(1)), k, seed) {
+            tokio::time::sleep(Duration::from_millis(faults.delay_ms)).await;
+            delayed_ms = faults.delay_ms;
+        }
+        let duplicate = Faults::hits(faults.duplicate_every, k, seed);
+        let drop_reply = Faults::hits(faults.drop_reply_every, k, seed);
+        let i = self.pick(
+            &json,
+            header(CONTEXT_HEADER).as_deref(),
+            header(TARGET_HEADER).as_deref(),
+        );
+        let seq = self.next_seq();
+        self.recorder.write(&Line::Request {
+            seq,
+            at_ms: now_ms(),
+            replica: Some(self.upstreams[i].name.clone()),
+            a2a_version: header("a2a-version"),
+            body: json.clone(),
+            duplicate_of: None,
+            delayed_ms,
+        });
+        let call = self.call(i, &path, body.clone(), &headers);
+        let upstream = match net::send_streaming(&call).await {
+            Ok(up) => up,
+            Err(e) => {
+                let why = format!("{}: {e}", self.upstreams[i].name);
+                self.respond_line(seq, 0, i, None, None, false, false, Some(why.clone()));
+                self.complete();
+                return Ok(bad_gateway(why));
+            }
+        };
+        let status = upstream.status;
+        let (answered_by, is_sse) = head_of(&upstream.headers);
+        let mut head = Response::builder().status(status);
+        for (name, value) in &upstream.headers {
+            if name != http::header::CONTENT_LENGTH && name != http::header::TRANSFER_ENCODING {
+                head = head.header(name, value);
+            }
+        }
+        if is_sse {
+            self.respond_line(
+                seq,
+                status.as_u16(),
+                i,
+                answered_by,
+                None,
+                true,
+                false,
+                None,
+            );
+            let again = duplicate.then(|| (path.clone(), body.clone(), headers.clone()));
+            if drop_reply {
+                let _ = self.relay_events(seq, upstream.body, None, true).await;
+                if let Some((p, b, h)) = again {
+                    self.duplicate(seq, &json, &p, b, &h).await;
+                }
+                self.complete();
+                return Err("reply dropped by fault injection".into());
+            }
+            let (tx, out) = net::ChannelBody::channel(16);
+            let me = self.clone();
+            tokio::task::spawn_local(async move {
+                me.relay_events(seq, upstream.body, Some(&tx), false).await;
+                if let Some((p, b, h)) = again {
+                    me.duplicate(seq, &json, &p, b, &h).await;
+                }
+                me.complete();
+                drop(tx);
+            });
+            return Ok(head.body(out).expect("upstream response parts are valid"));
+        }
+        let answer = net::read_body(upstream.body, net::BODY_BYTES_MAX).await;
+        let bytes = match answer {
+            Ok(b) => b,
+            Err(e) => {
+                let why = format!("{}: {e}", self.upstreams[i].name);
+                self.respond_line(
+                    seq,
+                    status.as_u16(),
+                    i,
+                    answered_by,
+                    None,
+                    false,
+                    false,
+                    Some(why.clone()),
+                );
+                self.complete();
+                return Ok(bad_gateway(why));
+            }
+        };
+        let value = serde_json::from_slice::<Value>(&bytes).ok();
+        if let Some(result) = value.as_ref().and_then(|v| v.get("result")) {
+            self.learn(result);
+        }
+        self.respond_line(
+            seq,
+            status.as_u16(),
+            i,
+            answered_by,
+            value,
+            false,
+            drop_reply,
+            None,
+        );
+        if duplicate {
+            self.duplicate(seq, &json, &path, body, &headers).await;
+        }
+        self.complete();
+        if drop_reply {
+            return Err("reply dropped by fault injection".into());
+        }
+        Ok(head
+            .body(net::full(bytes))
+            .expect("upstream response parts are valid"))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn respond_line(
+        &self,
+        seq: u64,
+        status: u16,
+        upstream: usize,
+        answered_by: Option<String>,
+        body: Option<Value>,
+        stream: bool,
+        dropped: bool,
+        error: Option<String>,
+    ) {
+        self.recorder.write(&Line::Response {
+            seq,
+            at_ms: now_ms(),
+            status,
+            replica: Some(answered_by.unwrap_or_else(|| self.upstreams[upstream].name.clone())),
+            body,
+            stream,
+            dropped,
+            error,
+        });
+    }
+
+    fn complete(&self) {
+        self.completed.set(self.completed.get() + 1);
+        if self
+            .options
+            .max_requests
+            .is_some_and(|m| self.completed.get() >= m)
+        {
+            self.done.notify_one();
+        }
+    }
+
+    /// Reads a stream to its end, recording each event (and passing the bytes to `tx`
+    /// when the client is to see them); records the `end`.
+    async fn relay_events(
+        &self,
+        seq: u64,
+        mut body: hyper::body::Incoming,
+        tx: Option<&tokio::sync::mpsc::Sender<Bytes>>,
+        dropped: bool,
+    ) {
+        let mut buf = BytesMut::new();
+        let mut scanned = 0;
+        let mut error = None;
+        let mut client_gone = false;
+        loop {
+            match body.frame().await {
+                None => break,
+                Some(Err(e)) => {
+                    error = Some(format!("stream broke: {e}"));
+                    break;
+                }
+                Some(Ok(frame)) => {
+                    let Some(data) = frame.data_ref() else {
+                        continue;
+                    };
+                    if let (Some(tx), false) = (tx, client_gone) {
+                        client_gone = tx.send(data.clone()).await.is_err();
+                    }
+                    buf.extend_from_slice(data);
+                    loop {
+                        match crate::protocol::sse::take_event_from(&mut buf, &mut scanned) {
+                            Ok(Some(event)) => {
+                                let data = serde_json::from_str::<Value>(&event)
+                                    .unwrap_or(Value::String(event));
+                                if let Some(result) = data.get("result") {
+                                    self.learn(result);
+                                }
+                                self.recorder.write(&Line::Event {
+                                    seq,
+                                    at_ms: now_ms(),
+                                    data,
+                                });
+                            }
+                            Ok(None) => break,
+                            Err(e) => {
+                                error = Some(e);
+                                buf.clear();
+                                scanned = 0;
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        self.recorder.write(&Line::End {
+            seq,
+            at_ms: now_ms(),
+            error,
+            dropped,
+        });
+    }
+
+    /// Sends request `of` again, routed as a new request; records its answer, relays none.
+    async fn duplicate(
+        &self,
+        of: u64,
+        json: &Value,
+        path: &str,
+        body: Bytes,
+        headers: &[(&'static str, String)],
+    ) {
+        let i = self.pick(json, None, None);
+        let seq = self.next_seq();
+        self.recorder.write(&Line::Request {
+            seq,
+            at_ms: now_ms(),
+            replica: Some(self.upstreams[i].name.clone()),
+            a2a_version: headers
+                .iter()
+                .find(|(h, _)| *h == "a2a-version")
+                .map(|(_, v)| v.clone()),
+            body: json.clone(),
+            duplicate_of: Some(of),
+            delayed_ms: 0,
+        });
+        let call = self.call(i, path, body, headers);
+        let up = match net::send_streaming(&call).await {
+            Ok(up) => up,
+            Err(e) => {
+                let why = format!("{}: {e}", self.upstreams[i].name);
+                self.respond_line(seq, 0, i, None, None, false, false, Some(why));
+                return;
+            }
+        };
+        let (by, is_sse) = head_of(&up.headers);
+        let status = up.status.as_u16();
+        if is_sse {
+            self.respond_line(seq, status, i, by, None, true, false, None);
+            self.relay_events(seq, up.body, None, false).await;
+            return;
+        }
+        match net::read_body(up.body, net::BODY_BYTES_MAX).await {
+            Ok(bytes) => {
+                let value = serde_json::from_slice::<Value>(&bytes).ok();
+                if let Some(result) = value.as_ref().and_then(|v| v.get("result")) {
+                    self.learn(result);
+                }
+                self.respond_line(seq, status, i, by, value, false, false, None);
+            }
+            Err(e) => {
+                self.respond_line(seq, status, i, by, None, false, false, Some(e.to_string()))
+            }
+        }
+    }
+
+    /// Every task seen, read from every upstream, as `final-task` lines.
+    async fn read_final_tasks(&self) {
+        let ids: BTreeSet<String> = self.contexts.borrow().keys().cloned().collect();
+        let method = if self.v03.get() {
+            "tasks/get"
+        } else {
+            "GetTask"
+        };
+        for id in ids.iter().take(FINAL_TASKS_MAX) {
+            for (i, up) in self.upstreams.iter().enumerate() {
+                let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": method, "params": {"id": id}});
+                let headers = if self.v03.get() {
+                    Vec::new()
+                } else {
+                    vec![("a2a-version", "1.0".to_string())]
+                };
+                let mut call = self.call(
+                    i,
+                    "/",
+                    Bytes::from(serde_json::to_vec(&body).expect("requests serialise")),
+                    &headers,
+                );
+                call.timeout = Duration::from_secs(3);
+                let Ok(reply) = net::send(&call).await else {
+                    continue;
+                };
+                let Ok(value) = serde_json::from_slice::<Value>(&reply.body) else {
+                    continue;
+                };
+                let Some(result) = value.get("result") else {
+                    continue;
+                };
+                let task = result.get("task").unwrap_or(result).clone();
+                if task.get("id").and_then(Value::as_str) == Some(id.as_str()) {
+                    self.recorder.write(&Line::FinalTask {
+                        at_ms: now_ms(),
+                        replica: up.name.clone(),
+                        task,
+                    });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,35 @@
+//! What the live integration tests share: installing the a2a-python test peer.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Installs the peer; `false` when it cannot be and `A2A_CHAOS_SKIP_LIVE=1` (the test skips).
+pub fn install_peer() -> bool {
+    let skip = std::env::var("A2A_CHAOS_SKIP_LIVE").is_ok_and(|v| v == "1");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let setup = Command::new("bash")
+        .arg(root.join("tests/peers/a2a-python/setup.sh"))
+        .current_dir(root)
+        .output();
+    match setup {
+        Ok(o) if o.status.success() => {}
+        other => {
+            let why = match other {
+                Ok(o) => format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&o.stdout),
+                    String::from_utf8_lossy(&o.stderr)
+                ),
+                Err(e) => e.to_string(),
+            };
+            if skip {
+                eprintln!("skipped: the a2a-python peer could not be installed (A2A_CHAOS_SKIP_LIVE=1): {why}");
+                return false;
+            }
+            panic!(
+                "tests/peers/a2a-python/setup.sh failed: the live tests need python3 (with venv) and PyPI; set A2A_CHAOS_SKIP_LIVE=1 to skip them.\n{why}"
+            );
+        }
+    }
+    true
+}
