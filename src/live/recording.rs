@@ -141,7 +141,7 @@ impl SaveLine {
         let (mode, based_on) = match s.mode {
             SaveMode::Cas(prev) => ("cas", prev.or(s.based_on)),
             SaveMode::Overwrite => ("overwrite", s.based_on),
-            SaveMode::Cancel => ("cancel", s.based_on),
+            SaveMode::Cancel | SaveMode::CancelWhole => ("cancel", s.based_on),
         };
         SaveLine {
             at_ms: s.at_ms,

@@ -180,6 +180,7 @@ impl Builder {
                     outcome: Outcome::Ok,
                     replica: replica.clone(),
                     task: Some(view),
+                    streamed: None,
                     stream_states: Vec::new(),
                     stream_snapshot_first: false,
                 });
@@ -199,6 +200,8 @@ impl Builder {
                 outcome,
                 replica,
                 task,
+                // A stream of updates already builds on the task as last seen.
+                streamed: None,
                 stream_states: states,
                 stream_snapshot_first: snapshot_first,
             });
