@@ -25,19 +25,14 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// Kills the child when dropped.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+// Only the guard is used here, not the peer install.
+#[allow(dead_code)]
+mod common;
+use common::Guard;
 
 /// The model `serve` runs: the one whose real counterpart is the SDK peer.
 const MODEL: &str = "a2a-python-1.3-versioned";
@@ -139,6 +134,25 @@ struct ClientRun {
     output: String,
 }
 
+impl ClientRun {
+    /// A client's JSONL output file: one `{"step", "ok", "value"}` object per step it ran
+    /// (other lines are its own log).
+    fn read(file: &Path) -> ClientRun {
+        let output = std::fs::read_to_string(file).unwrap_or_default();
+        let mut steps = BTreeMap::new();
+        for line in output.lines() {
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            if let Some(step) = v["step"].as_str() {
+                let value = v["value"].as_str().unwrap_or("").to_string();
+                steps.insert(step.to_string(), (v["ok"] == true, value));
+            }
+        }
+        ClientRun { steps, output }
+    }
+}
+
 /// Starts one client against `base` with `token`; the output goes to `out`.
 fn spawn_client(program: &Path, script: &str, base: &str, token: &str, out: &Path) -> Guard {
     let file = std::fs::File::create(out).expect("an output file under target/");
@@ -163,18 +177,7 @@ fn finish(clients: Vec<(Guard, PathBuf)>) -> Vec<ClientRun> {
             std::thread::sleep(Duration::from_millis(100));
         }
         drop(guard); // kills it if it is still running
-        let output = std::fs::read_to_string(&out).unwrap_or_default();
-        let mut steps = BTreeMap::new();
-        for line in output.lines() {
-            let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-                continue;
-            };
-            if let Some(step) = v["step"].as_str() {
-                let value = v["value"].as_str().unwrap_or("").to_string();
-                steps.insert(step.to_string(), (v["ok"] == true, value));
-            }
-        }
-        runs.push(ClientRun { steps, output });
+        runs.push(ClientRun::read(&out));
     }
     runs
 }
@@ -241,21 +244,10 @@ fn sdk_runs(out: &Path) -> Option<Vec<ClientRun>> {
         .status()
         .expect("run.sh runs");
     assert!(status.success(), "run.sh --sdk-full versioned failed");
-    let read = |name: &str| {
-        let output = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
-        let mut steps = BTreeMap::new();
-        for line in output.lines() {
-            let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-                continue;
-            };
-            if let Some(step) = v["step"].as_str() {
-                let value = v["value"].as_str().unwrap_or("").to_string();
-                steps.insert(step.to_string(), (v["ok"] == true, value));
-            }
-        }
-        ClientRun { steps, output }
-    };
-    Some(vec![read("python.jsonl"), read("js.jsonl")])
+    Some(vec![
+        ClientRun::read(&dir.join("python.jsonl")),
+        ClientRun::read(&dir.join("js.jsonl")),
+    ])
 }
 
 #[test]

@@ -12,24 +12,14 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use a2a_chaos::net::{self, Call, RealNet};
 
 mod common;
-use common::install_peer;
-
-/// Kills the child when dropped.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::{install_peer, Guard};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_a2a-chaos")

@@ -10,21 +10,12 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 mod common;
-
-/// Kills the child when dropped.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::Guard;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -146,12 +137,7 @@ fn the_python_adapter_tests_pass() {
             .current_dir(root()),
         Duration::from_secs(60),
     );
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeded(&out);
 }
 
 /// The JavaScript adapter's unit tests (`node --test`; no dependencies). Skipped, saying so,
@@ -168,6 +154,11 @@ fn the_js_adapter_tests_pass() {
             .current_dir(root()),
         Duration::from_secs(60),
     );
+    assert_succeeded(&out);
+}
+
+/// Fails the test with the command's output unless it exited 0.
+fn assert_succeeded(out: &Output) {
     assert!(
         out.status.success(),
         "{}{}",

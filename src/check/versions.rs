@@ -11,7 +11,6 @@
 use std::collections::BTreeMap;
 
 use crate::check::{Checker, Finding, Violation};
-use crate::store::SaveMode;
 use crate::world::RunRecord;
 
 /// The versions-monotonic checker.
@@ -48,8 +47,7 @@ impl Checker for VersionsMonotonic {
             }
             // A cancel skips the version check by design (A2A-BEHAVIOURS.md §2.1); what a
             // whole-task cancel undoes is no-lost-writes' to find.
-            if !matches!(s.mode, SaveMode::Cancel | SaveMode::CancelWhole) && s.based_on != s.before
-            {
+            if !s.mode.is_cancel() && s.based_on != s.before {
                 violations.push(
                     Violation::new(
                     "stale-base",

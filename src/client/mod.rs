@@ -445,18 +445,13 @@ fn apply_event(
     if let Some(s) = result.get("statusUpdate") {
         if let Ok(status) = serde_json::from_value::<a2a::TaskStatus>(s["status"].clone()) {
             states.push(status.state.clone());
-            if let Some(t) = task.as_mut().or_else(|| named(s, streamed, &status)) {
+            if let Some(t) = task.as_mut().or_else(|| named(s, streamed)) {
                 t.status = status;
             }
         }
     } else if let Some(a) = result.get("artifactUpdate") {
         if let Ok(artifact) = serde_json::from_value::<a2a::Artifact>(a["artifact"].clone()) {
-            let placeholder = a2a::TaskStatus {
-                state: TaskState::Unspecified,
-                message: None,
-                timestamp: None,
-            };
-            if let Some(t) = task.as_mut().or_else(|| named(a, streamed, &placeholder)) {
+            if let Some(t) = task.as_mut().or_else(|| named(a, streamed)) {
                 t.artifacts.get_or_insert_with(Vec::new).push(artifact);
             }
         }
@@ -464,18 +459,18 @@ fn apply_event(
 }
 
 /// The task a snapshot-less stream is about, started from the first event that names it
-/// (`taskId`, `contextId`).
-fn named<'a>(
-    event: &Value,
-    streamed: &'a mut Option<Task>,
-    status: &a2a::TaskStatus,
-) -> Option<&'a mut Task> {
+/// (`taskId`, `contextId`); its state is unspecified until a status update sets it.
+fn named<'a>(event: &Value, streamed: &'a mut Option<Task>) -> Option<&'a mut Task> {
     if streamed.is_none() {
         let id = event["taskId"].as_str()?;
         *streamed = Some(Task {
             id: id.to_string(),
             context_id: event["contextId"].as_str().unwrap_or_default().to_string(),
-            status: status.clone(),
+            status: a2a::TaskStatus {
+                state: TaskState::Unspecified,
+                message: None,
+                timestamp: None,
+            },
             artifacts: None,
             history: None,
             metadata: None,

@@ -189,8 +189,8 @@ pub struct SubscribeKnobs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminal_code: Option<i32>,
     /// Whether a subscription leaves this replica holding the task as it read it, which a
-    /// later turn here builds on instead of the store (with `handler.cache_snapshot`); unset:
-    /// it leaves nothing behind.
+    /// later turn here builds on instead of the store (needs `handler.cache_snapshot`, the
+    /// profile is refused without it); unset: it leaves nothing behind.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keeps_task: bool,
 }
@@ -707,6 +707,12 @@ impl Profile {
                     ))
                 }
             }
+        }
+        if profile.subscribe.keeps_task && !profile.handler.cache_snapshot {
+            return Err(InputError::new(
+                origin,
+                "subscribe.keeps_task needs handler.cache_snapshot: without a cached snapshot there is nothing for a subscription to leave behind",
+            ));
         }
         if let Some(extra) = profile.sources.keys().find(|k| !knobs.contains(k)) {
             return Err(InputError::new(

@@ -85,3 +85,18 @@ fn a_missing_source_is_refused() {
     let err = Profile::parse(&cut, "x.toml").unwrap_err().to_string();
     assert!(err.contains("dedup.ttl_ms"), "{err}");
 }
+
+#[test]
+fn keeping_the_task_after_a_subscription_needs_a_cached_snapshot() {
+    let (_, text) = BUILTIN
+        .iter()
+        .find(|(name, _)| *name == "a2a-python-1.1")
+        .expect("built in");
+    assert!(Profile::parse(text, "x.toml").is_ok());
+    let uncached = text.replace("cache_snapshot = true", "cache_snapshot = false");
+    let err = Profile::parse(&uncached, "x.toml").unwrap_err().to_string();
+    assert!(
+        err.contains("subscribe.keeps_task needs handler.cache_snapshot"),
+        "{err}"
+    );
+}

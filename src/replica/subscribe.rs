@@ -4,7 +4,7 @@
 //!
 //! Knobs read: `subscribe.unknown_task`, `subscribe.poll_ms`, `subscribe.source`,
 //! `subscribe.interrupted`, `subscribe.failure`, `subscribe.terminal_code`,
-//! `subscribe.keeps_task` (with `handler.cache_snapshot`).
+//! `subscribe.keeps_task`.
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -46,7 +46,7 @@ impl Replica {
             let code = self.profile.subscribe.terminal_code.unwrap_or(-32004);
             return self.rpc_error(id, rpc(code, format!("task {task_id} is terminal")));
         }
-        if self.profile.subscribe.keeps_task && self.profile.handler.cache_snapshot {
+        if self.profile.subscribe.keeps_task {
             // The subscription's ActiveTask stays here with the task as read now; a replica
             // that already holds one keeps its own copy.
             let active = self.active(&task_id);

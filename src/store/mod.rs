@@ -61,6 +61,13 @@ pub enum SaveMode {
     CancelWhole,
 }
 
+impl SaveMode {
+    /// Either cancel mode: written without a version check.
+    pub fn is_cancel(self) -> bool {
+        matches!(self, SaveMode::Cancel | SaveMode::CancelWhole)
+    }
+}
+
 /// Why a save was refused or not answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SaveError {

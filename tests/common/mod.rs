@@ -1,7 +1,18 @@
-//! What the live integration tests share: installing the a2a-python test peer.
+//! What the live integration tests share: installing the a2a-python test peer, and a guard
+//! that kills a child process however the test ends.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, Command};
+
+/// Kills the child when dropped.
+pub struct Guard(pub Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
 
 /// Installs the peer; `false` when it cannot be and `A2A_CHAOS_SKIP_LIVE=1` (the test skips).
 pub fn install_peer() -> bool {
