@@ -34,6 +34,9 @@ pub struct Chaos {
     kills: VecDeque<(String, KillPoint)>,
     /// How often each point fired (`buggify:conflict-on-save`, `kill-at:effect`, ...).
     pub fired: BTreeMap<String, u64>,
+    /// Every firing in order: simulated ms on the host where it fired, and the point's name
+    /// as [`Chaos::fired`] counts it. Kept out of the trace, so it changes no trace hash.
+    pub firings: Vec<(u64, String)>,
     /// When the last slowed event poll ends, simulated ms (0: none fired).
     pub poll_slowed_until_ms: u64,
 }
@@ -50,6 +53,7 @@ impl Chaos {
             kill_at: BTreeMap::new(),
             kills: VecDeque::new(),
             fired: BTreeMap::new(),
+            firings: Vec::new(),
             poll_slowed_until_ms: 0,
         }
     }
@@ -91,10 +95,7 @@ impl Chaos {
         };
         let fires = self.rng.random_bool(p);
         if fires {
-            *self
-                .fired
-                .entry(format!("buggify:{}", point.name()))
-                .or_default() += 1;
+            self.count(format!("buggify:{}", point.name()));
         }
         fires
     }
@@ -127,10 +128,13 @@ impl Chaos {
 
     /// Counts a crash carried out at a kill point.
     pub fn count_kill(&mut self, point: KillPoint) {
-        *self
-            .fired
-            .entry(format!("kill-at:{}", point.name()))
-            .or_default() += 1;
+        self.count(format!("kill-at:{}", point.name()));
+    }
+
+    /// Counts one firing of `name` and notes when it happened.
+    fn count(&mut self, name: String) {
+        self.firings.push((crate::trace::now_ms(), name.clone()));
+        *self.fired.entry(name).or_default() += 1;
     }
 }
 

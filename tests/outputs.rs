@@ -29,6 +29,8 @@ liveness-ms = 1000
 kill = 0.7
 partition = 0.3
 lost-reply = 0.05
+buggify = 0.5
+kill-at-point = 0.3
 "#;
 
 /// Files a finished sweep writes besides the timelines.
@@ -193,6 +195,10 @@ fn a_sweep_writes_csvs_a_chart_and_a_timeline_per_failing_combination() {
         .filter(|n| n.starts_with("timeline-"))
         .collect();
     assert_eq!(timelines.len(), failing.len(), "{timelines:?}");
+    assert!(
+        failing.iter().any(|r| !r.points_fired.is_empty()),
+        "no failing run fired a fault point: the page's points table is untested"
+    );
     for r in failing {
         let name = a2a_chaos::output::timeline::file_name(&r.model, &r.routing, r.seed);
         let html = String::from_utf8(std::fs::read(dir.join(&name)).unwrap()).unwrap();
@@ -226,6 +232,18 @@ fn a_sweep_writes_csvs_a_chart_and_a_timeline_per_failing_combination() {
             )),
             "{name}: no reproduce command"
         );
+        // The fault points that fired, as runs.csv counts them, each with its times.
+        assert!(html.contains("<h2>Fault points fired</h2>"), "{name}");
+        for (point, n) in &r.points_fired {
+            assert!(
+                html.contains(&format!("<tr><td>{point}</td><td class=\"n\">{n}</td>")),
+                "{name}: {point} fired {n} times, not on the page"
+            );
+            assert!(
+                html.contains(&format!("point fired: {point}</title>")),
+                "{name}: {point} not drawn"
+            );
+        }
         assert!(
             html.contains("this is the same run"),
             "{name}: the re-run differs"

@@ -326,6 +326,7 @@ impl Pool {
             error,
             workload_shape: None,
             points_fired: BTreeMap::new(),
+            point_firings: Vec::new(),
             poll_slowed_until_ms: 0,
             // The card simulation (issue 10) is refused in live mode by `validate`.
             cards: Default::default(),

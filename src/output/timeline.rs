@@ -8,8 +8,9 @@
 //! between lanes, client operations as bars coloured by outcome, fault periods shaded on the
 //! lanes they hit, and each violation marked where its sentence points (the turn it names,
 //! the times it cites). Above the picture: each violated invariant, its sentences and the
-//! reproduce command. Below: the faults, the client operations and the whole trace as
-//! tables.
+//! reproduce command. Below: the faults, the fault points that fired (BUGGIFY and kill
+//! points, also drawn as diamonds on the driver lane), the client operations and the whole
+//! trace as tables.
 //!
 //! The page is self-contained: inline CSS and SVG, no script, nothing fetched. Hover an
 //! event for its text.
@@ -408,6 +409,19 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
             escape(&action.to_string())
         );
     }
+    // Fault points that fired, as diamonds on the driver lane.
+    if let Some(i) = lane_of("driver") {
+        let y = lane_top(i) + lane_h(i) / 2.0;
+        for (at, point) in &r.point_firings {
+            let x = x_of(*at);
+            let _ = writeln!(
+                svg,
+                r##"<path d="M{x:.1} {:.1}l4 4l-4 4l-4 -4z" fill="#7b3294"><title>{at} ms point fired: {}</title></path>"##,
+                y - 4.0,
+                escape(point)
+            );
+        }
+    }
     // Messages: forwards and calls between lanes.
     for e in &r.trace {
         let (Some(from), Some(to)) = (lane_of(&e.host), e.event.peer().and_then(lane_of)) else {
@@ -632,7 +646,7 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
             "<span><i class=\"sw\" style=\"background:{colour};opacity:.35\"></i>{what}</span>"
         );
     }
-    h.push_str("<span>red V<i>n</i>: a violation; grey lines: messages between hosts; dotted purple: a fault action. Hover for details, click to jump to the row.</span></p>\n");
+    h.push_str("<span>red V<i>n</i>: a violation; grey lines: messages between hosts; dotted purple: a fault action; purple diamond: a fault point (BUGGIFY or kill point) fired. Hover for details, click to jump to the row.</span></p>\n");
     let _ = writeln!(h, "<div class=\"scroll\">\n{svg}</div>");
 
     h.push_str("<h2>Faults</h2>\n");
@@ -645,6 +659,28 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
                 h,
                 "<tr><td class=\"n\">{at}</td><td>{}</td></tr>",
                 escape(&action.to_string())
+            );
+        }
+        h.push_str("</table>\n");
+    }
+
+    h.push_str("<h2>Fault points fired</h2>\n");
+    if r.points_fired.is_empty() {
+        h.push_str("<p>None.</p>\n");
+    } else {
+        h.push_str("<table><tr><th>point</th><th>times</th><th>at ms</th></tr>\n");
+        for (point, n) in &r.points_fired {
+            let at: Vec<String> = r
+                .point_firings
+                .iter()
+                .filter(|(_, p)| p == point)
+                .map(|(at, _)| at.to_string())
+                .collect();
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td class=\"n\">{n}</td><td>{}</td></tr>",
+                escape(point),
+                at.join(", ")
             );
         }
         h.push_str("</table>\n");

@@ -305,6 +305,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     let deliveries = webhook_state.borrow().deliveries.clone();
     let push_pending = store_state.borrow().outbox_pending();
     let points_fired = chaos.borrow().fired.clone();
+    let point_firings = chaos.borrow().firings.clone();
     let poll_slowed_until_ms = chaos.borrow().poll_slowed_until_ms;
     let (push_reports, push_egress) = {
         let w = push_world.borrow();
@@ -327,6 +328,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         fault_rates,
         workload_shape,
         points_fired,
+        point_firings,
         poll_slowed_until_ms,
         faults: driver.applied,
         conversations,

@@ -81,6 +81,8 @@ pub struct RunRecord {
     /// How often each fault point fired (`buggify:conflict-on-save`, `kill-at:effect`): the
     /// counters that show a code fault was reached.
     pub points_fired: BTreeMap<String, u64>,
+    /// Every firing of those points in order, with its simulated ms (the timeline marks them).
+    pub point_firings: Vec<(u64, String)>,
     /// When the last event poll slowed by a BUGGIFY point ended (0: none was).
     pub poll_slowed_until_ms: u64,
     /// Fault actions applied, with their time.

@@ -260,6 +260,7 @@ pub fn load(path: &Path, model: Option<Profile>) -> Result<Recorded, String> {
         error: None,
         workload_shape: None,
         points_fired: BTreeMap::new(),
+        point_firings: Vec::new(),
         poll_slowed_until_ms: 0,
         cards: Default::default(),
         grants: Vec::new(),
