@@ -71,6 +71,10 @@ pub struct ExperimentFile {
     #[serde(default = "three")]
     pub replicas: usize,
     pub seeds: Seeds,
+    /// Simulated time one step of the world advances, ms (default 1; see
+    /// [`crate::scenario::check_tick_ms`]).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub tick_ms: u64,
     /// Omitted: the embedded default's `[workload]`.
     #[serde(default = "embedded_workload")]
     pub workload: WorkloadSpec,
@@ -83,6 +87,14 @@ pub struct ExperimentFile {
 
 fn three() -> usize {
     3
+}
+
+fn one() -> u64 {
+    1
+}
+
+fn is_one(n: &u64) -> bool {
+    *n == 1
 }
 
 /// Which of the defaultable tables a file gives (their contents are read by
@@ -202,6 +214,7 @@ impl Experiment {
                 format!("replicas = {} must be 1..={REPLICAS_MAX}", file.replicas),
             ));
         }
+        crate::scenario::check_tick_ms(file.tick_ms).map_err(|m| InputError::new(origin, m))?;
         if file.seeds.count == 0 || file.seeds.count > SEEDS_MAX {
             return Err(InputError::new(
                 origin,

@@ -17,7 +17,8 @@
 //! - [`router`]: the reverse proxy and its routing strategies;
 //! - [`replica`]: the A2A server and scripted agent, shaped by a [`model::Profile`];
 //! - [`store`], [`ledger`], [`webhook`]: the hosts that hold ground truth;
-//! - [`faults`] and [`cluster`]: the fault plan and the driver loop;
+//! - [`faults`] and [`cluster`]: the fault plan and the driver loop; [`activity`]: the work
+//!   in flight that tells the driver a run has settled;
 //! - [`check`]: the invariants; [`runner`], [`report`], [`experiment`]: sweeps and output;
 //!   [`chart`] and [`timeline`]: the picture of a sweep and of one failing run;
 //!   [`shard`] and [`journal`]: sweeps split over machines, and resumed after an interruption;
@@ -27,6 +28,7 @@
 //! - [`shrink`]: from a failing run to a small scenario; [`strategies`]: proptest strategies
 //!   that generate scenarios for your own tests.
 
+pub mod activity;
 pub mod auth;
 pub mod bench;
 pub mod buggify;

@@ -195,7 +195,7 @@ where
     H: Fn(Request<Incoming>) -> F + Clone + 'static,
     F: Future<Output = Result<Response<BoxBody>, BoxError>> + 'static,
 {
-    tokio::task::spawn_local(async move {
+    crate::activity::spawn(async move {
         let service = hyper::service::service_fn(&handler);
         let _ = hyper::server::conn::http1::Builder::new()
             .auto_date_header(false)
@@ -318,7 +318,7 @@ where
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| CallError::Broken(format!("handshake: {e}")))?;
-    tokio::task::spawn_local(async move {
+    crate::activity::spawn(async move {
         let _ = connection.await;
     });
     let mut builder = Request::builder()

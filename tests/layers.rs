@@ -5,7 +5,7 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | base | `error`, `names` (names that become file names), `logging`, `net`, `faults` (fault kinds as data), `trace`, `protocol`, `model`, `auth` |
+//! | base | `seed`, `activity` (work in flight), `error`, `names` (names that become file names), `logging`, `net`, `faults` (fault kinds as data), `trace`, `protocol`, `model`, `auth` |
 //! | hosts | `buggify`, `store`, `ground` (ledger, webhook, push egress), `card`, `router`, `replica`, `client` |
 //! | drive | `workload`, `scenario`, `world` (the turmoil world and its driver) |
 //! | judge | `check` |
@@ -23,6 +23,7 @@ use std::path::Path;
 /// Every top-level module, bottom to top.
 const ORDER: &[&str] = &[
     "seed",
+    "activity",
     "error",
     "names",
     "logging",

@@ -112,6 +112,16 @@ pub const TARGET_SPEEDUP_MIN: f64 = 1.8;
 /// Target: every hazard found from seed 0 within this many wall-seconds.
 pub const TARGET_HAZARD_SECS_MAX: f64 = 10.0;
 
+/// Seeds per second per core of the standard scenario before generated runs ended once
+/// settled (the committed `results/bench.csv` of that day, same machine, 1 thread).
+pub const SEEDS_PER_CORE_BEFORE_SETTLE: f64 = 9.15;
+/// When [`SEEDS_PER_CORE_BEFORE_SETTLE`] was measured.
+pub const SEEDS_PER_CORE_BEFORE_SETTLE_WHEN: &str = "2026-11-30";
+/// Target: seeds per second per core, at least this many times the figure before.
+pub const TARGET_SEEDS_PER_CORE_RATIO: f64 = 2.0;
+/// The standard scenario's fault window (`window-ms`), simulated ms.
+pub const STANDARD_WINDOW_MS: u64 = 3000;
+
 /// Runtimes turmoil steps every tick in a standard run and in the baseline: the client and
 /// seven hosts (store, ledger, webhook, replica-0..2, router).
 pub const IDLE_HOSTS: u64 = 8;
@@ -248,6 +258,7 @@ mod tests {
         assert_eq!(exp.file.models, ["a2a-python-1.3-versioned"]);
         assert_eq!(exp.file.workload.conversations, 8);
         assert_eq!(exp.file.workload.turns, 4);
+        assert_eq!(exp.file.faults.window_ms, STANDARD_WINDOW_MS);
         let default = Experiment::default_experiment();
         assert_eq!(
             serde_json::to_string(&exp.file.faults).unwrap(),

@@ -190,6 +190,36 @@ impl Report {
             s1.runs_per_sec(),
             "seeds/s",
         ));
+        // Per core: seeds per CPU second of the process (its wall second on one thread when
+        // /proc does not tell), against the figure the driver had before it stopped settled
+        // runs early.
+        let core_s = s1.cpu_s.unwrap_or(s1.wall_s).max(1e-9);
+        let ratio = s1.runs as f64 / core_s / super::SEEDS_PER_CORE_BEFORE_SETTLE;
+        m.push(
+            Metric::at_least(
+                "standard_seeds_per_sec_per_core",
+                s1.runs as f64 / core_s,
+                "seeds/s",
+                super::TARGET_SEEDS_PER_CORE_RATIO * super::SEEDS_PER_CORE_BEFORE_SETTLE,
+            )
+            .note(format!(
+                "{ratio:.2}x the {} seeds/s measured before the settle rule ({})",
+                super::SEEDS_PER_CORE_BEFORE_SETTLE,
+                super::SEEDS_PER_CORE_BEFORE_SETTLE_WHEN
+            )),
+        );
+        m.push(
+            Metric::plain(
+                "standard_ticks_per_seed",
+                s1.sim_ms as f64 / s1.runs.max(1) as f64,
+                "ticks",
+            )
+            .note(format!(
+                "1 ms ticks; {:.0} of them after the heal, on average",
+                (s1.sim_ms as f64 / s1.runs.max(1) as f64 - super::STANDARD_WINDOW_MS as f64)
+                    .max(0.0)
+            )),
+        );
         m.push(Metric::plain(
             "standard_requests_per_sec_1t",
             s1.requests_per_sec(),

@@ -95,10 +95,15 @@ impl Checker for Liveness {
                 }
                 None => "it was never saved".into(),
             };
+            // A run that ended early ended because nothing could move the task any more.
+            let end = match run.settled_at_ms {
+                Some(_) => ", when nothing left in flight could move it",
+                None => "",
+            };
             let mut v = Violation::new(
                 "unsettled",
                 format!(
-                    "task {id} is still {:?} at the end of the run ({} ms after everything was healed): {why}",
+                    "task {id} is still {:?} at the end of the run ({} ms after everything was healed{end}): {why}",
                     task.status.state,
                     run.sim_ms.saturating_sub(run.healed_at_ms)
                 ),

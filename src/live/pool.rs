@@ -319,6 +319,7 @@ impl Pool {
             faults,
             conversations,
             healed_at_ms: 0,
+            settled_at_ms: None,
             trace_hash: "live".into(),
             trace: trace.events(),
             sim_ms,

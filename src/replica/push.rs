@@ -96,7 +96,7 @@ impl Replica {
             self.push_now(task).await;
         } else {
             let (me, task) = (self.clone(), task.clone());
-            tokio::task::spawn_local(async move { me.push_now(&task).await });
+            crate::activity::spawn(async move { me.push_now(&task).await });
         }
     }
 
@@ -126,7 +126,7 @@ impl Replica {
             // nobody else; the lease outlasts one attempt (the push timeout).
             for (id, entry) in entries {
                 let me = self.clone();
-                tokio::task::spawn_local(async move { me.deliver_entry(id, entry).await });
+                crate::activity::spawn(async move { me.deliver_entry(id, entry).await });
             }
         }
     }

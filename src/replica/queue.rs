@@ -52,7 +52,7 @@ impl Replica {
                 if ran {
                     let me = self.clone();
                     let (queued_message, queued_caller) = (message.clone(), caller.clone());
-                    tokio::task::spawn_local(async move {
+                    crate::activity::spawn(async move {
                         let begun = me
                             .clone()
                             .begin(queued_message, true, None, &queued_caller, true)

@@ -41,7 +41,7 @@ impl Replica {
                     message.task_id = Some(task.id.clone());
                     let me = self.clone();
                     let abandoned = task.id.clone();
-                    tokio::task::spawn_local(async move {
+                    crate::activity::spawn(async move {
                         if let Ok(done) = me.clone().send(message, true, Caller::Internal).await {
                             if done.id != abandoned {
                                 // The message already completed as another task (a retry

@@ -256,11 +256,8 @@ impl Replica {
                 // The turn runs as its own task: a caller that hangs up (a client
                 // timeout, a dropped connection) does not stop the work, as it does
                 // not in a real server.
-                let work = tokio::task::spawn_local(self.clone().send(
-                    p.message,
-                    blocking,
-                    caller.clone(),
-                ));
+                let work =
+                    crate::activity::spawn(self.clone().send(p.message, blocking, caller.clone()));
                 match work.await {
                     Ok(Ok(mut task)) => {
                         trim_history(&mut task, history);
@@ -294,7 +291,7 @@ impl Replica {
             },
             Call::Cancel(p) => {
                 let (me, caller) = (self.clone(), caller.clone());
-                let work = tokio::task::spawn_local(async move { me.cancel(&caller, &p.id).await });
+                let work = crate::activity::spawn(async move { me.cancel(&caller, &p.id).await });
                 match work.await {
                     Ok(Ok(task)) => {
                         self.rpc_ok(id, serde_json::to_value(task).expect("tasks serialise"))
@@ -399,7 +396,7 @@ pub(super) fn trim_history(task: &mut Task, len: Option<i32>) {
 /// A server-sent-events response carrying each stream event as a JSON-RPC result.
 pub(super) fn sse_response(id: Value, mut rx: mpsc::Receiver<StreamResponse>) -> Response<BoxBody> {
     let (tx, body) = ChannelBody::channel(16);
-    tokio::task::spawn_local(async move {
+    crate::activity::spawn(async move {
         while let Some(event) = rx.recv().await {
             let line = json!({"jsonrpc": "2.0", "id": id, "result": event});
             let chunk = format!("data: {line}\n\n");

@@ -67,7 +67,7 @@ impl Replica {
             Some(SubscribeInterrupted::StaysOpenWhereHeld) if held_here => (false, false, cuts),
             Some(SubscribeInterrupted::StaysOpenWhereHeld) => (false, true, false),
         };
-        tokio::task::spawn_local(async move {
+        crate::activity::spawn(async move {
             let ends = |state: &TaskState, at_interrupted: bool| {
                 state.is_terminal()
                     || (at_interrupted

@@ -65,7 +65,7 @@ impl Replica {
                         Some(NonBlockingAnswer::FirstEvent) if new_task => turn.first_saved.clone(),
                         _ => turn.task.clone(),
                     };
-                    tokio::task::spawn_local(async move {
+                    crate::activity::spawn(async move {
                         let _ = self.finish(turn, None).await;
                     });
                     Ok(snapshot)
@@ -83,7 +83,7 @@ impl Replica {
         let (tx, rx) = mpsc::channel::<StreamResponse>(16);
         let begun = {
             let (me, tx) = (self.clone(), tx.clone());
-            tokio::task::spawn_local(async move {
+            crate::activity::spawn(async move {
                 me.begin(message, true, Some(&tx), &caller, false).await
             })
         };
@@ -102,7 +102,7 @@ impl Replica {
                     .reached(&self.name, KillPoint::Stream);
                 let me = self.clone();
                 let tx2 = tx.clone();
-                tokio::task::spawn_local(async move {
+                crate::activity::spawn(async move {
                     let _ = me.finish(turn, Some(&tx2)).await;
                 });
             }
@@ -741,7 +741,7 @@ impl Replica {
         if next_state == TaskState::InputRequired && self.profile.handler.input_timeout_ms > 0 {
             let (me, id) = (self.clone(), task.id.clone());
             let messages = task.history.as_ref().map_or(0, Vec::len);
-            tokio::task::spawn_local(async move { me.expire_input(&id, messages).await });
+            crate::activity::spawn(async move { me.expire_input(&id, messages).await });
         }
         Ok(task.clone())
     }

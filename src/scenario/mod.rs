@@ -104,6 +104,10 @@ pub struct ScenarioFile {
     /// without it, simulated ms (default 10000; at most [`AWAIT_EFFECT_MAX`]).
     #[serde(default = "default_await_effect")]
     pub await_effect_ms: u64,
+    /// Simulated time one step of the world advances, ms (default 1; see
+    /// [`check_tick_ms`]).
+    #[serde(default = "default_tick_ms")]
+    pub tick_ms: u64,
     /// `[card]`: simulate the agent card (also on when a step changes it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub card: Option<crate::card::CardSetup>,
@@ -121,6 +125,25 @@ fn two() -> usize {
 fn round_robin() -> String {
     "round-robin".into()
 }
+/// The default tick: 1 ms, the resolution every committed result was found at.
+pub(crate) fn default_tick_ms() -> u64 {
+    1
+}
+
+/// The coarsest tick a run may ask for, ms.
+pub const TICK_MS_MAX: u64 = 50;
+
+/// `tick-ms` of an experiment or a scenario: 1..=[`TICK_MS_MAX`]. A coarser tick steps every
+/// host's runtime fewer times per simulated second (the cost of a run), and lands timers and
+/// messages on coarser boundaries, so it is a different, not a wrong, schedule: see
+/// `docs/PERFORMANCE.md` for what it changes.
+pub fn check_tick_ms(tick_ms: u64) -> Result<(), String> {
+    if tick_ms == 0 || tick_ms > TICK_MS_MAX {
+        return Err(format!("tick-ms = {tick_ms} must be 1..={TICK_MS_MAX}"));
+    }
+    Ok(())
+}
+
 pub(crate) fn default_timeout() -> u64 {
     1500
 }
@@ -212,6 +235,7 @@ impl Script {
                 format!("replicas = {} must be 1..={REPLICAS_MAX}", file.replicas),
             ));
         }
+        check_tick_ms(file.tick_ms).map_err(|m| InputError::new(origin, m))?;
         if crate::router::strategy(&file.routing).is_none() {
             return Err(InputError::new(
                 origin,

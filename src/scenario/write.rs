@@ -6,7 +6,7 @@
 
 use toml_edit::{value, Array, ArrayOfTables, DocumentMut, Item, Table, Value};
 
-use super::{default_await_effect, default_timeout, ScenarioFile, Step};
+use super::{default_await_effect, default_tick_ms, default_timeout, ScenarioFile, Step};
 
 /// A TOML value as `toml_edit` writes it.
 fn edit_value(v: &toml::Value) -> Value {
@@ -49,6 +49,9 @@ pub fn to_toml(file: &ScenarioFile) -> String {
     }
     if file.await_effect_ms != default_await_effect() {
         doc["await-effect-ms"] = value(file.await_effect_ms as i64);
+    }
+    if file.tick_ms != default_tick_ms() {
+        doc["tick-ms"] = value(file.tick_ms as i64);
     }
     if let Some(c) = &file.card {
         let mut card = Table::new();

@@ -252,6 +252,7 @@ fn base_file(name: &str, model: &str, routing: &str, seed: u64, timeout_ms: u64)
         postmortem: None,
         request_timeout_ms: timeout_ms,
         await_effect_ms: crate::scenario::default_await_effect(),
+        tick_ms: crate::scenario::default_tick_ms(),
         card: None,
         step: Vec::new(),
         expect: Expect::default(),
@@ -262,7 +263,7 @@ fn base_file(name: &str, model: &str, routing: &str, seed: u64, timeout_ms: u64)
 pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
     let seed = request.seed;
     let mut notes = Vec::new();
-    let (record, profile, model, routing, timeout_ms) = match &request.source {
+    let (record, profile, model, routing, timeout_ms, tick_ms) = match &request.source {
         Source::Experiment {
             exp,
             profile,
@@ -273,6 +274,7 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
             profile_model(exp, profile),
             routing.clone(),
             exp.file.workload.request_timeout_ms,
+            exp.file.tick_ms,
         ),
         Source::Scenario {
             script,
@@ -291,6 +293,7 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
                 script.file.model.clone(),
                 routing.clone(),
                 script.file.request_timeout_ms,
+                script.file.tick_ms,
             )
         }
     };
@@ -305,6 +308,8 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
         .map(|v| v.detail.clone())
         .unwrap_or_default();
     let mut base = base_file(&request.name, &model, &routing, seed, timeout_ms);
+    // The scenario replays at the tick the failure was found at.
+    base.tick_ms = tick_ms;
     if record.cards.enabled {
         base.card = Some(crate::card::CardSetup {
             max_age_s: record.cards.max_age_ms / 1000,

@@ -124,6 +124,8 @@ pub struct Builder {
     seed: u64,
     keep_trace: bool,
     budget: Option<Duration>,
+    tick: Option<Duration>,
+    settle: bool,
     timing: Timing,
     webhook: WebhookMode,
     checkers: Vec<Arc<dyn Checker + Send>>,
@@ -142,6 +144,8 @@ impl Default for Builder {
             seed: 0,
             keep_trace: false,
             budget: None,
+            tick: None,
+            settle: true,
             timing: Timing::default(),
             webhook: WebhookMode::Ok,
             checkers: Vec::new(),
@@ -204,6 +208,21 @@ impl Builder {
     /// Simulated time after which an unfinished run is cut and reported.
     pub fn budget(&mut self, budget: Duration) -> &mut Self {
         self.budget = Some(budget);
+        self
+    }
+
+    /// Simulated time one step of the world advances (default: the scenario's `tick-ms`,
+    /// else [`world::TICK`]); at most [`crate::scenario::TICK_MS_MAX`] ms.
+    pub fn tick(&mut self, tick: Duration) -> &mut Self {
+        self.tick = Some(tick);
+        self
+    }
+
+    /// Whether a generated run ends as soon as the world has settled after the heal (the
+    /// default), or steps out its whole liveness bound (`false`: slower, the same
+    /// verdicts; the tests compare the two).
+    pub fn settle(&mut self, settle: bool) -> &mut Self {
+        self.settle = settle;
         self
     }
 
@@ -295,6 +314,12 @@ impl Builder {
             }
         };
         faults.validate("faults")?;
+        let tick = self.tick.unwrap_or(match &self.drive {
+            Some(Drive::Script(script)) => Duration::from_millis(script.file.tick_ms),
+            _ => world::TICK,
+        });
+        crate::scenario::check_tick_ms(tick.as_millis() as u64)
+            .map_err(|m| InputError::new("tick", m))?;
         let replicas = self.replicas.unwrap_or(default_replicas);
         if replicas == 0 || replicas > crate::scenario::REPLICAS_MAX {
             return Err(InputError::new(
@@ -316,6 +341,8 @@ impl Builder {
             webhook: self.webhook,
             keep_trace: self.keep_trace,
             budget: self.budget.unwrap_or(budget),
+            tick,
+            settle: self.settle,
             table: self.table.clone(),
         };
         world::check_card_profile(&spec)?;
@@ -400,6 +427,7 @@ impl Sim {
             .workload(exp.file.workload.clone())
             .faults(exp.file.faults.clone())
             .budget(exp.budget)
+            .tick(Duration::from_millis(exp.file.tick_ms))
             .seed(seed)
             .reproduce(exp.reproduce(seed, &profile.name, routing));
         b

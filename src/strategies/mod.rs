@@ -574,6 +574,7 @@ fn base(config: &ScenarioConfig, replicas: usize, seed: u64) -> ScenarioFile {
         postmortem: None,
         request_timeout_ms: config.request_timeout_ms,
         await_effect_ms: config.await_effect_ms,
+        tick_ms: crate::scenario::default_tick_ms(),
         card: None,
         step: Vec::new(),
         expect: Expect::default(),

@@ -59,7 +59,7 @@ impl Plan for FollowUpAt {
                     "follow-up",
                     u64::from(conv.index),
                 ));
-                tokio::task::spawn_local(async move {
+                crate::activity::spawn(async move {
                     let req =
                         Turn::new(&spec, seed, &name, &ctx, turn + 1, task_id.as_deref(), true);
                     req.send(&spec, &client, &mut rng).await

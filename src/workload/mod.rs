@@ -490,7 +490,7 @@ pub async fn run(spec: WorkloadSpec, seed: u64, client: Rc<Client>) -> BTreeMap<
     for c in 0..spec.conversations {
         let client = client.clone();
         let spec = spec.clone();
-        handles.push(tokio::task::spawn_local(async move {
+        handles.push(crate::activity::spawn(async move {
             conversation(spec, seed, c, client).await
         }));
     }

@@ -137,7 +137,7 @@ impl Turn {
                     self.params.clone(),
                     self.ctx.clone(),
                 );
-                tokio::task::spawn_local(async move {
+                crate::activity::spawn(async move {
                     c.unary(k, "SendMessage", p, Some(&x), None).await;
                 });
             }

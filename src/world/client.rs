@@ -11,6 +11,7 @@ use crate::workload;
 
 use crate::scenario::DriverLink;
 
+use super::settle::Settle;
 use super::{RunSpec, Workload};
 
 /// How long a script's world runs after its last step, at least.
@@ -22,8 +23,8 @@ pub(super) fn client_future(
     history: &History,
     trace: &Trace,
     link: &DriverLink,
-    healed_at_ms: u64,
     (cards, grants): (&Option<crate::card::CardAuthority>, &crate::auth::Grants),
+    settle: Settle,
 ) -> Pin<Box<dyn Future<Output = turmoil::Result>>> {
     let seed = spec.seed;
     // A script ends once background work (non-blocking turns, pushes) has had a second, and
@@ -61,10 +62,11 @@ pub(super) fn client_future(
             let tasks = workload::run(w, seed, client.clone()).await;
             *link.tasks.borrow_mut() = tasks.clone();
             // The liveness phase: everything is healed at `healed_at_ms`; give in-flight work
-            // the liveness bound to settle, then read every task once more.
+            // the liveness bound to settle (or stop as soon as the world has: see
+            // `settle`), then read every task once more.
             let now = crate::trace::now_ms();
-            let until = healed_at_ms.max(now) + liveness_ms;
-            tokio::time::sleep(Duration::from_millis(until - now)).await;
+            let until = settle.healed_at_ms.max(now) + liveness_ms;
+            settle.wait(until).await;
             for (conversation, id) in tasks {
                 let ctx = workload::context_id(seed, &conversation);
                 client

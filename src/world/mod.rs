@@ -18,6 +18,7 @@ mod cards;
 mod client;
 mod driver;
 mod record;
+mod settle;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -46,7 +47,7 @@ use driver::Driver;
 /// The fixed simulated epoch: 2026-01-01T00:00:00Z.
 pub const EPOCH_SECS: u64 = 1_767_225_600;
 
-/// Simulated time one step advances.
+/// Simulated time one step advances, by default (`tick-ms` sets another).
 pub const TICK: Duration = Duration::from_millis(1);
 
 /// Pending connections a listener may queue (see [`run`]).
@@ -77,7 +78,11 @@ pub fn turmoil_builder(seed: u64, budget: Duration) -> turmoil::Builder {
 pub fn run(spec: &RunSpec) -> RunRecord {
     let seed = spec.seed;
     let trace = Trace::new(spec.keep_trace);
-    let mut sim = turmoil_builder(seed, spec.budget).build();
+    // Work in flight is counted from here to the end of the run (`settle`).
+    let activity = crate::activity::Activity::install();
+    let mut sim = turmoil_builder(seed, spec.budget)
+        .tick_duration(spec.tick)
+        .build();
 
     let store_state: SharedState = store::shared(spec.table.as_ref());
     let ledger_state = Rc::new(RefCell::new(LedgerState::default()));
@@ -210,14 +215,26 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         (Workload::Generated(w), Workload::Generated(drawn)) if w.swarm => Some(drawn.describe()),
         _ => None,
     };
+    let faults_pending = Rc::new(Cell::new(0usize));
+    let settled_at: Rc<Cell<Option<u64>>> = Rc::default();
+    let settle = settle::Settle {
+        enabled: spec.settle && cards.is_none(),
+        healed_at_ms,
+        takeover: spec.profile.recovery.sweep_ms > 0,
+        activity: activity.activity(),
+        store: store_state.clone(),
+        memory: memory_slots.clone(),
+        faults_pending: faults_pending.clone(),
+        settled_at: settled_at.clone(),
+    };
     let client_future = client_future(
         spec,
         &workload,
         &history,
         &trace,
         &link,
-        healed_at_ms,
         (&cards, &grants),
+        settle,
     );
     sim.client("client", client_future);
 
@@ -258,6 +275,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
                 None => break,
             }
         }
+        faults_pending.set(pending.len() + link.commands.borrow().len());
         steps += 1;
         match sim.step() {
             Ok(true) => break,
@@ -272,6 +290,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         }
     }
     let sim_ms = sim.elapsed().as_millis() as u64;
+    drop(activity);
 
     let mut final_tasks = BTreeMap::new();
     let mut saves = Vec::new();
@@ -333,6 +352,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         faults: driver.applied,
         conversations,
         healed_at_ms,
+        settled_at_ms: settled_at.get(),
         trace_hash: trace.hash_hex(),
         trace: trace.events(),
         sim_ms,

@@ -41,6 +41,11 @@ pub struct RunSpec {
     pub keep_trace: bool,
     /// Simulated time after which an unfinished run is reported as not terminating.
     pub budget: Duration,
+    /// Simulated time one step advances (`tick-ms`; [`crate::world::TICK`] by default).
+    pub tick: Duration,
+    /// End a generated run's liveness phase once the world has settled (the default; see
+    /// `world::settle`), or step out the whole bound.
+    pub settle: bool,
     /// The task table of every store in the run (the shared one, each pod's memory);
     /// `None`: the built-in [`crate::store::VersionedTable`].
     pub table: Option<TableFactory>,
@@ -91,6 +96,9 @@ pub struct RunRecord {
     pub conversations: BTreeMap<String, String>,
     /// When the liveness phase began (everything healed), simulated ms.
     pub healed_at_ms: u64,
+    /// When the world was found settled, so the run ended before its liveness bound
+    /// (`None`: it stepped the bound out, or it is a script).
+    pub settled_at_ms: Option<u64>,
     pub trace_hash: String,
     pub trace: Vec<TraceEvent>,
     /// Simulated time the run took.

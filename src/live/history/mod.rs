@@ -253,6 +253,7 @@ pub fn load(path: &Path, model: Option<Profile>) -> Result<Recorded, String> {
         faults: Vec::new(),
         conversations: b.conversations.clone(),
         healed_at_ms: 0,
+        settled_at_ms: None,
         trace_hash: "recorded".into(),
         trace,
         sim_ms: end_ms,

@@ -1,0 +1,113 @@
+//! Stop when settled: the rule that ends a generated run's liveness phase early.
+//!
+//! A generated run heals everything at the end of its fault window and then gives the
+//! system the liveness bound (`liveness-ms`) before the client reads every task once more.
+//! Most of that bound is idle: once nothing can change any more, stepping it out changes no
+//! verdict and costs one tick per millisecond on every host. So from the heal on, the
+//! client checks every [`CHECK_MS`] whether the world has **settled**, and reads the tasks
+//! as soon as it has stayed settled for [`HOLD_MS`]:
+//!
+//! - no piece of work is in flight ([`crate::activity`]): no request is being served or
+//!   answered anywhere, no background turn, push, stream or model timer (an input wait's
+//!   expiry, a retry's back-off) is still alive;
+//! - in a model whose replicas take over abandoned tasks (`recovery.sweep_ms` > 0), every
+//!   task, in the shared store and in every live pod's memory, is terminal or waiting for
+//!   input (`input-required`, `auth-required`): a task still `working` or `submitted` may
+//!   yet be taken over. In a model without a sweeper such a task has nothing left that could
+//!   move it (its runner is gone, or it would be in flight): it stays as it is, and the
+//!   liveness checker reports it;
+//! - the shared store's push outbox is empty (its deliverer is a loop that would retry);
+//! - the driver has no fault action left to apply.
+//!
+//!
+//! Runs that simulate the agent card never end early: whether a call used a stale card
+//! depends on how long after the change it was made, so the final reads must be made when
+//! they would have been (measured: ending card runs early once the cache would not expire
+//! turned 40 of 300 `card-freshness` failures of `experiments/card-trust.toml` into
+//! `unknown`).
+//!
+//! What settled means for a model follows from these: its timers are tasks, counted while
+//! they wait; its loops (the takeover sweeper, the outbox deliverer) have nothing to do once
+//! no task is working and the outbox is empty. Scripted scenarios keep their own tail and
+//! never use this rule.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use a2a::TaskState;
+
+use crate::activity::Activity;
+use crate::store::SharedState;
+
+/// How often the client checks, simulated ms.
+pub const CHECK_MS: u64 = 50;
+
+/// How long the world must stay settled before the run ends, simulated ms.
+pub const HOLD_MS: u64 = 100;
+
+/// What the client reads to decide the world has settled.
+#[derive(Clone)]
+pub(super) struct Settle {
+    /// `false`: the run steps out the whole liveness bound (`Builder::settle(false)`, runs
+    /// that simulate the card).
+    pub(super) enabled: bool,
+    /// When everything is healed and the liveness phase begins, simulated ms.
+    pub(super) healed_at_ms: u64,
+    /// Whether the model's sweeper may still take over a working task.
+    pub(super) takeover: bool,
+    pub(super) activity: Activity,
+    pub(super) store: SharedState,
+    pub(super) memory: Vec<Rc<RefCell<Option<SharedState>>>>,
+    /// Fault actions the driver still has to apply (it sets this before every tick).
+    pub(super) faults_pending: Rc<Cell<usize>>,
+    /// When the world was found settled and the liveness phase ended early, simulated ms.
+    pub(super) settled_at: Rc<Cell<Option<u64>>>,
+}
+
+fn at_rest(state: &TaskState) -> bool {
+    state.is_terminal() || matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
+}
+
+impl Settle {
+    /// Whether nothing in the world can change any task any more.
+    pub(super) fn settled(&self) -> bool {
+        if !self.enabled || self.activity.busy() > 0 || self.faults_pending.get() > 0 {
+            return false;
+        }
+        let store_at_rest = |s: &SharedState| {
+            !self.takeover || {
+                let s = s.borrow();
+                s.tasks().values().all(|(t, _)| at_rest(&t.status.state))
+            }
+        };
+        store_at_rest(&self.store)
+            && self.store.borrow().outbox_pending().is_empty()
+            && self
+                .memory
+                .iter()
+                .all(|slot| slot.borrow().as_ref().is_none_or(store_at_rest))
+    }
+
+    /// Sleeps until `until` (simulated ms), or until the world, from the heal on, has stayed
+    /// settled for [`HOLD_MS`], whichever comes first.
+    pub(super) async fn wait(&self, until: u64) {
+        let mut since: Option<u64> = None;
+        loop {
+            let now = crate::trace::now_ms();
+            if now >= until {
+                return;
+            }
+            if now >= self.healed_at_ms && self.settled() {
+                let from = *since.get_or_insert(now);
+                if now - from >= HOLD_MS {
+                    self.settled_at.set(Some(now));
+                    return;
+                }
+            } else {
+                since = None;
+            }
+            let step = CHECK_MS.min(until - now);
+            tokio::time::sleep(std::time::Duration::from_millis(step)).await;
+        }
+    }
+}
