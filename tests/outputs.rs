@@ -301,7 +301,7 @@ fn merged_shards_equal_the_unsharded_run_byte_for_byte() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("shards 1 of 3 are missing"),
+        String::from_utf8_lossy(&out.stderr).contains("shard 1 of 3 is missing"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

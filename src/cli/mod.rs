@@ -42,24 +42,27 @@ pub enum Command {
     Run {
         /// Experiment file (TOML).
         experiment: Option<PathBuf>,
-        /// Where to write the results (default results/<experiment-name>/, or its
-        /// shard-K-of-N/ folder with --shard).
+        /// Where to write the results (default results/<experiment-name>/). With --shard,
+        /// the sweep's folder: the shard writes its own shard-K-of-N/ inside it.
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Worker threads (default: every core).
+        /// Worker threads (default: the CPUs this process may use: its affinity mask and
+        /// CPU quota, which Slurm and Kubernetes set).
         #[arg(long)]
         jobs: Option<usize>,
         /// Override the experiment's seed count.
         #[arg(long)]
         seeds: Option<u64>,
-        /// No progress bar.
+        /// No progress bar and no table (unless --wide): one line of outcome, for batch logs.
         #[arg(long)]
         quiet: bool,
         /// Run only shard K of N (K from 0) and write it to results/<name>/shard-K-of-N/;
-        /// `auto` takes it from a Kubernetes Indexed Job or a Slurm job array.
+        /// `auto` takes it from a Kubernetes Indexed Job or a Slurm job array (contiguous,
+        /// not stepped), checked against the shards already in the sweep's folder.
         #[arg(long, value_name = "K/N|auto")]
         shard: Option<String>,
-        /// The shard count for `--shard auto` (default: $A2A_CHAOS_SHARDS, or Slurm's).
+        /// The shard count for `--shard auto` (default: $A2A_CHAOS_SHARDS, or the Slurm
+        /// array's, or for a rerun of part of an array the count of the shards on disk).
         #[arg(long, value_name = "N")]
         shards: Option<u64>,
         /// Continue an interrupted sweep from the journal in the output directory.
@@ -72,12 +75,14 @@ pub enum Command {
         #[arg(long)]
         wide: bool,
     },
-    /// Merge the runs.csv of shards (`run --shard`) into the files an unsharded run writes.
+    /// Merge the runs.csv of shards (`run --shard`) into the files an unsharded run writes;
+    /// with a shard missing or unfinished, say which, write nothing and exit 2.
     Merge {
         /// Shard output directories, or a directory holding shard-K-of-N/ folders.
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
-        /// Where to write (default results/<experiment-name>/).
+        /// Where to write (default: the sweep's folder, which holds the shard-K-of-N/
+        /// folders; results/<experiment-name>/ when the shards are in several places).
         #[arg(long)]
         out: Option<PathBuf>,
         /// Print the full table instead of the compact summary.
@@ -91,7 +96,7 @@ pub enum Command {
         /// Print one JSON object as the last line of stdout.
         #[arg(long)]
         json: bool,
-        /// Worker threads for experiments (default: every core).
+        /// Worker threads for experiments (default: the CPUs this process may use).
         #[arg(long)]
         jobs: Option<usize>,
         /// Also write the verdicts as JUnit XML to FILE (one test case per scenario, or per
@@ -193,6 +198,10 @@ pub fn load(path: &Path) -> Result<Loaded, InputError> {
     }
 }
 
+/// `--jobs`, or the CPUs this process may run on. On Linux `available_parallelism` counts
+/// the CPUs of the process's affinity mask (`sched_getaffinity`, which Slurm's task binding
+/// and `taskset` set) and honours a cgroup CPU quota (a Kubernetes CPU limit), so a batch
+/// job needs no `--jobs "$SLURM_CPUS_PER_TASK"`.
 fn jobs(requested: Option<usize>) -> usize {
     requested
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))

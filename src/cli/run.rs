@@ -16,6 +16,9 @@
 //! from the embedded default), progress on stderr ([`crate::sweep::progress`]), the first
 //! violation of each kind with its reproduce command, then the compact summary per model ×
 //! routing ([`crate::output::terminal::compact`]; `--wide` prints the full table instead).
+//! `--quiet`, for batch logs, prints neither the progress, the violations nor the table
+//! (unless `--wide` asks for it): one line says how many runs violated something, and the
+//! files hold the rest.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -26,9 +29,10 @@ use crate::error::InputError;
 use crate::experiment::{self, Experiment};
 use crate::output::{report, terminal};
 use crate::sim::RunSummary;
+use crate::sweep::batch;
 use crate::sweep::journal::Journal;
 use crate::sweep::runner::{self, Progress, SweepOptions, WorkItem};
-use crate::sweep::shard::{Manifest, Shard};
+use crate::sweep::shard::{self, Manifest, Shard};
 use crate::workload::WorkloadSpec;
 use crate::world;
 
@@ -43,7 +47,7 @@ pub struct RunArgs {
     pub jobs: usize,
     /// Seed count override.
     pub seeds: Option<u64>,
-    /// No progress bar.
+    /// No progress bar, and one line instead of the first violations and the table.
     pub quiet: bool,
     /// `K/N` or `auto`.
     pub shard: Option<String>,
@@ -100,7 +104,17 @@ pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
             }
             None
         }
-        Some("auto") => Some(Shard::from_env(args.shards, &|k| std::env::var(k).ok())?),
+        Some("auto") => {
+            let sweep = shard::sweep_dir(args.out.as_deref(), &exp.file.name);
+            let fingerprint = runner::fingerprint(&exp);
+            let auto = batch::resolve(args.shards, &sweep, &fingerprint, &|k| {
+                std::env::var(k).ok()
+            })?;
+            for note in &auto.notes {
+                eprintln!("note: {note}");
+            }
+            Some(auto.shard)
+        }
         Some(text) => {
             if args.shards.is_some() {
                 return Err(InputError::new(
@@ -111,13 +125,13 @@ pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
             Some(Shard::parse(text)?)
         }
     };
-    let out = args.out.clone().unwrap_or_else(|| {
-        let base = Path::new("results").join(&exp.file.name);
-        match &shard {
-            Some(s) => base.join(s.dir_name()),
-            None => base,
-        }
-    });
+    let out = match &shard {
+        Some(s) => shard::shard_dir(args.out.as_deref(), &exp.file.name, s)?,
+        None => args
+            .out
+            .clone()
+            .unwrap_or_else(|| Path::new("results").join(&exp.file.name)),
+    };
 
     clean_stale_temporaries(&out);
     let all = runner::work_items(&exp);
@@ -241,9 +255,22 @@ pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
     // The details first, the summary last: what stays on the screen is which design fails
     // what, and how often.
     println!();
-    print_first_failures(&exp, &runs);
-    print_summary(&runs, args.wide);
-    println!();
+    if args.quiet && !args.wide {
+        // A batch log wants the outcome, not the table: summary.csv (or merge) has it.
+        // `--wide` asks for the table outright, so it still prints.
+        let violating = runs
+            .iter()
+            .filter(|r| !r.violated().is_empty() || r.error.is_some())
+            .count();
+        println!(
+            "{violating} of {} runs violated an invariant or failed (--quiet: the table is in summary.csv, or merge's)",
+            runs.len()
+        );
+    } else {
+        print_first_failures(&exp, &runs);
+        print_summary(&runs, args.wide);
+        println!();
+    }
     println!(
         "{ran} runs in {:.1} s wall: {:.0} simulated requests per wall-second, {:.0}x real time",
         wall.as_secs_f64(),
@@ -259,10 +286,9 @@ pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
                 &manifest,
                 &Manifest::new(&exp, text, *s, runs.len() as u64).to_bytes(),
             )?;
-            let all_shards = match &args.out {
-                None => out.parent().unwrap_or(Path::new(".")).display().to_string(),
-                Some(_) => "DIR...".to_string(),
-            };
+            let all_shards = shard::sweep_dir(args.out.as_deref(), &exp.file.name)
+                .display()
+                .to_string();
             println!(
                 "wrote {} and {}; once every shard is done, join them with `a2a-chaos merge {all_shards}`",
                 runs_csv.display(),

@@ -165,6 +165,35 @@ impl Journal {
     }
 }
 
+/// What the first line of a journal says, and how many runs follow it: what `merge` and
+/// `--shard auto` learn from a shard that has not finished.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    /// The experiment's name.
+    pub experiment: String,
+    /// The key the journal was written under: the configuration's fingerprint, `/`, and the
+    /// shard (`K/N`) or `all`.
+    pub key: String,
+    /// Complete run lines after the head.
+    pub runs: u64,
+}
+
+/// Reads the head of the journal in `dir`; `None` when there is none or it is not one.
+pub fn head(dir: &Path) -> Option<Head> {
+    let bytes = std::fs::read(Journal::path_in(dir)).ok()?;
+    let mut lines = bytes.split(|b| *b == b'\n');
+    let first: Value = serde_json::from_slice(lines.next()?).ok()?;
+    if first.get("a2a-chaos-journal").and_then(Value::as_u64) != Some(FORMAT) {
+        return None;
+    }
+    let complete = bytes.iter().filter(|b| **b == b'\n').count() as u64;
+    Some(Head {
+        experiment: first.get("experiment")?.as_str()?.to_string(),
+        key: first.get("fingerprint")?.as_str()?.to_string(),
+        runs: complete.saturating_sub(1),
+    })
+}
+
 fn check_head(
     value: &Value,
     origin: &str,
@@ -377,6 +406,11 @@ mod tests {
     fn a_journal_of_another_configuration_is_refused() {
         let d = dir("other");
         drop(Journal::create(&d, "x", "f1").unwrap());
+        let h = head(&d).unwrap();
+        assert_eq!(
+            (h.experiment.as_str(), h.key.as_str(), h.runs),
+            ("x", "f1", 0)
+        );
         let err = Journal::resume(&d, "x", "f2").unwrap_err();
         assert!(err.message.contains("configuration"), "{err}");
         assert!(Journal::resume(&dir("none"), "x", "f1").unwrap().is_none());

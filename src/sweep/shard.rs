@@ -11,13 +11,14 @@
 //! `a2a-chaos merge` can refuse shards of different sweeps, report missing shards, and
 //! re-run the first failing seeds for the timelines.
 //!
-//! The shard can also come from the environment of a batch system (`--shard auto`): a
-//! Kubernetes Indexed Job's `JOB_COMPLETION_INDEX` (with the count from `--shards N` or
-//! `A2A_CHAOS_SHARDS`, because Kubernetes does not export it), or a Slurm job array's
-//! `SLURM_ARRAY_TASK_ID`, less `SLURM_ARRAY_TASK_MIN`, out of `SLURM_ARRAY_TASK_COUNT`.
-//! Without `--shard`, a run is never sharded, whatever the environment says.
+//! With `--out DIR`, DIR is the sweep's folder and the shard writes `DIR/shard-K-of-N/`, so
+//! every task of a job array can be given the same `--out` ([`shard_dir`]).
+//!
+//! The shard can also come from the environment of a batch system (`--shard auto`, see
+//! [`crate::sweep::batch`]). Without `--shard`, a run is never sharded, whatever the
+//! environment says.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -38,6 +39,11 @@ pub struct Shard {
     pub index: u64,
     /// How many shards the sweep is cut into.
     pub count: u64,
+    /// The first task id of the Slurm job array that ran this shard (`--shard auto`), kept
+    /// in the manifest so that a one-task rerun (`sbatch --array=K`) can tell which shard its
+    /// task id is ([`crate::sweep::batch`]). `None` for `--shard K/N` and Kubernetes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array_first: Option<u64>,
 }
 
 impl std::fmt::Display for Shard {
@@ -64,7 +70,11 @@ impl Shard {
                 ),
             ));
         }
-        Ok(Shard { index, count })
+        Ok(Shard {
+            index,
+            count,
+            array_first: None,
+        })
     }
 
     /// Parses `K/N`.
@@ -80,61 +90,6 @@ impl Shard {
         let k: u64 = k.trim().parse().map_err(|_| bad())?;
         let n: u64 = n.trim().parse().map_err(|_| bad())?;
         Shard::new(k, n, origin)
-    }
-
-    /// The shard a batch system's environment gives (`--shard auto`). `shards` is the
-    /// `--shards` flag; `env` reads a variable (`std::env::var` in the binary).
-    pub fn from_env(
-        shards: Option<u64>,
-        env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Shard, InputError> {
-        let number = |name: &str| -> Result<Option<u64>, InputError> {
-            match env(name) {
-                None => Ok(None),
-                Some(v) if v.trim().is_empty() => Ok(None),
-                Some(v) => v.trim().parse().map(Some).map_err(|_| {
-                    InputError::new(
-                        format!("${name}"),
-                        format!("`{v}` is not a non-negative integer"),
-                    )
-                }),
-            }
-        };
-        if let Some(index) = number("JOB_COMPLETION_INDEX")? {
-            let count = match shards {
-                Some(n) => n,
-                None => number("A2A_CHAOS_SHARDS")?.ok_or_else(|| {
-                    InputError::new(
-                        "--shard auto",
-                        "JOB_COMPLETION_INDEX is set but the shard count is not: pass --shards N (the Job's completions) or set A2A_CHAOS_SHARDS",
-                    )
-                })?,
-            };
-            return Shard::new(index, count, "$JOB_COMPLETION_INDEX");
-        }
-        if let Some(id) = number("SLURM_ARRAY_TASK_ID")? {
-            let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
-            let count = match shards {
-                Some(n) => n,
-                None => number("SLURM_ARRAY_TASK_COUNT")?.ok_or_else(|| {
-                    InputError::new(
-                        "--shard auto",
-                        "SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not: pass --shards N",
-                    )
-                })?,
-            };
-            let index = id.checked_sub(min).ok_or_else(|| {
-                InputError::new(
-                    "$SLURM_ARRAY_TASK_ID",
-                    format!("{id} is below SLURM_ARRAY_TASK_MIN {min}"),
-                )
-            })?;
-            return Shard::new(index, count, "$SLURM_ARRAY_TASK_ID");
-        }
-        Err(InputError::new(
-            "--shard auto",
-            "found neither JOB_COMPLETION_INDEX (Kubernetes Indexed Job) nor SLURM_ARRAY_TASK_ID (Slurm job array); use --shard K/N",
-        ))
     }
 
     /// Whether the item at `position` in the canonical work list is this shard's.
@@ -156,6 +111,68 @@ impl Shard {
     pub fn dir_name(&self) -> String {
         format!("shard-{}-of-{}", self.index, self.count)
     }
+
+    /// The shard a directory name `shard-K-of-N` names, if it is one.
+    pub fn from_dir_name(name: &str) -> Option<Shard> {
+        let (k, n) = name.strip_prefix("shard-")?.split_once("-of-")?;
+        let plain = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+        if !plain(k) || !plain(n) {
+            return None;
+        }
+        Shard::new(k.parse().ok()?, n.parse().ok()?, "").ok()
+    }
+
+    /// Whether two shards are the same index of the same count.
+    pub fn same(&self, other: &Shard) -> bool {
+        self.index == other.index && self.count == other.count
+    }
+}
+
+/// The folder of a sharded sweep, which holds its `shard-K-of-N/` folders: `--out`, or
+/// `results/<experiment>/`. An `--out` that names a shard's own folder (`.../shard-K-of-N`)
+/// stands for its parent.
+pub fn sweep_dir(out: Option<&Path>, experiment: &str) -> PathBuf {
+    match out {
+        Some(out) => match out.file_name().and_then(|n| n.to_str()) {
+            Some(name) if Shard::from_dir_name(name).is_some() => out
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .to_path_buf(),
+            _ => out.to_path_buf(),
+        },
+        None => Path::new("results").join(experiment),
+    }
+}
+
+/// Where shard `shard` writes: `shard-K-of-N/` inside [`sweep_dir`], so every task of a
+/// job array given the same `--out` writes its own folder. An `--out` that already names a
+/// shard folder is used as it is, if it is this shard's.
+pub fn shard_dir(
+    out: Option<&Path>,
+    experiment: &str,
+    shard: &Shard,
+) -> Result<PathBuf, InputError> {
+    if let Some(out) = out {
+        let named = out
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(Shard::from_dir_name);
+        if let Some(named) = named {
+            if !named.same(shard) {
+                return Err(InputError::new(
+                    "--out",
+                    format!(
+                        "{} is the folder of shard {named}, but this run is shard {shard}: give the sweep's folder ({}) and each shard writes its own shard-K-of-N/ in it",
+                        out.display(),
+                        sweep_dir(Some(out), experiment).display()
+                    ),
+                ));
+            }
+            return Ok(out.to_path_buf());
+        }
+    }
+    Ok(sweep_dir(out, experiment).join(shard.dir_name()))
 }
 
 /// `shard.json`: what `merge` needs to know about a shard's `runs.csv`.
@@ -275,41 +292,33 @@ mod tests {
 
     #[test]
     fn k_of_n_parses_and_bad_values_are_refused() {
-        assert_eq!(Shard::parse("2/4").unwrap(), Shard { index: 2, count: 4 });
+        assert_eq!(Shard::parse("2/4").unwrap(), Shard::new(2, 4, "t").unwrap());
         assert!(Shard::parse("4/4").unwrap_err().message.contains("0..=3"));
         assert!(Shard::parse("1").is_err());
         assert!(Shard::parse("0/0").is_err());
     }
 
     #[test]
-    fn the_environment_of_a_batch_system_gives_the_shard() {
-        let env = |vars: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                vars.iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
-        let k8s = env(&[("JOB_COMPLETION_INDEX", "3"), ("A2A_CHAOS_SHARDS", "8")]);
+    fn shard_folders_are_named_and_found_again() {
+        let s = Shard::new(1, 4, "t").unwrap();
+        assert_eq!(Shard::from_dir_name(&s.dir_name()), Some(s));
+        assert_eq!(Shard::from_dir_name("shard-4-of-4"), None);
+        assert_eq!(Shard::from_dir_name("shard-+1-of-4"), None);
+        assert_eq!(Shard::from_dir_name("shards"), None);
+        let out = Path::new("/tmp/sweep");
         assert_eq!(
-            Shard::from_env(None, &k8s).unwrap(),
-            Shard { index: 3, count: 8 }
+            shard_dir(Some(out), "x", &s).unwrap(),
+            out.join("shard-1-of-4")
         );
         assert_eq!(
-            Shard::from_env(Some(4), &k8s).unwrap(),
-            Shard { index: 3, count: 4 }
+            shard_dir(Some(&out.join("shard-1-of-4")), "x", &s).unwrap(),
+            out.join("shard-1-of-4")
         );
-        let k8s_no_count = env(&[("JOB_COMPLETION_INDEX", "3")]);
-        assert!(Shard::from_env(None, &k8s_no_count).is_err());
-        let slurm = env(&[
-            ("SLURM_ARRAY_TASK_ID", "5"),
-            ("SLURM_ARRAY_TASK_MIN", "1"),
-            ("SLURM_ARRAY_TASK_COUNT", "8"),
-        ]);
+        assert!(shard_dir(Some(&out.join("shard-0-of-4")), "x", &s).is_err());
+        assert_eq!(sweep_dir(Some(&out.join("shard-0-of-4")), "x"), out);
         assert_eq!(
-            Shard::from_env(None, &slurm).unwrap(),
-            Shard { index: 4, count: 8 }
+            shard_dir(None, "x", &s).unwrap(),
+            Path::new("results/x/shard-1-of-4")
         );
-        assert!(Shard::from_env(None, &env(&[])).is_err());
     }
 }
