@@ -227,10 +227,10 @@ pub fn decide(
     let mut shard = Shard::new(index, count, "$SLURM_ARRAY_TASK_ID")?;
     shard.array_first = Some(first);
     let mut notes = vec![format!(
-        "SLURM_ARRAY_TASK_COUNT is {}, but {sweep} holds a sweep of {count} shards (not done: {}): this task is taken as a rerun of shard {shard}, its task id {id} less {first}, the first task id of the array that ran them; to start a new sweep of {} shards instead, pass --shards or another --out",
+        "SLURM_ARRAY_TASK_COUNT is {}, but {sweep} holds a sweep of {count} shards (not done: {}): this task is taken as a rerun of shard {shard}, its task id {id} less {first}, the first task id of the array that ran them; to start a new sweep of {c} shards instead, pass --shards {c} or another --out",
         count_env.map_or("unset".to_string(), |c| c.to_string()),
         if open.is_empty() { "none".to_string() } else { census::list(&open) },
-        count_env.unwrap_or(1),
+        c = count_env.unwrap_or(1),
     )];
     notes.extend(other_sets(sets, count, sweep));
     Ok(Auto { shard, notes })
