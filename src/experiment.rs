@@ -73,7 +73,10 @@ pub struct ExperimentFile {
     pub seeds: Seeds,
     /// Simulated time one step of the world advances, ms (default 1; see
     /// [`crate::scenario::check_tick_ms`]).
-    #[serde(default = "one", skip_serializing_if = "is_one")]
+    #[serde(
+        default = "crate::scenario::default_tick_ms",
+        skip_serializing_if = "is_default_tick"
+    )]
     pub tick_ms: u64,
     /// Omitted: the embedded default's `[workload]`.
     #[serde(default = "embedded_workload")]
@@ -89,12 +92,8 @@ fn three() -> usize {
     3
 }
 
-fn one() -> u64 {
-    1
-}
-
-fn is_one(n: &u64) -> bool {
-    *n == 1
+fn is_default_tick(tick_ms: &u64) -> bool {
+    *tick_ms == crate::scenario::default_tick_ms()
 }
 
 /// Which of the defaultable tables a file gives (their contents are read by

@@ -6,7 +6,7 @@
 //! runs once per test process.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -36,40 +36,16 @@ kill-at-point = 0.3
 /// Files a finished sweep writes besides the timelines.
 const FILES: &[&str] = &["runs.csv", "summary.csv", "chart.svg"];
 
-fn scratch() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("a2a-chaos-outputs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+mod sweep_support;
+use sweep_support::bin;
 
 /// A fresh directory under the scratch directory.
 fn fresh(name: &str) -> PathBuf {
-    let dir = scratch().join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+    sweep_support::fresh("outputs", name)
 }
 
 fn experiment_file() -> String {
-    let path = scratch().join("outputs-test.toml");
-    if !path.exists() {
-        std::fs::write(&path, EXPERIMENT).unwrap();
-    }
-    path.display().to_string()
-}
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_a2a-chaos"));
-    c.current_dir(env!("CARGO_MANIFEST_DIR"));
-    for var in [
-        "JOB_COMPLETION_INDEX",
-        "A2A_CHAOS_SHARDS",
-        "SLURM_ARRAY_TASK_ID",
-        "SLURM_ARRAY_TASK_MIN",
-        "SLURM_ARRAY_TASK_COUNT",
-    ] {
-        c.env_remove(var);
-    }
-    c
+    sweep_support::experiment_file("outputs", EXPERIMENT)
 }
 
 fn run(args: &[&str]) -> Output {

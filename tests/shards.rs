@@ -31,36 +31,15 @@ partition = 0.3
 buggify = 0.5
 "#;
 
-fn scratch() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("a2a-chaos-shards-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+mod sweep_support;
+use sweep_support::bin;
 
 fn fresh(name: &str) -> PathBuf {
-    let dir = scratch().join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+    sweep_support::fresh("shards", name)
 }
 
 fn experiment_file() -> String {
-    let path = scratch().join("shards-test.toml");
-    if !path.exists() {
-        std::fs::write(&path, EXPERIMENT).unwrap();
-    }
-    path.display().to_string()
-}
-
-/// The binary with no batch-system variable of the environment the tests run in.
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_a2a-chaos"));
-    c.current_dir(env!("CARGO_MANIFEST_DIR"));
-    for (k, _) in std::env::vars() {
-        if k.starts_with("SLURM_") || k.starts_with("A2A_CHAOS_") || k == "JOB_COMPLETION_INDEX" {
-            c.env_remove(k);
-        }
-    }
-    c
+    sweep_support::experiment_file("shards", EXPERIMENT)
 }
 
 fn text(out: &Output) -> String {

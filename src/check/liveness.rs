@@ -21,9 +21,7 @@ use crate::world::RunRecord;
 /// The liveness checker.
 pub struct Liveness;
 
-fn settled(state: &TaskState) -> bool {
-    state.is_terminal() || matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
-}
+use crate::protocol::at_rest as settled;
 
 impl Checker for Liveness {
     fn name(&self) -> &'static str {

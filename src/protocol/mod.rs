@@ -3,6 +3,7 @@
 //! - the ports and headers every host of a run agrees on;
 //! - [`agent_card`]: the agent card document a replica (and the card publisher) serves;
 //! - [`parse_http_url`]: the `http://host:port/path` URLs of cards and push targets;
+//! - [`at_rest`]: the task states a turn ends in (terminal, or waiting for the client);
 //! - [`sse`]: the server-sent-events framing of the streaming methods.
 
 pub mod sse;
@@ -23,6 +24,17 @@ pub const TARGET_HEADER: &str = "x-a2a-chaos-target";
 
 /// Response header naming the replica that answered (read by the client's history).
 pub const REPLICA_HEADER: &str = "x-a2a-chaos-replica";
+
+/// Whether a task in `state` is at rest: terminal, or interrupted waiting for the client
+/// (`input-required`, `auth-required`). The states a turn ends in, where a stream closes, a
+/// push is sent and the liveness phase expects every task to be.
+pub fn at_rest(state: &a2a::TaskState) -> bool {
+    state.is_terminal()
+        || matches!(
+            state,
+            a2a::TaskState::InputRequired | a2a::TaskState::AuthRequired
+        )
+}
 
 /// The scripted agent's card: one JSON-RPC 1.0 interface at `url` and one skill.
 pub fn agent_card(

@@ -8,7 +8,7 @@
 use std::rc::Rc;
 use std::time::Duration;
 
-use a2a::{Task, TaskState};
+use a2a::Task;
 use serde_json::json;
 
 use super::{rpc, Caller, Refusal, Replica};
@@ -105,10 +105,7 @@ impl Replica {
         let state = &task.status.state;
         let wanted = match self.profile.push.on {
             PushOn::EverySave => true,
-            PushOn::TerminalOrInterrupted => {
-                state.is_terminal()
-                    || matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
-            }
+            PushOn::TerminalOrInterrupted => crate::protocol::at_rest(state),
         };
         wanted && self.profile.push.supported
     }

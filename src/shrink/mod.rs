@@ -240,8 +240,15 @@ fn target(
     }
 }
 
-/// The base of every candidate: model, routing, seed, timeout of the original run.
-fn base_file(name: &str, model: &str, routing: &str, seed: u64, timeout_ms: u64) -> ScenarioFile {
+/// The base of every candidate: model, routing, seed, timeout and tick of the original run
+/// (the scenario replays at the tick the failure was found at).
+fn base_file(
+    name: &str,
+    model: &str,
+    routing: &str,
+    seed: u64,
+    (timeout_ms, tick_ms): (u64, u64),
+) -> ScenarioFile {
     ScenarioFile {
         name: name.to_string(),
         model: model.to_string(),
@@ -252,7 +259,7 @@ fn base_file(name: &str, model: &str, routing: &str, seed: u64, timeout_ms: u64)
         postmortem: None,
         request_timeout_ms: timeout_ms,
         await_effect_ms: crate::scenario::default_await_effect(),
-        tick_ms: crate::scenario::default_tick_ms(),
+        tick_ms,
         card: None,
         step: Vec::new(),
         expect: Expect::default(),
@@ -307,9 +314,7 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
         .first()
         .map(|v| v.detail.clone())
         .unwrap_or_default();
-    let mut base = base_file(&request.name, &model, &routing, seed, timeout_ms);
-    // The scenario replays at the tick the failure was found at.
-    base.tick_ms = tick_ms;
+    let mut base = base_file(&request.name, &model, &routing, seed, (timeout_ms, tick_ms));
     if record.cards.enabled {
         base.card = Some(crate::card::CardSetup {
             max_age_s: record.cards.max_age_ms / 1000,

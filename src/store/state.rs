@@ -65,6 +65,18 @@ impl StoreState {
         self.table.get(task_id)
     }
 
+    /// Whether every task is at rest ([`crate::protocol::at_rest`]), without copying any.
+    pub fn all_at_rest(&self) -> bool {
+        self.table
+            .tasks()
+            .all(|(t, _)| crate::protocol::at_rest(&t.status.state))
+    }
+
+    /// Whether no push waits in the outbox.
+    pub fn outbox_empty(&self) -> bool {
+        self.outbox.is_empty()
+    }
+
     /// Every task and its version, by id.
     pub fn tasks(&self) -> BTreeMap<String, (Task, u64)> {
         self.table

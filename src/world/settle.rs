@@ -19,7 +19,6 @@
 //! - the shared store's push outbox is empty (its deliverer is a loop that would retry);
 //! - the driver has no fault action left to apply.
 //!
-//!
 //! Runs that simulate the agent card never end early: whether a call used a stale card
 //! depends on how long after the change it was made, so the final reads must be made when
 //! they would have been (measured: ending card runs early once the cache would not expire
@@ -34,8 +33,6 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use a2a::TaskState;
-
 use crate::activity::Activity;
 use crate::store::SharedState;
 
@@ -46,7 +43,6 @@ pub const CHECK_MS: u64 = 50;
 pub const HOLD_MS: u64 = 100;
 
 /// What the client reads to decide the world has settled.
-#[derive(Clone)]
 pub(super) struct Settle {
     /// `false`: the run steps out the whole liveness bound (`Builder::settle(false)`, runs
     /// that simulate the card).
@@ -64,28 +60,19 @@ pub(super) struct Settle {
     pub(super) settled_at: Rc<Cell<Option<u64>>>,
 }
 
-fn at_rest(state: &TaskState) -> bool {
-    state.is_terminal() || matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
-}
-
 impl Settle {
     /// Whether nothing in the world can change any task any more.
     pub(super) fn settled(&self) -> bool {
         if !self.enabled || self.activity.busy() > 0 || self.faults_pending.get() > 0 {
             return false;
         }
-        let store_at_rest = |s: &SharedState| {
-            !self.takeover || {
-                let s = s.borrow();
-                s.tasks().values().all(|(t, _)| at_rest(&t.status.state))
-            }
-        };
-        store_at_rest(&self.store)
-            && self.store.borrow().outbox_pending().is_empty()
+        let at_rest = |s: &SharedState| !self.takeover || s.borrow().all_at_rest();
+        self.store.borrow().outbox_empty()
+            && at_rest(&self.store)
             && self
                 .memory
                 .iter()
-                .all(|slot| slot.borrow().as_ref().is_none_or(store_at_rest))
+                .all(|slot| slot.borrow().as_ref().is_none_or(at_rest))
     }
 
     /// Sleeps until `until` (simulated ms), or until the world, from the heal on, has stayed

@@ -348,12 +348,7 @@ impl Builder {
                 },
                 Some((_, Some(e), _)) => Outcome::Info { why: e.clone() },
                 Some(_) => match states.last() {
-                    Some(s)
-                        if s.is_terminal()
-                            || matches!(s, TaskState::InputRequired | TaskState::AuthRequired) =>
-                    {
-                        Outcome::Ok
-                    }
+                    Some(s) if crate::protocol::at_rest(s) => Outcome::Ok,
                     _ => Outcome::Info {
                         why: "stream ended before a final state".into(),
                     },
