@@ -156,10 +156,14 @@ pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
                 (j, r.runs)
             }
             None => {
-                eprintln!(
-                    "resume: no journal in {}, so nothing to resume: running every seed",
-                    out.display()
-                );
+                // A batch script passes --resume on every attempt, so the first one has no
+                // journal: that is the normal case, not news, in a --quiet log.
+                if !args.quiet {
+                    eprintln!(
+                        "resume: no journal in {}, so nothing to resume: running every seed",
+                        out.display()
+                    );
+                }
                 (
                     Journal::create(&out, &exp.file.name, &journal_key).map_err(in_dir)?,
                     Vec::new(),
