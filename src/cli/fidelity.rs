@@ -89,12 +89,15 @@ pub fn suite(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
     Ok(files)
 }
 
-/// Compares the two summaries of one scenario.
+/// Compares the two summaries of one scenario. `blind` names the invariants whose
+/// simulated violations the live observer cannot see ([`differential::Observables::blind`]):
+/// a simulated `fail` against a real `pass` there is `unseen`, not a disagreement.
 pub fn compare(
     script: &Script,
     profile: &Profile,
     sim: &RunSummary,
     real: &RunSummary,
+    blind: &std::collections::BTreeSet<String>,
 ) -> Vec<Row> {
     let notes = profile
         .fidelity
@@ -115,6 +118,8 @@ pub fn compare(
         let note = notes.get(&key).cloned();
         let status = if s.verdict == r {
             "agree"
+        } else if s.verdict == Verdict::Fail && r == Verdict::Pass && blind.contains(s.name) {
+            "unseen"
         } else if note.is_some() {
             "documented"
         } else {
@@ -155,8 +160,11 @@ pub fn cmd_fidelity(dir: &Path, peer: &PeerArgs) -> Result<i32, InputError> {
         let sim = checked.summary.clone();
         let (real, record) = live::run_scenario(script, profile.clone(), &options)?;
         // Beyond verdicts, everything both worlds observe (as `--generate` compares).
+        let mut blind = std::collections::BTreeSet::new();
         if let Some(sim_record) = &checked.record {
-            let differ = differential::Observables::of(sim_record, &sim).diff(
+            let simulated = differential::Observables::of_simulated(sim_record, &sim);
+            blind.clone_from(&simulated.blind);
+            let differ = simulated.diff(
                 &differential::Observables::of(&record, &real),
                 "simulated",
                 "real",
@@ -176,7 +184,7 @@ pub fn cmd_fidelity(dir: &Path, peer: &PeerArgs) -> Result<i32, InputError> {
         if let Some(e) = &sim.error {
             failed.push(format!("{origin}: the simulated run did not finish: {e}"));
         }
-        rows.extend(compare(script, profile, &sim, &real));
+        rows.extend(compare(script, profile, &sim, &real, &blind));
     }
     print!("{}", table(&rows));
     let disagreements = rows.iter().filter(|r| r.status == "DISAGREE").count();
@@ -201,11 +209,12 @@ pub fn cmd_fidelity(dir: &Path, peer: &PeerArgs) -> Result<i32, InputError> {
         println!("{f}");
     }
     println!(
-        "{} scenarios, {} verdicts compared: {} agree, {} documented, {} undocumented disagreements; observables differ in {} scenarios",
+        "{} scenarios, {} verdicts compared: {} agree, {} documented, {} unseen by the live observer, {} undocumented disagreements; observables differ in {} scenarios",
         scripts.len(),
         rows.len(),
         rows.iter().filter(|r| r.status == "agree").count(),
         rows.iter().filter(|r| r.status == "documented").count(),
+        rows.iter().filter(|r| r.status == "unseen").count(),
         disagreements,
         observed.len()
     );

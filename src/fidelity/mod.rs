@@ -77,7 +77,7 @@ pub struct Outcome {
 pub fn simulate(script: &Script) -> Result<Observables, InputError> {
     let checked = Sim::from_scenario(script)?.check();
     Ok(match &checked.record {
-        Some(record) => Observables::of(record, &checked.summary),
+        Some(record) => Observables::of_simulated(record, &checked.summary),
         None => Observables {
             error: checked.summary.error.clone(),
             ..Observables::default()

@@ -13,15 +13,23 @@
 //!   ids in its history and how many agent messages it holds (their ids are the server's);
 //! - every invariant's verdict.
 //!
-//! [`Observables::diff`] lists every difference, each with both sides.
+//! [`Observables::diff`] lists every difference, each with both sides, but for one the live
+//! observer cannot see ([`Observables::blind`]): a plain store's saves carry no versions, and
+//! the observer reads a save's base from its content, so a stale save that dropped nothing
+//! the stored version held (its artifacts and message ids are all still there: what it
+//! overwrote differed only in its state) can read as built on the stored version. A simulated run whose
+//! every `versions-monotonic` violation is such a save fails there while the live observer
+//! may say `pass`; that pair is not a difference. Any other pair is, and a stale save that
+//! dropped something is never blind.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use a2a::Role;
 
 use crate::client::history::Outcome;
 use crate::sim::RunSummary;
+use crate::store::{SaveMode, SaveRecord};
 use crate::world::RunRecord;
 
 /// The observables of one run.
@@ -35,6 +43,9 @@ pub struct Observables {
     pub tasks: BTreeMap<String, String>,
     /// Invariant → verdict (`pass`, `fail`, `unknown`).
     pub verdicts: BTreeMap<String, String>,
+    /// Invariants that fail here only on what the live observer cannot see: their `fail`
+    /// against the other side's `pass` is not a difference (see the module's docs).
+    pub blind: BTreeSet<String>,
     /// Why the run did not finish, when it did not.
     pub error: Option<String>,
 }
@@ -97,7 +108,7 @@ impl Observables {
             };
             tasks.insert(conversation.clone(), words);
         }
-        let verdicts = summary
+        let verdicts: BTreeMap<String, String> = summary
             .invariants
             .iter()
             .map(|i| (i.name.to_string(), i.verdict.word().to_string()))
@@ -107,8 +118,26 @@ impl Observables {
             effects,
             tasks,
             verdicts,
+            blind: BTreeSet::new(),
             error: summary.error.clone().or_else(|| record.error.clone()),
         }
+    }
+
+    /// The observables of a finished simulated run, with [`Observables::blind`] filled in.
+    /// Only the simulation's side is ever blind: a live `fail` is a stale save the observer
+    /// did see, and a simulated `pass` against it is a difference.
+    pub fn of_simulated(record: &RunRecord, summary: &RunSummary) -> Observables {
+        let mut observed = Observables::of(record, summary);
+        if observed
+            .verdicts
+            .get("versions-monotonic")
+            .map(String::as_str)
+            == Some("fail")
+            && stale_saves_are_unseen(&record.saves)
+        {
+            observed.blind.insert("versions-monotonic".to_string());
+        }
+        observed
     }
 
     /// Every difference between `self` (one side) and `other`, in words; empty when none.
@@ -145,15 +174,60 @@ impl Observables {
             );
         }
         for key in union(&self.verdicts, &other.verdicts) {
-            compare(
-                &key,
-                self.verdicts.get(&key).cloned(),
-                other.verdicts.get(&key).cloned(),
-            );
+            let (a, b) = (self.verdicts.get(&key), other.verdicts.get(&key));
+            let unseen = |o: &Observables, v: Option<&String>, w: Option<&String>| {
+                o.blind.contains(&key)
+                    && v.map(String::as_str) == Some("fail")
+                    && w.map(String::as_str) == Some("pass")
+            };
+            if unseen(self, a, b) || unseen(other, b, a) {
+                continue;
+            }
+            compare(&key, a.cloned(), b.cloned());
         }
         compare("run error", self.error.clone(), other.error.clone());
         out
     }
+}
+
+/// Whether every save `versions-monotonic` reports in this run is one the live observer's
+/// content rule cannot tell from an up-to-date save: a plain-store save (no versions in its
+/// report) built on an older version than the stored one, that still holds every artifact and
+/// message id of the stored one. False when there is none, or one that went back.
+fn stale_saves_are_unseen(saves: &[SaveRecord]) -> bool {
+    let mut last: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut any = false;
+    for (i, s) in saves.iter().enumerate() {
+        let went_back = last
+            .get(s.task_id.as_str())
+            .is_some_and(|v| s.version <= *v);
+        last.insert(&s.task_id, s.version);
+        if went_back {
+            return false;
+        }
+        if s.mode.is_cancel() || s.based_on == s.before {
+            continue;
+        }
+        any = true;
+        if s.mode != SaveMode::Overwrite {
+            return false;
+        }
+        let Some(before) = s.before else {
+            return false;
+        };
+        let stored = saves[..i]
+            .iter()
+            .rev()
+            .find(|p| p.task_id == s.task_id && p.version == before);
+        let Some(stored) = stored else {
+            return false;
+        };
+        let holds = |had: &[String], has: &[String]| had.iter().all(|x| has.contains(x));
+        if !holds(&stored.artifacts, &s.artifacts) || !holds(&stored.history, &s.history) {
+            return false;
+        }
+    }
+    any
 }
 
 fn union<V>(a: &BTreeMap<String, V>, b: &BTreeMap<String, V>) -> Vec<String> {
@@ -202,5 +276,66 @@ mod tests {
             ]
         );
         assert!(a.diff(&a, "x", "y").is_empty());
+    }
+
+    fn save(version: u64, before: u64, based_on: u64, artifacts: &[&str]) -> SaveRecord {
+        SaveRecord {
+            at_ms: version,
+            task_id: "t".into(),
+            context_id: "c".into(),
+            mode: SaveMode::Overwrite,
+            before: (before > 0).then_some(before),
+            based_on: (based_on > 0).then_some(based_on),
+            version,
+            state: a2a::TaskState::Working,
+            replica: "replica-0".into(),
+            artifacts: artifacts.iter().map(ToString::to_string).collect(),
+            history: vec!["m1".into()],
+        }
+    }
+
+    #[test]
+    fn only_a_stale_save_that_kept_everything_is_unseen() {
+        // v3 is built on v1 while the store held v2, which held nothing v3 lacks.
+        let kept = [
+            save(1, 0, 0, &["turn-1"]),
+            save(2, 1, 1, &["turn-1"]),
+            save(3, 2, 1, &["turn-1", "turn-2"]),
+        ];
+        assert!(stale_saves_are_unseen(&kept));
+        // v2 held turn-2, which v3 dropped: content shows it, so it is never unseen.
+        let dropped = [
+            save(1, 0, 0, &["turn-1"]),
+            save(2, 1, 1, &["turn-1", "turn-2"]),
+            save(3, 2, 1, &["turn-1"]),
+        ];
+        assert!(!stale_saves_are_unseen(&dropped));
+        // A versioned store's save carries its base: never unseen.
+        let mut cas = kept.clone();
+        cas[2].mode = SaveMode::Cas(Some(1));
+        assert!(!stale_saves_are_unseen(&cas));
+        // No stale save at all: nothing to explain.
+        assert!(!stale_saves_are_unseen(&kept[..2]));
+    }
+
+    #[test]
+    fn an_unseen_fail_against_a_pass_is_no_difference() {
+        let mut simulated = Observables::default();
+        simulated
+            .verdicts
+            .insert("versions-monotonic".into(), "fail".into());
+        let mut real = Observables::default();
+        real.verdicts
+            .insert("versions-monotonic".into(), "pass".into());
+        assert_eq!(simulated.diff(&real, "simulated", "real").len(), 1);
+        simulated.blind.insert("versions-monotonic".into());
+        assert!(simulated.diff(&real, "simulated", "real").is_empty());
+        // The pair is the same whichever side diff is called on.
+        assert!(real.diff(&simulated, "real", "simulated").is_empty());
+        let mut unknown = real.clone();
+        unknown
+            .verdicts
+            .insert("versions-monotonic".into(), "unknown".into());
+        assert_eq!(simulated.diff(&unknown, "simulated", "real").len(), 1);
     }
 }

@@ -178,6 +178,7 @@ impl Ground {
             state,
             replica: report.replica,
             artifacts: report.artifacts,
+            history: report.history,
         });
         Ok(version)
     }

@@ -181,6 +181,8 @@ impl SaveLine {
             state: super::observer::parse_state(&self.state)?,
             replica: self.replica.clone(),
             artifacts: self.artifacts.clone(),
+            // A history file's save lines carry no message ids: nothing reads them back.
+            history: Vec::new(),
         })
     }
 }

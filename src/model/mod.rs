@@ -399,6 +399,15 @@ pub struct CancelKnobs {
     /// [`CancelWrite::OntoStored`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store_write: Option<CancelWrite>,
+    /// Whether a cancel written on a replica leaves that replica's ActiveTask for the task
+    /// (one the cancel registered, or one running a turn there; not one parked there
+    /// waiting for input) behind, finished, holding it as CANCELED: a later cancel
+    /// there answers that copy as success (stale: what other replicas saved since is not
+    /// in it), and a later message or subscription there is refused as for a terminal task
+    /// (needs `handler.cache_snapshot`, the profile is refused without it); unset: the
+    /// cancel leaves nothing behind.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keeps_task: bool,
 }
 
 /// What a shared versioned store writes for a cancel (which skips the version check).
@@ -712,6 +721,12 @@ impl Profile {
             return Err(InputError::new(
                 origin,
                 "subscribe.keeps_task needs handler.cache_snapshot: without a cached snapshot there is nothing for a subscription to leave behind",
+            ));
+        }
+        if profile.cancel.keeps_task && !profile.handler.cache_snapshot {
+            return Err(InputError::new(
+                origin,
+                "cancel.keeps_task needs handler.cache_snapshot: without a cached snapshot there is nothing for a cancel to leave behind",
             ));
         }
         if let Some(extra) = profile.sources.keys().find(|k| !knobs.contains(k)) {

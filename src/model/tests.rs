@@ -100,3 +100,22 @@ fn keeping_the_task_after_a_subscription_needs_a_cached_snapshot() {
         "{err}"
     );
 }
+
+#[test]
+fn keeping_the_task_after_a_cancel_needs_a_cached_snapshot() {
+    let (_, text) = BUILTIN
+        .iter()
+        .find(|(name, _)| *name == "a2a-python-1.1")
+        .expect("built in");
+    // Without the subscription's keeps_task, only the cancel's needs the cache.
+    let cancel_only = text
+        .replace("cache_snapshot = true", "cache_snapshot = false")
+        .replace("keeps_task = true\n\n[dedup]", "\n[dedup]");
+    let err = Profile::parse(&cancel_only, "x.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("cancel.keeps_task needs handler.cache_snapshot"),
+        "{err}"
+    );
+}

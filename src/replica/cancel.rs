@@ -1,9 +1,9 @@
 //! CancelTask, and what a turn stopped by a cancel answers.
 //!
 //! Knobs read: `cancel.second_cancel`, `cancel.stops_executor`, `cancel.fence_effects`,
-//! `cancel.parked_task`, `cancel.remote_write`, `cancel.store_write`, `store.placement` and
-//! `store.versioned` (how the cancel is written), `handler.cache_snapshot` (what the replica
-//! keeps of a task it canceled).
+//! `cancel.parked_task`, `cancel.remote_write`, `cancel.store_write`, `cancel.keeps_task`,
+//! `store.placement` and `store.versioned` (how the cancel is written),
+//! `handler.cache_snapshot` (what the replica keeps of a task it canceled).
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -36,6 +36,14 @@ impl Replica {
                 Ok(None) => return Err(rpc(-32001, format!("task {task_id} not found"))),
                 Err(e) => return Err(rpc(-32603, e)),
             };
+            if let Some(kept) = self.kept_after_cancel(task_id) {
+                // a2a-sdk 1.1.5 `ActiveTask.cancel` on a finished ActiveTask: it waits for
+                // nothing, and answers its cached task, terminal, without a store check.
+                self.record(format!(
+                    "cancel of {task_id}: answered by the ActiveTask an earlier cancel left here"
+                ));
+                return Ok(kept);
+            }
             // The stored task (read above for the owner check either way), or this
             // replica's own copy of a task parked here.
             let checked = self.profile.cancel.parked_task == Some(ParkedCancel::CachedAfterCheck);
@@ -55,6 +63,12 @@ impl Replica {
                 ));
             }
             let local = self.holds(task_id);
+            // Parked here: waiting for input, no turn running (the one that parked it done).
+            let parked_here = self
+                .active
+                .borrow()
+                .get(task_id)
+                .is_some_and(|a| a.parked.get() && !a.running.get());
             if let Some(active) = self.active.borrow().get(task_id) {
                 // This replica writes the cancel: its parked task is done with here.
                 active.parked.set(false);
@@ -112,7 +126,7 @@ impl Replica {
             return match self.persist(&canceled, mode, Some(version)).await {
                 Ok(v) => {
                     self.record(format!("canceled {task_id} v{v}"));
-                    self.cache_cancel(task_id, &canceled, v);
+                    self.cache_cancel(task_id, &canceled, v, parked_here);
                     self.push(&canceled).await;
                     Ok(canceled)
                 }
@@ -133,9 +147,25 @@ impl Replica {
 
     /// With `handler.cache_snapshot`, a cancel written here through the task's ActiveTask
     /// leaves its cached copy CANCELED, so a later message here finds the task terminal
-    /// (a2a-sdk 1.1.5: the cancel event goes through the ActiveTask's TaskManager).
-    fn cache_cancel(&self, task_id: &str, canceled: &Task, version: u64) {
+    /// (a2a-sdk 1.1.5: the cancel event goes through the ActiveTask's TaskManager). With
+    /// `cancel.keeps_task`, the ActiveTask that wrote the cancel stays registered, finished,
+    /// with that copy ([`Self::kept_after_cancel`]): one the cancel registered, or one
+    /// running a turn here; one parked here waiting for input is cleaned up instead, and
+    /// the replica keeps no copy (live runs of a2a-sdk 1.1.5, `cancel.keeps_task`'s source).
+    fn cache_cancel(&self, task_id: &str, canceled: &Task, version: u64, was_parked: bool) {
         if !self.profile.handler.cache_snapshot {
+            return;
+        }
+        if self.profile.cancel.keeps_task {
+            let active = self.active(task_id);
+            if was_parked {
+                // The parked ActiveTask finishes and is cleaned up: a later request here
+                // starts a fresh one, which reads the store.
+                *active.cached.borrow_mut() = None;
+            } else {
+                *active.cached.borrow_mut() = Some((canceled.clone(), version));
+                active.finished_kept.set(true);
+            }
             return;
         }
         if let Some(active) = self.active.borrow().get(task_id) {
@@ -144,6 +174,33 @@ impl Replica {
                 *cached = Some((canceled.clone(), version));
             }
         }
+    }
+
+    /// With `handler.cache_snapshot`, the cached copy of this replica's ActiveTask for the
+    /// task while it is alive: a turn of the task runs here, or the last one parked it here.
+    pub(super) fn live_cached_copy(&self, task_id: &str) -> Option<(Task, u64)> {
+        if !self.profile.handler.cache_snapshot {
+            return None;
+        }
+        let active = self.active.borrow();
+        let active = active.get(task_id)?;
+        if !(active.running.get() || active.parked.get()) || active.finished_kept.get() {
+            return None;
+        }
+        let cached = active.cached.borrow();
+        cached.clone()
+    }
+
+    /// The CANCELED copy held by the finished ActiveTask an earlier cancel left on this
+    /// replica (`cancel.keeps_task`), if there is one.
+    pub(super) fn kept_after_cancel(&self, task_id: &str) -> Option<Task> {
+        let active = self.active.borrow();
+        let active = active.get(task_id)?;
+        if !active.finished_kept.get() {
+            return None;
+        }
+        let cached = active.cached.borrow();
+        cached.as_ref().map(|(task, _)| task.clone())
     }
 
     /// With `cancel.parked_task` one of the cached kinds, the task as this replica last

@@ -211,6 +211,10 @@ struct ActiveTask {
     /// and no cancel was written here since: a2a-sdk keeps its `ActiveTask` alive, and a
     /// later message goes to it ([`crate::model::QueuedTerminal::Run`]).
     parked: Cell<bool>,
+    /// With `cancel.keeps_task`: a cancel written here while no turn of the task ran left
+    /// this ActiveTask finished but registered, its `cached` copy CANCELED (a2a-sdk 1.1.5:
+    /// nothing drains its event queue, so it is never cleaned up).
+    finished_kept: Cell<bool>,
 }
 
 /// What a replica process is connected to.

@@ -87,13 +87,22 @@ impl Replica {
         sink: Option<&mpsc::Sender<StreamResponse>>,
     ) -> Result<Task, Refusal> {
         let active = turn.active.clone();
+        let cache_snapshot = self.profile.handler.cache_snapshot;
         let ended = self.finish_turn(turn, sink).await;
-        active.parked.set(ended.as_ref().is_ok_and(|t| {
+        let parked = ended.as_ref().is_ok_and(|t| {
             matches!(
                 t.status.state,
                 TaskState::InputRequired | TaskState::AuthRequired
             )
-        }));
+        });
+        active.parked.set(parked);
+        if !parked && !active.finished_kept.get() && cache_snapshot {
+            // The ActiveTask finished with the turn and leaves the registry (a2a-sdk 1.1.5
+            // `_maybe_cleanup`; seen live, fidelity --generate seed 190 of a2a-python-1.1:
+            // a turn after a failed one on the same replica ran on the stored task): the
+            // next request here reads the store.
+            *active.cached.borrow_mut() = None;
+        }
         *active.last_end.borrow_mut() = Some(ended.clone());
         active.ended.set(active.ended.get() + 1);
         active.end_notify.notify_waiters();

@@ -4,7 +4,7 @@
 //!
 //! Knobs read: `subscribe.unknown_task`, `subscribe.poll_ms`, `subscribe.source`,
 //! `subscribe.interrupted`, `subscribe.failure`, `subscribe.terminal_code`,
-//! `subscribe.keeps_task`.
+//! `subscribe.keeps_task`, and `cancel.keeps_task` (a finished ActiveTask a cancel left here).
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -42,7 +42,18 @@ impl Replica {
             }
             Err(e) => return self.rpc_error(id, rpc(-32603, e)),
         };
-        if task.status.state.is_terminal() {
+        // Where this replica's ActiveTask for the task is alive (a turn runs here, or the
+        // last one parked the task here), the subscription attaches to it and starts from
+        // its cached copy, whatever the store holds now (a2a-sdk 1.1.5 on_subscribe_to_task:
+        // the registry's ActiveTask; `subscribe(include_initial_task=True)` yields
+        // `_task_manager.get_task()`).
+        let (task, version) = match self.live_cached_copy(&task_id) {
+            Some(copy) if self.profile.subscribe.keeps_task => copy,
+            _ => (task, version),
+        };
+        // A finished ActiveTask left here by a cancel refuses a subscriber whatever the
+        // store holds (a2a-sdk 1.1.5 `ActiveTask.subscribe`: `_is_finished` is set).
+        if task.status.state.is_terminal() || self.kept_after_cancel(&task_id).is_some() {
             let code = self.profile.subscribe.terminal_code.unwrap_or(-32004);
             return self.rpc_error(id, rpc(code, format!("task {task_id} is terminal")));
         }

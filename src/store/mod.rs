@@ -96,6 +96,10 @@ pub struct SaveRecord {
     pub replica: String,
     /// Artifact names in the task after this save.
     pub artifacts: Vec<String>,
+    /// The message ids in the task's history after this save: with the artifact names,
+    /// what the live observer reads a plain store's save's base from
+    /// ([`crate::live::observer`]).
+    pub history: Vec<String>,
 }
 
 /// What a dedup claim found.

@@ -140,6 +140,12 @@ impl StoreState {
             state: task.status.state.clone(),
             replica: replica.to_string(),
             artifacts: artifact_names(&task),
+            history: task
+                .history
+                .iter()
+                .flatten()
+                .map(|m| m.message_id.clone())
+                .collect(),
         });
         Ok(version)
     }
