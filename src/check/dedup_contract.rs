@@ -5,7 +5,10 @@
 //! deduplicated by key) with the replica's send time. For one messageId: a run that starts
 //! after an earlier attempt was acknowledged, or a second run while attempts of the same
 //! message overlapped, breaks the contract; so does a retry answered with another task.
-//! A run after a claim whose pod died (the lease ran out) is allowed: nothing completed.
+//! A run after a claim whose pod died (the lease ran out) is allowed: nothing completed; so
+//! is a run more than `dedup.ttl_ms` after the message completed, when the model's cache
+//! has a TTL (Rasa's, A2A-BEHAVIOURS.md §4): the promise has a lifetime, and a retry past it
+//! is a first delivery again (what `exactly-once-effects` then sees is the hazard).
 //! Exercised: messages sent more than once, on models whose profile deduplicates. Models
 //! that promise no dedup are never exercised: `unknown`.
 
@@ -96,8 +99,13 @@ impl Checker for DedupContract {
                 (Some(a), Some(s)) => Some(if s.0 <= a.0 { s } else { a }),
                 (a, s) => a.or(s),
             };
+            let ttl = run.profile.dedup.ttl_ms;
+            let promised = |at: u64, done_at: u64| ttl == 0 || at <= done_at.saturating_add(ttl);
             if let Some((done_at, how)) = &completed {
-                for (at, replica) in runs.iter().filter(|(at, _)| at > done_at) {
+                for (at, replica) in runs
+                    .iter()
+                    .filter(|(at, _)| at > done_at && promised(*at, *done_at))
+                {
                     violations.push(
                         Violation::new(
                             "ran-again",
@@ -118,10 +126,11 @@ impl Checker for DedupContract {
                     .as_ref()
                     .map(|t| t.id.clone())
                     .unwrap_or_default();
-                for other in ops
-                    .iter()
-                    .filter(|o| o.invoke_ms > first.complete_ms && o.outcome == Outcome::Ok)
-                {
+                for other in ops.iter().filter(|o| {
+                    o.invoke_ms > first.complete_ms
+                        && o.outcome == Outcome::Ok
+                        && promised(o.invoke_ms, first.complete_ms)
+                }) {
                     if let Some(t) = &other.task {
                         if t.id != task {
                             violations.push(

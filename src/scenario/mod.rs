@@ -209,6 +209,29 @@ impl Script {
         write::to_toml(&self.file)
     }
 
+    /// The simulated time the script waits on purpose, at most: its `wait-ms` steps, and
+    /// its largest `until-ms` (waits in a `concurrent` group count as if in sequence). A
+    /// long-horizon scenario gets this much on top of the scripted run's budget.
+    pub fn waits_ms(&self) -> u64 {
+        fn walk(steps: &[Step], until: &mut u64) -> u64 {
+            steps
+                .iter()
+                .map(|step| match step {
+                    Step::WaitMs(ms) => *ms,
+                    Step::UntilMs(ms) => {
+                        *until = (*until).max(*ms);
+                        0
+                    }
+                    Step::Concurrent(inner) | Step::Sequence(inner) => walk(inner, until),
+                    _ => 0,
+                })
+                .sum()
+        }
+        let mut until = 0;
+        let waits = walk(&self.steps, &mut until);
+        waits.saturating_add(until)
+    }
+
     /// The card simulation's setup, when the scenario has a `[card]` table or a `card` step.
     pub fn card_setup(&self) -> Option<crate::card::CardSetup> {
         self.file
@@ -488,6 +511,20 @@ violations = ["no-lost-writes"]
         let s = Script::parse(ABA, "aba.toml").unwrap();
         assert_eq!(s.steps.len(), 2);
         assert_eq!(s.turns["c1"], 2);
+    }
+
+    #[test]
+    fn a_script_waits_its_wait_steps_and_its_latest_until() {
+        let s = Script::parse(
+            &ABA.replace(
+                "[expect]",
+                "[[step]]\nwait-ms = 600000\n[[step]]\nconcurrent = [{ wait-ms = 5 }, { until-ms = 40 }]\n[[step]]\nuntil-ms = 30\n[expect]",
+            ),
+            "aba.toml",
+        )
+        .unwrap();
+        assert_eq!(s.waits_ms(), 600_005 + 40);
+        assert_eq!(Script::parse(ABA, "aba.toml").unwrap().waits_ms(), 0);
     }
 
     #[test]

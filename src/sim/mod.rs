@@ -58,7 +58,8 @@ pub use summary::{contain, summarise, InvariantResult, RunSummary};
 /// Replicas of a generated run unless set.
 pub const REPLICAS_DEFAULT: usize = 3;
 
-/// Simulated-time budget of a scripted run: a script that waits longer is cut and reported.
+/// Simulated-time budget of a scripted run beyond the waits it scripts
+/// ([`crate::scenario::Script::waits_ms`]): a script that runs longer is cut and reported.
 pub const SCRIPT_BUDGET: Duration = Duration::from_secs(600);
 
 /// Which model a run uses: a built-in name, a profile file, or a profile value.
@@ -288,7 +289,7 @@ impl Builder {
                     Workload::Scripted(Rc::new((**script).clone())),
                     script.file.replicas,
                     self.faults.clone().unwrap_or_else(FaultSpec::none),
-                    SCRIPT_BUDGET,
+                    SCRIPT_BUDGET + Duration::from_millis(script.waits_ms()),
                 )
             }
             Some(Drive::Workload(w)) => {
