@@ -12,7 +12,9 @@
 //!
 //! `fidelity --generate N` draws N scenarios per model instead ([`crate::fidelity`]),
 //! compares every observable, shrinks each disagreement into `found/`, and writes
-//! `results/fidelity-generated/`.
+//! `results/fidelity-generated/`. `fidelity --merge DIR...` joins the `runs.csv` of batches
+//! run apart (a later directory's row replaces an earlier one of the same model and seed)
+//! and writes the summaries again from the rows alone.
 
 use std::path::{Path, PathBuf};
 
@@ -49,6 +51,29 @@ pub struct GenerateArgs {
     /// Print the scenario files and run nothing.
     #[arg(long)]
     pub print: bool,
+    /// Merge the runs.csv of batches run apart (on several machines, or seeds continued
+    /// later) into --out, and rerun nothing: a (model, seed) in a later directory replaces
+    /// the earlier row. Repeatable.
+    #[arg(long, value_name = "DIR")]
+    pub merge: Vec<PathBuf>,
+}
+
+/// `fidelity --merge DIR...`: one results directory of several batches.
+pub fn cmd_merge(args: &GenerateArgs) -> Result<i32, InputError> {
+    let mut batches = Vec::new();
+    for dir in &args.merge {
+        batches.push(report::read_runs_csv(&dir.join("runs.csv"))?);
+    }
+    let rows = report::merge_rows(batches);
+    report::write_results(&args.out, &rows)?;
+    print!("{}", report::summary_table(&report::summarise(&rows)));
+    println!(
+        "merged {} batches into {} scenarios: {}",
+        args.merge.len(),
+        rows.len(),
+        args.out.display()
+    );
+    Ok(0)
 }
 
 /// One row of the table.

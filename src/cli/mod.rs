@@ -283,6 +283,7 @@ pub fn main(cli: Cli) -> i32 {
             generate,
             peer,
         } => match generate.generate {
+            _ if !generate.merge.is_empty() => fidelity::cmd_merge(&generate),
             Some(n) => fidelity::cmd_generate(n, &generate, &dir, &peer),
             None => fidelity::cmd_fidelity(&dir, &peer),
         },

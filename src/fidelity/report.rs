@@ -182,6 +182,56 @@ pub fn summary_table(summary: &BTreeMap<String, ModelSummary>) -> String {
     out
 }
 
+/// The rows of a `runs.csv` this module wrote; `Err` names the file and the line.
+pub fn read_runs_csv(path: &Path) -> Result<Vec<Row>, InputError> {
+    let origin = path.display().to_string();
+    let mut reader = csv::Reader::from_path(path)
+        .map_err(|e| InputError::new(&origin, format!("cannot read: {e}")))?;
+    let mut rows = Vec::new();
+    for (i, record) in reader.records().enumerate() {
+        let line = i + 2;
+        let bad = |why: String| InputError::new(&origin, format!("line {line}: {why}"));
+        let record = record.map_err(|e| bad(e.to_string()))?;
+        if record.len() != 9 {
+            return Err(bad(format!("{} fields, expected 9", record.len())));
+        }
+        let number = |k: usize| -> Result<u64, InputError> {
+            record[k]
+                .parse()
+                .map_err(|_| bad(format!("`{}` is not a number", &record[k])))
+        };
+        let status = match &record[4] {
+            "agree" => "agree",
+            "unstable" => "unstable",
+            "documented" => "documented",
+            "DISAGREE" => "DISAGREE",
+            other => return Err(bad(format!("unknown status `{other}`"))),
+        };
+        rows.push(Row {
+            model: record[0].to_string(),
+            seed: number(1)?,
+            replicas: number(2)? as usize,
+            steps: number(3)? as usize,
+            status,
+            differences: record[5].to_string(),
+            found: (!record[6].is_empty()).then(|| record[6].to_string()),
+            sim_wall_ms: number(7)?,
+            live_wall_ms: number(8)?,
+        });
+    }
+    Ok(rows)
+}
+
+/// The rows of several batches' `runs.csv` as one: a (model, seed) in a later batch
+/// replaces the earlier row (a re-run), and rows are sorted by model, then seed.
+pub fn merge_rows(batches: Vec<Vec<Row>>) -> Vec<Row> {
+    let mut by_key: BTreeMap<(String, u64), Row> = BTreeMap::new();
+    for row in batches.into_iter().flatten() {
+        by_key.insert((row.model.clone(), row.seed), row);
+    }
+    by_key.into_values().collect()
+}
+
 /// Writes the results directory: `runs.csv`, `summary.csv`, `summary.md`.
 pub fn write_results(dir: &Path, rows: &[Row]) -> Result<(), InputError> {
     let io = |e: std::io::Error| InputError::new(dir.display().to_string(), e.to_string());
