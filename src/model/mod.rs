@@ -193,6 +193,18 @@ pub struct SubscribeKnobs {
     /// profile is refused without it); unset: it leaves nothing behind.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keeps_task: bool,
+    /// Whether a subscription registers an ActiveTask on its replica that stays alive
+    /// after the subscriber leaves, so a later message there reaches it as it reaches a
+    /// task parked there ([`QueuedTerminal::Run`] then runs it whatever the store holds);
+    /// unset: a subscription registers nothing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub registers_task: bool,
+    /// With `source = "store-events"`: whether a subscription on a replica that holds the
+    /// task (a turn of it runs there, or the last one parked it there) taps that replica's
+    /// own ActiveTask instead of the shared stream, so it hears only the events of turns
+    /// that run there, not those other replicas save; unset: it follows the shared stream.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held_taps_local: bool,
 }
 
 /// Whether a subscription ends at an interrupted state.

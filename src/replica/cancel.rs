@@ -72,6 +72,7 @@ impl Replica {
             if let Some(active) = self.active.borrow().get(task_id) {
                 // This replica writes the cancel: its parked task is done with here.
                 active.parked.set(false);
+                active.registered.set(false);
                 let stops = match self.profile.cancel.stops_executor {
                     StopRule::Always => true,
                     StopRule::StreamingOnly => active.streaming.get(),

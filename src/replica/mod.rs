@@ -215,6 +215,9 @@ struct ActiveTask {
     /// this ActiveTask finished but registered, its `cached` copy CANCELED (a2a-sdk 1.1.5:
     /// nothing drains its event queue, so it is never cleaned up).
     finished_kept: Cell<bool>,
+    /// With `subscribe.registers_task`: a subscription here registered this ActiveTask,
+    /// alive until a turn or a cancel of the task here ends it.
+    registered: Cell<bool>,
 }
 
 /// What a replica process is connected to.

@@ -96,6 +96,9 @@ impl Replica {
             )
         });
         active.parked.set(parked);
+        // The turn ran on the ActiveTask a subscription may have registered: from now on
+        // the turn's end says whether it stays.
+        active.registered.set(false);
         if !parked && !active.finished_kept.get() && cache_snapshot {
             // The ActiveTask finished with the turn and leaves the registry (a2a-sdk 1.1.5
             // `_maybe_cleanup`; seen live, fidelity --generate seed 190 of a2a-python-1.1:

@@ -4,7 +4,7 @@
 //!
 //! Knobs read: `subscribe.unknown_task`, `subscribe.poll_ms`, `subscribe.source`,
 //! `subscribe.interrupted`, `subscribe.failure`, `subscribe.terminal_code`,
-//! `subscribe.keeps_task`, and `cancel.keeps_task` (a finished ActiveTask a cancel left here).
+//! `subscribe.keeps_task`, `subscribe.registers_task`, `subscribe.held_taps_local`, and `cancel.keeps_task` (a finished ActiveTask a cancel left here).
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -57,6 +57,11 @@ impl Replica {
             let code = self.profile.subscribe.terminal_code.unwrap_or(-32004);
             return self.rpc_error(id, rpc(code, format!("task {task_id} is terminal")));
         }
+        if self.profile.subscribe.registers_task {
+            // a2a-sdk 1.3.0 on_subscribe_to_task without an event stream:
+            // `get_or_create(create_task_if_missing=False)` starts an ActiveTask here.
+            self.active(&task_id).registered.set(true);
+        }
         if self.profile.subscribe.keeps_task {
             // The subscription's ActiveTask stays here with the task as read now; a replica
             // that already holds one keeps its own copy.
@@ -77,6 +82,14 @@ impl Replica {
             Some(SubscribeInterrupted::StaysOpen) => (false, false, cuts),
             Some(SubscribeInterrupted::StaysOpenWhereHeld) if held_here => (false, false, cuts),
             Some(SubscribeInterrupted::StaysOpenWhereHeld) => (false, true, false),
+        };
+        // a2a-sdk 1.3.0 on_subscribe_to_task with an event stream: "this replica runs the
+        // agent -> tap it": the local ActiveTask's own events, never the shared stream's.
+        let source = match self.profile.subscribe.source {
+            SubscribeSource::StoreEvents if held_here && self.profile.subscribe.held_taps_local => {
+                SubscribeSource::LocalOnly
+            }
+            source => source,
         };
         crate::activity::spawn(async move {
             let ends = |state: &TaskState, at_interrupted: bool| {
@@ -107,7 +120,7 @@ impl Replica {
                     ));
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                 }
-                let events = match me.profile.subscribe.source {
+                let events = match source {
                     SubscribeSource::StoreEvents => {
                         match me.store.events_after(&task_id, seen).await {
                             Ok(events) => events,

@@ -268,10 +268,14 @@ impl Replica {
                     release().await;
                     return Err(rpc(-32602, "contextId does not match the task's"));
                 }
-                // A turn queued behind another, or sent to a task parked here, reaches the
-                // replica's live ActiveTask, which (without an event stream) runs it whatever
+                // A turn queued behind another, or sent to a task parked here (or whose
+                // ActiveTask a subscription here registered), reaches the replica's live
+                // ActiveTask, which (without an event stream) runs it whatever
                 // the stored state (a2a-sdk 1.3.0 ActiveTask._run_producer).
-                let parked = self.active(task_id).parked.get();
+                let parked = {
+                    let active = self.active(task_id);
+                    active.parked.get() || active.registered.get()
+                };
                 let runs_anyway = (queued || parked)
                     && self.profile.handler.queued_terminal == Some(QueuedTerminal::Run);
                 if task.status.state.is_terminal() && !runs_anyway {
