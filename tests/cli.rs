@@ -337,3 +337,52 @@ fn run_output_fits_100_columns_and_has_no_progress_frames_on_a_pipe() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `fidelity --merge`: batches run apart become one results directory; a later batch's row
+/// of the same model and seed replaces the earlier one; a malformed runs.csv exits 2.
+#[test]
+fn fidelity_merge_joins_batches_and_a_rerun_replaces_its_row() {
+    let header = "model,seed,replicas,steps,status,differences,found,sim_wall_ms,live_wall_ms\n";
+    let first = format!(
+        "{header}m,0,2,3,agree,,,10,1000\nm,1,2,4,DISAGREE,\"x: simulated pass; real fail\",,20,2000\n"
+    );
+    let rerun = format!("{header}m,1,2,4,agree,,,30,3000\nm,2,3,5,unstable,y,,40,4000\n");
+    let base = std::env::temp_dir().join(format!("a2a-chaos-cli-merge-{}", std::process::id()));
+    let a = base.join("merge-a");
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::write(a.join("runs.csv"), first).unwrap();
+    let b = base.join("merge-b");
+    std::fs::create_dir_all(&b).unwrap();
+    std::fs::write(b.join("runs.csv"), rerun).unwrap();
+    let out_dir = base.join("merge-out");
+    let out = run(&[
+        "fidelity",
+        "--merge",
+        a.to_str().unwrap(),
+        "--merge",
+        b.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let runs = std::fs::read_to_string(out_dir.join("runs.csv")).unwrap();
+    let statuses: Vec<&str> = runs
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(4).unwrap())
+        .collect();
+    assert_eq!(statuses, ["agree", "agree", "unstable"], "{runs}");
+    let summary = std::fs::read_to_string(out_dir.join("summary.csv")).unwrap();
+    assert!(summary.contains("\nm,3,2,1,0,0,1.000,0.333,"), "{summary}");
+    std::fs::write(b.join("runs.csv"), "model,seed\nm,zero\n").unwrap();
+    let bad = run(&[
+        "fidelity",
+        "--merge",
+        b.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("runs.csv"));
+    let _ = std::fs::remove_dir_all(&base);
+}

@@ -355,17 +355,20 @@ pub fn cmd_generate(
             let script = differential::generated(model, seed);
             let outcome = differential::run_case(&script, &mut live, 2)?;
             let mut row = report::Row::of(model, &script, &outcome);
-            eprintln!(
-                "fidelity: [{done}/{total}] {model} seed {seed} ({} steps): {} ({:.1} s live)",
-                script.step_count(),
-                outcome.status.word(),
-                outcome.live_wall_ms as f64 / 1000.0
-            );
             let found_name = format!("found-{}-{seed}", differential::model_slug(model));
             let explained = profile
                 .fidelity
                 .as_ref()
                 .and_then(|f| f.notes.get(&found_name));
+            let word = match (&outcome.status, explained) {
+                (Status::Disagree(_), Some(_)) => "documented",
+                (status, _) => status.word(),
+            };
+            eprintln!(
+                "fidelity: [{done}/{total}] {model} seed {seed} ({} steps): {word} ({:.1} s live)",
+                script.step_count(),
+                outcome.live_wall_ms as f64 / 1000.0
+            );
             if let (Status::Disagree(_), Some(note)) = (&outcome.status, explained) {
                 // Pinned under found/ and explained in the profile: documented.
                 row.status = "documented";
