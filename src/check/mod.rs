@@ -25,7 +25,7 @@ mod push_accounted;
 mod push_egress;
 mod stream_continuity;
 mod terminal_final;
-mod versions;
+pub mod versions;
 
 use std::collections::BTreeMap;
 

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 use crate::check::{Checker, Finding, Violation};
+use crate::store::SaveRecord;
 use crate::world::RunRecord;
 
 /// The versions-monotonic checker.
@@ -26,30 +27,15 @@ impl Checker for VersionsMonotonic {
     }
 
     fn check(&self, run: &RunRecord) -> Finding {
-        let mut last: BTreeMap<&str, (u64, &str)> = BTreeMap::new();
         let mut violations = Vec::new();
-        let mut exercised = 0;
-        for s in &run.saves {
-            if let Some((v, writer)) = last.get(s.task_id.as_str()) {
-                if s.version <= *v {
-                    violations.push(
-                        Violation::new(
-                            "went-back",
-                            format!("task {} went from v{v} back to v{}", s.task_id, s.version),
-                        )
-                        .task(&s.task_id)
-                        .host(&s.replica),
-                    );
-                }
-                if *writer != s.replica {
-                    exercised += 1;
-                }
-            }
-            // A cancel skips the version check by design (A2A-BEHAVIOURS.md §2.1); what a
-            // whole-task cancel undoes is no-lost-writes' to find.
-            if !s.mode.is_cancel() && s.based_on != s.before {
-                violations.push(
-                    Violation::new(
+        for (i, breach) in breaches(&run.saves) {
+            let s = &run.saves[i];
+            let violation = match breach {
+                Breach::WentBack(v) => Violation::new(
+                    "went-back",
+                    format!("task {} went from v{v} back to v{}", s.task_id, s.version),
+                ),
+                Breach::StaleBase => Violation::new(
                     "stale-base",
                     format!(
                         "{} saved task {} as v{} built on {} while the store held {}: {} overwritten",
@@ -63,11 +49,20 @@ impl Checker for VersionsMonotonic {
                             _ => "a write was".into(),
                         }
                     ),
-                )
-                .task(&s.task_id)
-                .host(&s.replica));
+                ),
+            };
+            violations.push(violation.task(&s.task_id).host(&s.replica));
+        }
+        // Exercised: saves whose previous save on the same task came from another replica.
+        let mut writer: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut exercised = 0;
+        for s in &run.saves {
+            if writer
+                .insert(&s.task_id, &s.replica)
+                .is_some_and(|w| w != s.replica)
+            {
+                exercised += 1;
             }
-            last.insert(&s.task_id, (s.version, &s.replica));
         }
         Finding {
             invariant: "versions-monotonic",
@@ -75,4 +70,34 @@ impl Checker for VersionsMonotonic {
             exercised,
         }
     }
+}
+
+/// What `versions-monotonic` finds wrong with one save.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Breach {
+    /// Its version is not above the task's previous save's, which this names.
+    WentBack(u64),
+    /// It was built on another version than the one stored (a cancel is exempt).
+    StaleBase,
+}
+
+/// Every breach in a save log, in order, with the index of its save (a save can have both):
+/// what the checker reports, and what [`crate::fidelity::Observables`] asks the live
+/// observer could have seen.
+pub fn breaches(saves: &[SaveRecord]) -> Vec<(usize, Breach)> {
+    let mut last: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (i, s) in saves.iter().enumerate() {
+        if let Some(v) = last.insert(&s.task_id, s.version) {
+            if s.version <= v {
+                out.push((i, Breach::WentBack(v)));
+            }
+        }
+        // A cancel skips the version check by design (A2A-BEHAVIOURS.md §2.1); what a
+        // whole-task cancel undoes is no-lost-writes' to find.
+        if !s.mode.is_cancel() && s.based_on != s.before {
+            out.push((i, Breach::StaleBase));
+        }
+    }
+    out
 }

@@ -185,10 +185,11 @@ pub fn cmd_fidelity(dir: &Path, peer: &PeerArgs) -> Result<i32, InputError> {
         let sim = checked.summary.clone();
         let (real, record) = live::run_scenario(script, profile.clone(), &options)?;
         // Beyond verdicts, everything both worlds observe (as `--generate` compares).
-        let mut blind = std::collections::BTreeSet::new();
-        if let Some(sim_record) = &checked.record {
-            let simulated = differential::Observables::of_simulated(sim_record, &sim);
-            blind.clone_from(&simulated.blind);
+        let simulated = checked
+            .record
+            .as_ref()
+            .map(|r| differential::Observables::of_simulated(r, &sim));
+        if let Some(simulated) = &simulated {
             let differ = simulated.diff(
                 &differential::Observables::of(&record, &real),
                 "simulated",
@@ -209,6 +210,7 @@ pub fn cmd_fidelity(dir: &Path, peer: &PeerArgs) -> Result<i32, InputError> {
         if let Some(e) = &sim.error {
             failed.push(format!("{origin}: the simulated run did not finish: {e}"));
         }
+        let blind = simulated.map(|o| o.blind).unwrap_or_default();
         rows.extend(compare(script, profile, &sim, &real, &blind));
     }
     print!("{}", table(&rows));

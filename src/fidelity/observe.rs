@@ -27,6 +27,7 @@ use std::fmt;
 
 use a2a::Role;
 
+use crate::check::versions::Breach;
 use crate::client::history::Outcome;
 use crate::sim::RunSummary;
 use crate::store::{SaveMode, SaveRecord};
@@ -128,13 +129,7 @@ impl Observables {
     /// did see, and a simulated `pass` against it is a difference.
     pub fn of_simulated(record: &RunRecord, summary: &RunSummary) -> Observables {
         let mut observed = Observables::of(record, summary);
-        if observed
-            .verdicts
-            .get("versions-monotonic")
-            .map(String::as_str)
-            == Some("fail")
-            && stale_saves_are_unseen(&record.saves)
-        {
+        if stale_saves_are_unseen(&record.saves) {
             observed.blind.insert("versions-monotonic".to_string());
         }
         observed
@@ -195,39 +190,22 @@ impl Observables {
 /// report) built on an older version than the stored one, that still holds every artifact and
 /// message id of the stored one. False when there is none, or one that went back.
 fn stale_saves_are_unseen(saves: &[SaveRecord]) -> bool {
-    let mut last: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut any = false;
-    for (i, s) in saves.iter().enumerate() {
-        let went_back = last
-            .get(s.task_id.as_str())
-            .is_some_and(|v| s.version <= *v);
-        last.insert(&s.task_id, s.version);
-        if went_back {
-            return false;
-        }
-        if s.mode.is_cancel() || s.based_on == s.before {
-            continue;
-        }
-        any = true;
-        if s.mode != SaveMode::Overwrite {
-            return false;
-        }
-        let Some(before) = s.before else {
-            return false;
-        };
-        let stored = saves[..i]
-            .iter()
-            .rev()
-            .find(|p| p.task_id == s.task_id && p.version == before);
-        let Some(stored) = stored else {
-            return false;
-        };
-        let holds = |had: &[String], has: &[String]| had.iter().all(|x| has.contains(x));
-        if !holds(&stored.artifacts, &s.artifacts) || !holds(&stored.history, &s.history) {
-            return false;
-        }
-    }
-    any
+    let breaches = crate::check::versions::breaches(saves);
+    !breaches.is_empty()
+        && breaches.iter().all(|(i, breach)| {
+            let s = &saves[*i];
+            if *breach != Breach::StaleBase || s.mode != SaveMode::Overwrite {
+                return false;
+            }
+            let stored = saves[..*i]
+                .iter()
+                .rev()
+                .find(|p| p.task_id == s.task_id && Some(p.version) == s.before);
+            let holds = |had: &[String], has: &[String]| had.iter().all(|x| has.contains(x));
+            stored.is_some_and(|stored| {
+                holds(&stored.artifacts, &s.artifacts) && holds(&stored.history, &s.history)
+            })
+        })
 }
 
 fn union<V>(a: &BTreeMap<String, V>, b: &BTreeMap<String, V>) -> Vec<String> {

@@ -64,12 +64,9 @@ impl Replica {
             }
             let local = self.holds(task_id);
             // Parked here: waiting for input, no turn running (the one that parked it done).
-            let parked_here = self
-                .active
-                .borrow()
-                .get(task_id)
-                .is_some_and(|a| a.parked.get() && !a.running.get());
+            let mut parked_here = false;
             if let Some(active) = self.active.borrow().get(task_id) {
+                parked_here = active.parked.get() && !active.running.get();
                 // This replica writes the cancel: its parked task is done with here.
                 active.parked.set(false);
                 active.registered.set(false);
@@ -175,21 +172,6 @@ impl Replica {
                 *cached = Some((canceled.clone(), version));
             }
         }
-    }
-
-    /// With `handler.cache_snapshot`, the cached copy of this replica's ActiveTask for the
-    /// task while it is alive: a turn of the task runs here, or the last one parked it here.
-    pub(super) fn live_cached_copy(&self, task_id: &str) -> Option<(Task, u64)> {
-        if !self.profile.handler.cache_snapshot {
-            return None;
-        }
-        let active = self.active.borrow();
-        let active = active.get(task_id)?;
-        if !(active.running.get() || active.parked.get()) || active.finished_kept.get() {
-            return None;
-        }
-        let cached = active.cached.borrow();
-        cached.clone()
     }
 
     /// The CANCELED copy held by the finished ActiveTask an earlier cancel left on this

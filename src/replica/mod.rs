@@ -211,9 +211,10 @@ struct ActiveTask {
     /// and no cancel was written here since: a2a-sdk keeps its `ActiveTask` alive, and a
     /// later message goes to it ([`crate::model::QueuedTerminal::Run`]).
     parked: Cell<bool>,
-    /// With `cancel.keeps_task`: a cancel written here while no turn of the task ran left
-    /// this ActiveTask finished but registered, its `cached` copy CANCELED (a2a-sdk 1.1.5:
-    /// nothing drains its event queue, so it is never cleaned up).
+    /// With `cancel.keeps_task`: a cancel written here through an ActiveTask that was not
+    /// parked (one the cancel registered, or one running a turn) left it finished but
+    /// registered, its `cached` copy CANCELED (a2a-sdk 1.1.5: seen live, it is not cleaned
+    /// up, and a later cancel here answers that copy).
     finished_kept: Cell<bool>,
     /// With `subscribe.registers_task`: a subscription here registered this ActiveTask,
     /// alive until a turn or a cancel of the task here ends it.

@@ -4,7 +4,8 @@
 //!
 //! Knobs read: `subscribe.unknown_task`, `subscribe.poll_ms`, `subscribe.source`,
 //! `subscribe.interrupted`, `subscribe.failure`, `subscribe.terminal_code`,
-//! `subscribe.keeps_task`, `subscribe.registers_task`, `subscribe.held_taps_local`, and `cancel.keeps_task` (a finished ActiveTask a cancel left here).
+//! `subscribe.keeps_task`, `subscribe.registers_task`, `subscribe.held_taps_local`, and
+//! `cancel.keeps_task` (a finished ActiveTask a cancel left here).
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -22,6 +23,19 @@ use crate::net::BoxBody;
 use crate::trace::now_ms;
 
 impl Replica {
+    /// The cached copy of this replica's ActiveTask for the task while it is alive (a turn
+    /// of the task runs here, or the last one parked it here), with `handler.cache_snapshot`.
+    fn live_cached_copy(&self, task_id: &str) -> Option<(Task, u64)> {
+        let active = self.active.borrow();
+        let active = active.get(task_id)?;
+        let alive = active.running.get() || active.parked.get();
+        if !alive || active.finished_kept.get() {
+            return None;
+        }
+        let cached = active.cached.borrow();
+        cached.clone()
+    }
+
     /// SubscribeToTask: a Task snapshot first, then each later version from the store's event
     /// log (polled), ending at a terminal or interrupted state.
     pub(super) async fn subscribe(
@@ -47,9 +61,10 @@ impl Replica {
         // its cached copy, whatever the store holds now (a2a-sdk 1.1.5 on_subscribe_to_task:
         // the registry's ActiveTask; `subscribe(include_initial_task=True)` yields
         // `_task_manager.get_task()`).
-        let (task, version) = match self.live_cached_copy(&task_id) {
-            Some(copy) if self.profile.subscribe.keeps_task => copy,
-            _ => (task, version),
+        let (task, version) = if self.profile.subscribe.keeps_task {
+            self.live_cached_copy(&task_id).unwrap_or((task, version))
+        } else {
+            (task, version)
         };
         // A finished ActiveTask left here by a cancel refuses a subscriber whatever the
         // store holds (a2a-sdk 1.1.5 `ActiveTask.subscribe`: `_is_finished` is set).
