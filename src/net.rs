@@ -44,6 +44,9 @@ pub struct RealNet {
     listeners: RefCell<BTreeMap<u16, std::net::TcpListener>>,
     /// When the live run started: the clock of [`crate::trace::now_ms`] outside a simulation.
     start: std::cell::Cell<Instant>,
+    /// The same moment by the machine's wall clock, to place times other processes on this
+    /// machine report ([`RealNet::ms_at_unix`]).
+    start_unix: std::cell::Cell<std::time::SystemTime>,
 }
 
 impl RealNet {
@@ -53,12 +56,27 @@ impl RealNet {
             hosts: RefCell::default(),
             listeners: RefCell::default(),
             start: std::cell::Cell::new(Instant::now()),
+            start_unix: std::cell::Cell::new(std::time::SystemTime::now()),
         })
     }
 
     /// Starts the clock again (a pool's next scenario begins at 0 ms).
     pub fn restart_clock(&self) {
         self.start.set(Instant::now());
+        self.start_unix.set(std::time::SystemTime::now());
+    }
+
+    /// The run's time (ms since it began) of a wall-clock instant another process on this
+    /// machine reported, in ms since the Unix epoch; never later than now, never before 0.
+    pub fn ms_at_unix(&self, unix_ms: f64) -> u64 {
+        let start = self
+            .start_unix
+            .get()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64() * 1000.0);
+        let now = self.elapsed().as_millis() as u64;
+        let at = (unix_ms - start).max(0.0) as u64;
+        at.min(now)
     }
 
     /// Binds a real listener on `addr` (port 0 picks a free one) for the server that asks for

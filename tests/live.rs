@@ -332,3 +332,31 @@ fn the_comparison_catches_a_deliberately_wrong_profile() {
         "{stdout}"
     );
 }
+
+/// `fidelity --generate` against the real Mastra peer (tests/peers/mastra/: Mastra's own
+/// A2A server, one Node process per replica): the model's turns go in as text JSON, its
+/// artifacts are Mastra's one `response.txt`, its final tasks come from every replica's
+/// memory. Exit 0: no undocumented disagreement.
+#[test]
+fn a_small_generated_batch_agrees_with_real_mastra() {
+    let _one = SUITE.lock().unwrap_or_else(|e| e.into_inner());
+    if !common::install_mastra() {
+        return;
+    }
+    let out_dir = std::env::temp_dir().join(format!("a2a-chaos-gen-mastra-{}", std::process::id()));
+    let out = Command::new(bin())
+        .args(["fidelity", "--generate", "4", "--seed", "0", "--no-shrink"])
+        .args(["--model", "mastra"])
+        .arg("--out")
+        .arg(&out_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let runs = std::fs::read_to_string(out_dir.join("runs.csv")).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&out_dir);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(runs.lines().count(), 1 + 4, "{runs}");
+    assert!(stdout.contains("| mastra | 4 |"), "{stdout}");
+}

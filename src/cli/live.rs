@@ -20,11 +20,12 @@ use super::print_findings;
 /// The peer flags `live` and `fidelity` share.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PeerArgs {
-    /// How to start a replica: the preset `a2a-python` (tests/peers/a2a-python/), or a
-    /// command template with {index} {name} {port} {ledger} {db} {model} {sdk} {store}
-    /// {venv} {root}.
-    #[arg(long, default_value = live::peer::PRESET_A2A_PYTHON)]
-    pub peer: String,
+    /// How to start a replica: a preset, `a2a-python` (tests/peers/a2a-python/) or `mastra`
+    /// (tests/peers/mastra/), or a command template with {index} {name} {port} {ledger} {db}
+    /// {model} {sdk} {store} {venv} {mastra} {root}. Default: the preset the model's
+    /// [fidelity] table names.
+    #[arg(long)]
+    pub peer: Option<String>,
     /// The database the replicas share (SQLAlchemy URL); default a fresh SQLite file per run,
     /// or $A2A_CHAOS_LIVE_DB. With the a2a-python preset, a PostgreSQL URL (e.g.
     /// postgresql+asyncpg://user:pass@localhost/a2a) names the server: each run creates a
@@ -40,7 +41,7 @@ impl PeerArgs {
     /// The live options these flags ask for.
     pub fn options(&self) -> LiveOptions {
         LiveOptions {
-            peer: PeerCommand(self.peer.clone()),
+            peer: self.peer.clone().map(PeerCommand),
             db: self.db.clone().or_else(|| {
                 std::env::var("A2A_CHAOS_LIVE_DB")
                     .ok()
@@ -55,14 +56,28 @@ impl PeerArgs {
     }
 }
 
-/// Checks that `profile` can run on the chosen peer: the preset needs the model's
-/// `[fidelity]` table and the peer's virtual environment.
+/// Checks that `profile` can run on the chosen peer: a preset needs the model's
+/// `[fidelity]` table and the peer installed (its virtual environment, or its Node).
 pub fn check_peer(
     profile: &Profile,
     options: &LiveOptions,
     origin: &str,
 ) -> Result<(), InputError> {
-    if options.peer.0 != live::peer::PRESET_A2A_PYTHON {
+    let peer = options.peer_for(profile);
+    if peer.is_mastra() {
+        let node = live::peer::mastra_base().join("bin/node");
+        if !node.exists() {
+            return Err(InputError::new(
+                origin,
+                format!(
+                    "the mastra peer is not installed ({} is missing); run tests/peers/mastra/setup.sh",
+                    node.display()
+                ),
+            ));
+        }
+        return Ok(());
+    }
+    if !peer.is_a2a_python() {
         return Ok(());
     }
     let Some(f) = &profile.fidelity else {
@@ -95,6 +110,7 @@ pub fn cmd_live(path: &Path, peer: &PeerArgs, json: bool, trace: bool) -> Result
     let profile = Profile::load(&script.file.model)?;
     let options = peer.options();
     check_peer(&profile, &options, &file)?;
+    let peer_name = options.peer_for(&profile).0;
     let (summary, record) = live::run_scenario(&script, profile, &options)?;
     if trace {
         for event in &record.trace {
@@ -113,7 +129,7 @@ pub fn cmd_live(path: &Path, peer: &PeerArgs, json: bool, trace: bool) -> Result
             script.file.name,
             script.file.model,
             script.file.replicas,
-            options.peer.0,
+            peer_name,
             script.file.routing
         );
         print_findings(&summary);

@@ -22,10 +22,24 @@ use serde_json::{json, Value};
 use crate::auth::{Grants, DEFAULT_PRINCIPAL};
 use crate::card::cache::{CardClient, Route};
 use crate::client::history::{History, Op, OpKind, Outcome, TaskView};
+use crate::model::TurnIn;
 use crate::net::{self, Call};
 use crate::replica::{TurnInfo, REPLICA_HEADER};
 use crate::router::{self, CONTEXT_HEADER, TARGET_HEADER};
 use crate::trace::{now_ms, Event, Reply, Trace};
+
+/// Rewrites a message for [`TurnIn::TextJson`]: its turn's data part becomes its one text
+/// part, the turn as JSON (`{"conversation":"c1","turn":1,"turns":2}`). A message without
+/// the data part is left as it is.
+pub(crate) fn turn_as_text(message: &mut Value) {
+    let Some(parts) = message.get_mut("parts").and_then(Value::as_array_mut) else {
+        return;
+    };
+    let Some(turn) = parts.iter().find_map(|p| p.get("data")).cloned() else {
+        return;
+    };
+    *parts = vec![json!({ "text": turn.to_string() })];
+}
 
 /// How to reach the cluster.
 pub struct Client {
@@ -38,6 +52,8 @@ pub struct Client {
     /// The identity provider's consent records, where the user authorises a task's paused
     /// action out of band ([`Client::authorize`]).
     grants: Grants,
+    /// How a user message carries its turn (the model's `handler.turn_in`).
+    turn_in: Cell<TurnIn>,
 }
 
 /// What a call returned.
@@ -67,7 +83,13 @@ impl Client {
             next_rpc_id: Cell::new(1),
             cards,
             grants,
+            turn_in: Cell::new(TurnIn::DataPart),
         })
+    }
+
+    /// Sends every turn as `turn_in` says (default: a data part).
+    pub fn set_turn_in(&self, turn_in: TurnIn) {
+        self.turn_in.set(turn_in);
     }
 
     /// The user `principal` authorises the paused action of `conversation`'s task
@@ -175,6 +197,12 @@ impl Client {
     ) -> Call {
         let id = self.next_rpc_id.get();
         self.next_rpc_id.set(id + 1);
+        let mut params = params;
+        if self.turn_in.get() == TurnIn::TextJson {
+            if let Some(message) = params.get_mut("message") {
+                turn_as_text(message);
+            }
+        }
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let (host, port, path) = match route {
             Some(r) => (r.host.as_str(), r.port, r.path.as_str()),

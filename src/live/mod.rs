@@ -46,8 +46,9 @@ pub use pool::Pool;
 /// Everything a live run needs besides the script.
 #[derive(Debug, Clone)]
 pub struct LiveOptions {
-    /// How to start replica `i`.
-    pub peer: PeerCommand,
+    /// How to start replica `i`; `None`: the preset the model's `[fidelity]` table names
+    /// ([`LiveOptions::peer_for`]).
+    pub peer: Option<PeerCommand>,
     /// The database every replica shares (SQLAlchemy URL); default: a fresh SQLite file in
     /// the run's work directory. With the preset, a PostgreSQL URL names the server and its
     /// role: each run creates a database of its own there and drops it at the end.
@@ -56,6 +57,21 @@ pub struct LiveOptions {
     pub work_dir: PathBuf,
     /// How long a started replica may take to answer its card.
     pub ready_timeout: Duration,
+}
+
+impl LiveOptions {
+    /// How replicas of `profile` start: the command asked for, else the preset its
+    /// `[fidelity]` table names, else `a2a-python`.
+    pub fn peer_for(&self, profile: &Profile) -> PeerCommand {
+        self.peer.clone().unwrap_or_else(|| {
+            PeerCommand(
+                profile
+                    .fidelity
+                    .as_ref()
+                    .map_or(peer::PRESET_A2A_PYTHON.to_string(), |f| f.peer.clone()),
+            )
+        })
+    }
 }
 
 /// Refuses steps a live run cannot perform, naming the first one.
@@ -201,6 +217,34 @@ async fn read_task(host: &str, id: &str) -> Result<Option<a2a::Task>, String> {
     serde_json::from_value(task.clone())
         .map(Some)
         .map_err(|e| format!("not a task: {e}"))
+}
+
+/// The tasks among `ids` that replica `host` holds in its own memory, from the Mastra
+/// peer's `GET /__a2a_chaos/tasks?ids=...` (`{"tasks": {id: task}}`, each rendered by
+/// Mastra's own GetTask): a read outside Mastra's handlers, so it saves nothing.
+async fn tasks_from(host: &str, ids: &[String]) -> Result<Vec<a2a::Task>, String> {
+    let mut call = Call::post_json(
+        host.to_string(),
+        crate::replica::PORT,
+        &format!("/__a2a_chaos/tasks?ids={}", ids.join(",")),
+        Vec::new(),
+        Duration::from_secs(10),
+    );
+    call.method = http::Method::GET;
+    let reply = net::send(&call)
+        .await
+        .map_err(|e| format!("{host} did not answer its tasks: {e}"))?;
+    let value: serde_json::Value = serde_json::from_slice(&reply.body)
+        .map_err(|e| format!("{host}'s tasks are unreadable: {e}"))?;
+    let Some(tasks) = value.get("tasks").and_then(|t| t.as_object()) else {
+        return Err(format!("{host}'s tasks have no `tasks` object"));
+    };
+    tasks
+        .values()
+        .map(|t| {
+            serde_json::from_value(t.clone()).map_err(|e| format!("{host} holds a non-task: {e}"))
+        })
+        .collect()
 }
 
 /// The stored tasks among `ids`, read by replica `host` from the database underneath its

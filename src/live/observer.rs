@@ -167,8 +167,12 @@ impl Ground {
         };
         versions.insert(report.task_id.clone(), last.unwrap_or(0).max(version));
         self.seen.borrow_mut().insert(seen_key, version);
+        let at_ms = match (report.at_unix_ms, net::real()) {
+            (Some(unix), Some(real)) => real.ms_at_unix(unix),
+            _ => now_ms(),
+        };
         self.saves.borrow_mut().push(SaveRecord {
-            at_ms: now_ms(),
+            at_ms,
             task_id: report.task_id,
             context_id: report.context_id,
             mode,
@@ -217,6 +221,12 @@ pub struct SaveReport {
     /// The store's new version (versioned stores); absent for a plain store.
     #[serde(default)]
     pub version: Option<u64>,
+    /// When the store applied the save, by the replica's wall clock (ms since the Unix
+    /// epoch, same machine): the save is booked then rather than at the report's arrival. A
+    /// peer that reports after the store applied a save (Mastra's, whose listeners hear of
+    /// the save at once) sends it, or its saves would look later than what they caused.
+    #[serde(default)]
+    pub at_unix_ms: Option<f64>,
 }
 
 /// A save report's state name (`input-required`) as a task state.
@@ -335,6 +345,7 @@ mod tests {
             before: version.and_then(|v| v.checked_sub(1)).filter(|b| *b > 0),
             based_on,
             version,
+            at_unix_ms: None,
         }
     }
 

@@ -5,9 +5,12 @@
 //! `{index}`, `{name}` (`replica-N`), `{port}`, `{ledger}` (the ledger's base URL), `{db}` (the
 //! shared database's SQLAlchemy URL), `{model}`, `{sdk}` and `{store}` (from the model's
 //! `[fidelity]` table), `{venv}` (the peer's virtual environment for `{sdk}`) and `{root}` (the
-//! repository). The preset `a2a-python` is the test peer under `tests/peers/a2a-python/`,
-//! run from the virtual environments `tests/peers/a2a-python/setup.sh` makes (under
-//! `target/peer-venv/`, or `$A2A_CHAOS_PEER_VENV`).
+//! repository), `{mastra}` (where `tests/peers/mastra/setup.sh` installed Node and Mastra). The
+//! preset `a2a-python` is the test peer under `tests/peers/a2a-python/`, run from the virtual
+//! environments `tests/peers/a2a-python/setup.sh` makes (under `target/peer-venv/`, or
+//! `$A2A_CHAOS_PEER_VENV`); the preset `mastra` is the one under `tests/peers/mastra/`, run
+//! with the Node that its `setup.sh` installs (under `target/peer-mastra/`, or
+//! `$A2A_CHAOS_MASTRA_DIR`). A model's `[fidelity]` table names its preset.
 //!
 //! Each replica's output goes to `replica-N.log` in the run's directory. Every process is
 //! killed when the fleet is dropped, so a failing run leaves nothing behind.
@@ -48,8 +51,11 @@ fn die_with_parent(command: &mut Command) {
     let _ = command;
 }
 
-/// The test peer's preset name.
+/// The a2a-python test peer's preset name.
 pub const PRESET_A2A_PYTHON: &str = "a2a-python";
+
+/// The Mastra test peer's preset name.
+pub const PRESET_MASTRA: &str = "mastra";
 
 /// How to start a replica: a preset name or a command template.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,16 +63,21 @@ pub struct PeerCommand(pub String);
 
 impl PeerCommand {
     /// Whether this is the `a2a-python` preset.
-    pub fn is_preset(&self) -> bool {
+    pub fn is_a2a_python(&self) -> bool {
         self.0 == PRESET_A2A_PYTHON
+    }
+
+    /// Whether this is the `mastra` preset.
+    pub fn is_mastra(&self) -> bool {
+        self.0 == PRESET_MASTRA
     }
 
     /// The template, with a preset expanded.
     pub fn template(&self) -> String {
-        if self.0 == PRESET_A2A_PYTHON {
-            "{venv}/bin/python {root}/tests/peers/a2a-python/server.py --port {port} --name {name} --ledger {ledger} --db {db} --store {store}".into()
-        } else {
-            self.0.clone()
+        match self.0.as_str() {
+            PRESET_A2A_PYTHON => "{venv}/bin/python {root}/tests/peers/a2a-python/server.py --port {port} --name {name} --ledger {ledger} --db {db} --store {store}".into(),
+            PRESET_MASTRA => "{mastra}/bin/node {root}/tests/peers/mastra/server.mjs --port {port} --name {name} --ledger {ledger} --ledger-timeout-ms 500 --install-dir {mastra}".into(),
+            _ => self.0.clone(),
         }
     }
 }
@@ -86,6 +97,14 @@ pub fn venv_base() -> PathBuf {
     match std::env::var_os("A2A_CHAOS_PEER_VENV") {
         Some(p) if !p.is_empty() => PathBuf::from(p),
         _ => root().join("target/peer-venv"),
+    }
+}
+
+/// Where the Mastra peer's Node and packages live (`bin/node`, `node_modules/`).
+pub fn mastra_base() -> PathBuf {
+    match std::env::var_os("A2A_CHAOS_MASTRA_DIR") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => root().join("target/peer-mastra"),
     }
 }
 
@@ -262,6 +281,7 @@ impl Fleet {
             ("{store}", self.store.clone()),
             ("{venv}", venv.display().to_string()),
             ("{root}", root().display().to_string()),
+            ("{mastra}", mastra_base().display().to_string()),
         ] {
             line = line.replace(key, &quote(&value));
         }
@@ -337,6 +357,12 @@ impl Fleet {
     /// not another peer command, nor per-process memory.
     pub fn can_dump(&self) -> bool {
         self.command.0 == PRESET_A2A_PYTHON && self.store != "memory"
+    }
+
+    /// Whether the replicas are the Mastra preset's, which serve the tasks they hold at
+    /// `GET /__a2a_chaos/tasks` ([`crate::live::tasks_from`]).
+    pub fn is_mastra(&self) -> bool {
+        self.command.is_mastra()
     }
 
     /// Reads tasks straight from the shared database with `server.py --dump` (a Python

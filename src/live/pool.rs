@@ -90,7 +90,7 @@ impl Pool {
         let mut run_db = None;
         let db = match options.db.clone() {
             None => format!("sqlite+aiosqlite:///{}", run_dir.join("tasks.db").display()),
-            Some(url) if options.peer.is_preset() && peer::is_postgres(&url) => {
+            Some(url) if options.peer_for(profile).is_a2a_python() && peer::is_postgres(&url) => {
                 let sdk = profile.fidelity.clone().unwrap_or_default().sdk;
                 let created = peer::RunDatabase::create(&sdk, &url, &peer::database_name(&run_dir))
                     .map_err(|e| InputError::new("live", e))?;
@@ -101,7 +101,7 @@ impl Pool {
             Some(url) => url,
         };
         let fleet = Rc::new(RefCell::new(peer::Fleet::new(
-            options.peer.clone(),
+            options.peer_for(profile),
             profile,
             format!("http://{ledger_addr}"),
             db,
@@ -272,6 +272,7 @@ impl Pool {
             ..DriverLink::default()
         };
         let client = Client::new(history.clone(), trace.clone(), script.request_timeout);
+        client.set_turn_in(self.profile.handler.turn_in.unwrap_or_default());
         crate::scenario::run_script(script, seed, client, link.clone(), Duration::from_secs(1))
             .await;
         router_task.abort();
@@ -374,7 +375,18 @@ impl Pool {
                 if readers.is_empty() {
                     error = Some("no replica was alive at the end to read the final tasks".into());
                 }
+                let mastra = self.fleet.borrow().is_mastra();
                 for i in readers {
+                    let host = format!("replica-{i}");
+                    if mastra {
+                        match super::tasks_from(&host, ids).await {
+                            Ok(tasks) => {
+                                final_tasks.extend(tasks.into_iter().map(|t| (t.id.clone(), t)))
+                            }
+                            Err(e) => error = Some(format!("cannot read the final tasks: {e}")),
+                        }
+                        continue;
+                    }
                     for id in ids {
                         match read_task(&format!("replica-{i}"), id).await {
                             Ok(Some(task)) => {

@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::InputError;
 
+mod turn_shape;
 mod wire;
+pub use turn_shape::{Artifacts, ReplyIn, ResumedFollowUp, TurnIn};
 pub use wire::{ErrorData, VersionCheck, VersionMatch, WireKnobs};
 
 /// The profiles that ship with the tool, by name: `(name, TOML text)`.
@@ -134,17 +136,6 @@ pub enum StreamStart {
     SnapshotOnNewTask,
 }
 
-/// Where a turn's reply (the agent's message) goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ReplyIn {
-    /// Appended to the task's history with the final status (the default).
-    History,
-    /// The final status's message; it moves into the history when the next user message
-    /// is appended (a2a-sdk 1.x: `TaskManager.update_with_message`).
-    Status,
-}
-
 /// What SubscribeToTask does for a task this replica does not know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -170,7 +161,8 @@ pub enum SubscribeSource {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SubscribeKnobs {
-    /// A task this replica does not know.
+    /// A task this replica does not know, on any streaming call: a subscription, or a
+    /// streaming send whose taskId the handler does not find.
     pub unknown_task: SubscribeUnknown,
     /// Where later events come from.
     pub source: SubscribeSource,
@@ -188,6 +180,10 @@ pub struct SubscribeKnobs {
     /// (UnsupportedOperation, A2A-BEHAVIOURS.md §1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminal_code: Option<i32>,
+    /// Whether a subscription to a terminal task gets the task's snapshot and then the end
+    /// of the stream instead of the `terminal_code` error; unset: the error.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub terminal_snapshot: bool,
     /// Whether a subscription leaves this replica holding the task as it read it, which a
     /// later turn here builds on instead of the store (needs `handler.cache_snapshot`, the
     /// profile is refused without it); unset: it leaves nothing behind.
@@ -307,6 +303,21 @@ pub struct HandlerKnobs {
     /// A task left input-required this long (simulated ms) with no follow-up fails; 0: it
     /// waits forever. The timer lives in the replica that saved the turn.
     pub input_timeout_ms: u64,
+    /// How the client puts the scripted turn in a user message; unset:
+    /// [`TurnIn::DataPart`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_in: Option<TurnIn>,
+    /// What artifact a turn leaves; unset: [`Artifacts::PerTurn`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<Artifacts>,
+    /// A user message whose messageId the task's history already holds is appended again;
+    /// unset: false (the history holds each message once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub appends_duplicates: Option<bool>,
+    /// What a blocking follow-up to a task working on a resumed run gets; unset:
+    /// [`ResumedFollowUp::Run`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_follow_up: Option<ResumedFollowUp>,
 }
 
 /// Which runs a cancel on the replica that runs them stops.
@@ -668,11 +679,12 @@ pub struct Profile {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FidelityKnobs {
-    /// The test peer under `tests/peers/` (`a2a-python`).
+    /// The test peer under `tests/peers/` (`a2a-python` or `mastra`): the preset `live`
+    /// and `fidelity` start when no `--peer` is given.
     pub peer: String,
-    /// The SDK version the peer runs (`1.3.0`).
+    /// The SDK version the peer runs (`1.3.0`; for `mastra`, `@mastra/server`'s).
     pub sdk: String,
-    /// The peer's task store: `plain` or `versioned`.
+    /// The peer's task store: `plain`, `versioned` or `memory`.
     pub store: String,
     /// Known disagreements: `"scenario-name/invariant"` → why the simulated and the real
     /// verdicts differ. `a2a-chaos fidelity` fails on any disagreement not listed here.

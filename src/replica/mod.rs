@@ -69,8 +69,10 @@ use crate::net::{self, BoxBody};
 use crate::store::{SharedState, StoreState, TaskStore};
 use crate::trace::{Event, Tone, Trace};
 
+mod artifact;
 mod auth;
 mod cancel;
+mod follow_up;
 mod list;
 mod push;
 mod push_config;
@@ -135,17 +137,30 @@ impl TurnInfo {
         }))
     }
 
-    /// Reads the turn from a message's first data part. `turn` and `turns` may be any JSON
-    /// number with an integral value (`1`, `1.0`, `1e0`): JSON does not tell them apart, and
+    /// Reads the turn from a message's first data part, else from a text part that is the
+    /// turn as JSON (what a client sends a server that refuses data parts,
+    /// [`crate::model::TurnIn::TextJson`]). `turn` and `turns` may be any JSON number with
+    /// an integral value (`1`, `1.0`, `1e0`): JSON does not tell them apart, and
     /// protobuf-based clients (a2a-sdk's `Struct`) send every number as a double.
     pub fn from_message(message: &Message) -> Option<TurnInfo> {
-        message.parts.iter().find_map(|p| match &p.content {
-            PartContent::Data(v) => Some(TurnInfo {
+        let of = |v: &Value| {
+            Some(TurnInfo {
                 conversation: v.get("conversation")?.as_str()?.to_string(),
                 turn: integral(v.get("turn")?)?,
                 turns: integral(v.get("turns")?)?,
-            }),
+            })
+        };
+        let data = message.parts.iter().find_map(|p| match &p.content {
+            PartContent::Data(v) => of(v),
             _ => None,
+        });
+        data.or_else(|| {
+            message.parts.iter().find_map(|p| match &p.content {
+                PartContent::Text(t) if t.starts_with('{') => {
+                    of(&serde_json::from_str::<Value>(t).ok()?)
+                }
+                _ => None,
+            })
         })
     }
 
@@ -260,6 +275,9 @@ pub struct Replica {
     /// Versions of tasks this replica saved itself (the local registry a subscriber on this
     /// replica can follow when the model has no shared event stream).
     local_events: RefCell<BTreeMap<String, Vec<(u64, Task)>>>,
+    /// The turns each run of this process performed, by task: what a run's one text
+    /// artifact holds ([`crate::model::Artifacts::RunText`]).
+    run_text: RefCell<BTreeMap<String, Vec<u32>>>,
     rng: RefCell<ChaCha8Rng>,
     id_prefix: String,
     next_id: Cell<u64>,
@@ -295,6 +313,7 @@ impl Replica {
             push_details: RefCell::default(),
             push_world,
             local_events: RefCell::default(),
+            run_text: RefCell::default(),
             rng: RefCell::new(ChaCha8Rng::seed_from_u64(stream)),
             id_prefix: format!("{:04x}-r{index}b{boot}", seed & 0xffff),
             next_id: Cell::new(1),
@@ -475,18 +494,40 @@ fn change_state(task: &mut Task, state: TaskState, reply_in: ReplyIn) {
     task.status = status(state);
 }
 
+/// Appends a message to a task's history unless a message with its id is already there.
+fn push_message(task: &mut Task, message: &Message) {
+    let history = task.history.get_or_insert_with(Vec::new);
+    if !history.iter().any(|m| m.message_id == message.message_id) {
+        history.push(message.clone());
+    }
+}
+
 /// Appends a user message to a task's history, the reply before it archived first (a2a-sdk
 /// `TaskManager.update_with_message`).
 pub(super) fn push_user(task: &mut Task, message: &Message, reply_in: ReplyIn) {
     archive_reply(task, reply_in, None);
-    turn::push_message(task, message);
+    push_message(task, message);
+}
+
+/// [`push_user`], or with `again` the message appended even when the history holds its id
+/// (the model's `handler.appends_duplicates`). Re-applied on a fresh copy after a conflict,
+/// it still appends once: the copy does not hold the save that lost.
+pub(super) fn push_user_again(task: &mut Task, message: &Message, reply_in: ReplyIn, again: bool) {
+    if again {
+        archive_reply(task, reply_in, None);
+        task.history
+            .get_or_insert_with(Vec::new)
+            .push(message.clone());
+    } else {
+        push_user(task, message, reply_in);
+    }
 }
 
 /// Ends a turn in `state` with its reply, in the history or as the status's message.
 pub(super) fn reply_with(task: &mut Task, reply: &Message, state: TaskState, reply_in: ReplyIn) {
     match reply_in {
         ReplyIn::History => {
-            turn::push_message(task, reply);
+            push_message(task, reply);
             task.status = status(state);
         }
         ReplyIn::Status => {
@@ -494,6 +535,13 @@ pub(super) fn reply_with(task: &mut Task, reply: &Message, state: TaskState, rep
             archive_reply(task, reply_in, Some(&reply.message_id));
             task.status = status(state);
             task.status.message = Some(reply.clone());
+        }
+        ReplyIn::Suspend => {
+            let suspended = state == TaskState::InputRequired;
+            task.status = status(state);
+            if suspended {
+                task.status.message = Some(reply.clone());
+            }
         }
     }
 }
@@ -506,6 +554,7 @@ pub fn memory_store() -> SharedState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::Client;
     use a2a::Role;
 
     #[test]
@@ -534,6 +583,25 @@ mod tests {
             let msg = with(json!({"conversation": "c", "turn": bad, "turns": 2}));
             assert_eq!(TurnInfo::from_message(&msg), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_turn_sent_as_text_json_reads_as_the_data_part_does() {
+        let info = TurnInfo {
+            conversation: "c1".into(),
+            turn: 2,
+            turns: 3,
+        };
+        let turn = Client::turn_message(&info, "m1", "ctx-1", None);
+        let mut wire = serde_json::to_value(&turn).expect("JSON");
+        crate::client::turn_as_text(&mut wire);
+        let text: Message = serde_json::from_value(wire).expect("a message");
+        assert_eq!(text.parts.len(), 1);
+        assert!(matches!(&text.parts[0].content, PartContent::Text(t) if t.starts_with('{')));
+        assert_eq!(TurnInfo::from_message(&text), Some(info));
+        // Text that is not the turn's JSON is a plain message.
+        let plain = Message::new(Role::User, vec![Part::text("{not json")]);
+        assert_eq!(TurnInfo::from_message(&plain), None);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //!
 //! Knobs read: `subscribe.unknown_task`, `subscribe.poll_ms`, `subscribe.source`,
 //! `subscribe.interrupted`, `subscribe.failure`, `subscribe.terminal_code`,
+//! `subscribe.terminal_snapshot`,
 //! `subscribe.keeps_task`, `subscribe.registers_task`, `subscribe.held_taps_local`, and
 //! `cancel.keeps_task` (a finished ActiveTask a cancel left here).
 
@@ -68,6 +69,14 @@ impl Replica {
         };
         // A finished ActiveTask left here by a cancel refuses a subscriber whatever the
         // store holds (a2a-sdk 1.1.5 `ActiveTask.subscribe`: `_is_finished` is set).
+        if task.status.state.is_terminal() && self.profile.subscribe.terminal_snapshot {
+            self.record(format!(
+                "subscribe to terminal {task_id}: its snapshot, then the end"
+            ));
+            let (tx, rx) = mpsc::channel::<StreamResponse>(1);
+            let _ = tx.send(StreamResponse::Task(task)).await;
+            return sse_response(id, rx);
+        }
         if task.status.state.is_terminal() || self.kept_after_cancel(&task_id).is_some() {
             let code = self.profile.subscribe.terminal_code.unwrap_or(-32004);
             return self.rpc_error(id, rpc(code, format!("task {task_id} is terminal")));

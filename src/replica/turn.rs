@@ -5,34 +5,35 @@
 //!
 //! Knobs read: `[dedup]` (`scope`, `lease_ms`, `ttl_ms`); `[handler]` (`cache_snapshot`,
 //! `unknown_task`, `context_mismatch`, `message_to_terminal_code`, `nonblocking_to_working`,
-//! `saves`, `after_effect_failure`, `input_timeout_ms`); `recovery.sweep_ms` and
+//! `saves`, `after_effect_failure`, `input_timeout_ms`, `turn_in` through the turn's
+//! reading, `artifacts` and `resumed_follow_up` through their modules); `recovery.sweep_ms` and
 //! `recovery.runner_lease_ms` (the runner lease); `cancel.fence_effects`;
 //! `ledger.idempotency_key`; `push.on`; `auth.owner` (a new task's owner).
 
 use std::rc::Rc;
 use std::time::Duration;
 
-use a2a::{
-    Artifact, Message, Part, Role, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
-};
+use a2a::{Message, Part, Role, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState};
 use http::Response;
 use rand::Rng;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use super::artifact;
 use super::auth::auth_pending;
+use super::follow_up;
 use super::rpc::sse_response;
 use super::save::Saved;
 use super::subscribe::status_update;
 use super::{
-    needs_auth, push_user, reply_with, rpc, set_marker, status, ActiveTask, Caller, Refusal,
+    needs_auth, push_user_again, reply_with, rpc, set_marker, status, ActiveTask, Caller, Refusal,
     Replica, TurnInfo,
 };
 use crate::faults::{KillPoint, Point};
 use crate::ground::ledger::{self, EffectRequest};
 use crate::model::{
     AfterEffect, DedupScope, MismatchRule, NonBlockingAnswer, NonBlockingToWorking, OwnerScope,
-    PushOn, QueuedTerminal, ReplyIn, Saves, StreamStart, UnknownTask,
+    PushOn, QueuedTerminal, ReplyIn, Saves, StreamStart, SubscribeUnknown, UnknownTask,
 };
 use crate::net::BoxBody;
 use crate::store::{Claim, TaskStore};
@@ -89,6 +90,15 @@ impl Replica {
         };
         let turn = match begun.await {
             Ok(Ok(t)) => t,
+            // The task is unknown here: every streaming call answers as a subscription
+            // does (Mastra: HTTP 200 and an empty event stream).
+            Ok(Err(Refusal::Rpc(-32001, why)))
+                if self.profile.subscribe.unknown_task == SubscribeUnknown::EmptyStream =>
+            {
+                self.record(format!("streaming send: {why}: empty stream"));
+                let (_tx, rx) = mpsc::channel::<StreamResponse>(1);
+                return sse_response(id, rx);
+            }
             Ok(Err(r)) => return self.rpc_error(id, r),
             Err(e) => return self.rpc_error(id, rpc(-32603, format!("turn aborted: {e}"))),
         };
@@ -316,6 +326,12 @@ impl Replica {
                     ));
                     return Ok(Begun::Replay(Box::new(task)));
                 }
+                if self.awaits_resumed_run(&task, blocking, sink.is_some()) {
+                    drop(guard);
+                    release().await;
+                    let task = self.await_resumed_run(&info, task).await;
+                    return Ok(Begun::Replay(Box::new(task)));
+                }
                 (task, Some(version), active, guard, mismatch)
             }
         };
@@ -363,13 +379,14 @@ impl Replica {
             .iter()
             .flatten()
             .any(|m| m.message_id == message.message_id);
-        if self.profile.handler.saves == Saves::PerEvent && !already_held {
+        let appends = self.profile.handler.appends_duplicates == Some(true);
+        if self.profile.handler.saves == Saves::PerEvent && (appends || !already_held) {
             // The user message is its own save, the state unchanged (on turn 1, the
             // submitted task holding it), before the working event.
-            push_user(&mut task, &message, reply_in);
+            push_user_again(&mut task, &message, reply_in, appends);
             let saved = self
                 .save_reapplying(&mut task, version, |fresh| {
-                    push_user(fresh, &user_message, reply_in)
+                    push_user_again(fresh, &user_message, reply_in, appends)
                 })
                 .await;
             version = Some(
@@ -381,14 +398,16 @@ impl Replica {
         // Append the user message and save the task as working.
         let runner = (self.profile.recovery.sweep_ms > 0)
             .then(|| json!(now_ms() + self.profile.recovery.runner_lease_ms));
-        push_user(&mut task, &message, reply_in);
+        // Appended once: by the per-event save just made, else here.
+        let again = appends && first_saved.is_none();
+        push_user_again(&mut task, &message, reply_in, again);
         task.status = status(TaskState::Working);
         if runner.is_some() {
             set_marker(&mut task, "runnerUntilMs", runner.clone());
         }
         let saved = self
             .save_reapplying(&mut task, version, |fresh| {
-                push_user(fresh, &user_message, reply_in);
+                push_user_again(fresh, &user_message, reply_in, again);
                 fresh.status = status(TaskState::Working);
                 if runner.is_some() {
                     set_marker(fresh, "runnerUntilMs", runner.clone());
@@ -625,14 +644,17 @@ impl Replica {
         }
 
         // Write the artifact and the reply; input-required until the last turn.
-        let artifact = Artifact {
-            artifact_id: format!("{}-turn-{}", task.id, info.turn),
-            name: Some(format!("turn-{}", info.turn)),
-            description: None,
-            parts: vec![Part::text(format!("result of turn {}", info.turn))],
-            metadata: None,
-            extensions: None,
+        let next_state = if info.turn >= info.turns {
+            TaskState::Completed
+        } else {
+            TaskState::InputRequired
         };
+        let artifact = self.result_artifact(
+            task,
+            info,
+            sink.is_some(),
+            next_state == TaskState::InputRequired,
+        );
         let reply = Message {
             message_id: format!("{}-reply", message.message_id),
             context_id: Some(task.context_id.clone()),
@@ -644,34 +666,22 @@ impl Replica {
             reference_task_ids: None,
         };
         let reply_in = self.profile.handler.reply_in.unwrap_or(ReplyIn::History);
-        let next_state = if info.turn >= info.turns {
-            TaskState::Completed
-        } else {
-            TaskState::InputRequired
-        };
         // Idempotent: re-applied on a fresh copy after a conflict, it adds nothing twice.
         let apply = |t: &mut Task| {
-            let artifacts = t.artifacts.get_or_insert_with(Vec::new);
-            if !artifacts
-                .iter()
-                .any(|a| a.artifact_id == artifact.artifact_id)
-            {
-                artifacts.push(artifact.clone());
+            if let Some(a) = &artifact {
+                artifact::put(t, a);
             }
             set_marker(t, "effectPending", None);
             set_marker(t, "runnerUntilMs", None);
             set_marker(t, "authPending", None);
+            follow_up::mark_run(self, t, &next_state);
             reply_with(t, &reply, next_state.clone(), reply_in);
         };
         if self.profile.handler.saves == Saves::PerEvent {
             // The artifact is its own save, before the reply and the final status.
             let add_artifact = |t: &mut Task| {
-                let artifacts = t.artifacts.get_or_insert_with(Vec::new);
-                if !artifacts
-                    .iter()
-                    .any(|a| a.artifact_id == artifact.artifact_id)
-                {
-                    artifacts.push(artifact.clone());
+                if let Some(a) = &artifact {
+                    artifact::put(t, a);
                 }
             };
             add_artifact(task);
@@ -729,16 +739,18 @@ impl Replica {
             *active.cached.borrow_mut() = Some((task.clone(), version));
         }
         if let Some(tx) = sink {
-            let _ = tx
-                .send(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
-                    task_id: task.id.clone(),
-                    context_id: task.context_id.clone(),
-                    artifact: artifact.clone(),
-                    append: Some(false),
-                    last_chunk: Some(true),
-                    metadata: None,
-                }))
-                .await;
+            if let Some(artifact) = &artifact {
+                let _ = tx
+                    .send(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+                        task_id: task.id.clone(),
+                        context_id: task.context_id.clone(),
+                        artifact: artifact.clone(),
+                        append: Some(false),
+                        last_chunk: Some(true),
+                        metadata: None,
+                    }))
+                    .await;
+            }
             let _ = tx.send(status_update(task)).await;
         }
         self.push(task).await;
@@ -782,13 +794,5 @@ pub(super) struct Turn {
 async fn release_claim(dedup: Option<&TaskStore>, key: &str) {
     if let Some(d) = dedup {
         let _ = d.finish(key, None, 0).await;
-    }
-}
-
-/// Appends a message to a task's history unless a message with its id is already there.
-pub(super) fn push_message(task: &mut Task, message: &Message) {
-    let history = task.history.get_or_insert_with(Vec::new);
-    if !history.iter().any(|m| m.message_id == message.message_id) {
-        history.push(message.clone());
     }
 }

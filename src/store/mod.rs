@@ -114,13 +114,46 @@ pub enum Claim {
     Done { task_id: String },
 }
 
-/// The names of a task's artifacts, in order.
+/// The names of a task's artifacts, in order, as the checkers read them: each artifact's
+/// name (else its id), except a transcript of turns, which stands for the turns it holds. A
+/// transcript is an artifact not itself named `turn-N` whose text is lines `turn-N` and
+/// nothing else: Mastra keeps one `response.txt` whose text is a line per turn its run
+/// performed (tests/peers/mastra/README.md), where other systems keep an artifact `turn-N`
+/// per turn; both read as `turn-1`, `turn-2`, ...
 pub fn artifact_names(task: &Task) -> Vec<String> {
-    task.artifacts
-        .iter()
-        .flatten()
-        .map(|a| a.name.clone().unwrap_or_else(|| a.artifact_id.clone()))
-        .collect()
+    let mut names = Vec::new();
+    for a in task.artifacts.iter().flatten() {
+        let name = a.name.clone().unwrap_or_else(|| a.artifact_id.clone());
+        match transcript(a).filter(|_| !is_turn_mark(&name)) {
+            Some(turns) => names.extend(turns),
+            None => names.push(name),
+        }
+    }
+    names
+}
+
+/// Whether `text` is a turn's mark, `turn-N`.
+fn is_turn_mark(text: &str) -> bool {
+    text.strip_prefix("turn-")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The turn marks an artifact's text is made of, line by line; `None` when its text is
+/// anything else (or empty).
+fn transcript(artifact: &a2a::Artifact) -> Option<Vec<String>> {
+    let mut marks = Vec::new();
+    for part in &artifact.parts {
+        let a2a::PartContent::Text(text) = &part.content else {
+            return None;
+        };
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            if !is_turn_mark(line.trim()) {
+                return None;
+            }
+            marks.push(line.trim().to_string());
+        }
+    }
+    (!marks.is_empty()).then_some(marks)
 }
 
 /// Shared handle to a store's state.
@@ -152,6 +185,29 @@ mod tests {
             history: None,
             metadata: None,
         }
+    }
+
+    #[test]
+    fn a_transcript_of_turns_reads_as_the_turns_it_holds() {
+        let artifact = |name: &str, text: &str| a2a::Artifact {
+            artifact_id: format!("id-{name}"),
+            name: Some(name.into()),
+            description: None,
+            parts: vec![a2a::Part::text(text)],
+            metadata: None,
+            extensions: None,
+        };
+        let mut t = task("t");
+        t.artifacts = Some(vec![
+            artifact("turn-1", "result of turn 1"),
+            artifact("response.txt", "turn-2\nturn-3\n"),
+            artifact("notes.txt", "turn-4\nand more"),
+            artifact("turn-5", "turn-5\n"),
+        ]);
+        assert_eq!(
+            artifact_names(&t),
+            ["turn-1", "turn-2", "turn-3", "notes.txt", "turn-5"]
+        );
     }
 
     #[test]

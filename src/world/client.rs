@@ -55,6 +55,7 @@ pub(super) fn client_future(
         cards,
         grants.clone(),
     );
+    client.set_turn_in(spec.profile.handler.turn_in.unwrap_or_default());
     let link = link.clone();
     let liveness_ms = spec.faults.liveness_ms;
     match workload.clone() {

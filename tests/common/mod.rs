@@ -1,5 +1,5 @@
-//! What the live integration tests share: installing the a2a-python test peer, and a guard
-//! that kills a child process however the test ends.
+//! What the live integration tests share: installing the test peers (a2a-python, Mastra),
+//! and a guard that kills a child process however the test ends.
 
 use std::path::Path;
 use std::process::{Child, Command};
@@ -14,12 +14,25 @@ impl Drop for Guard {
     }
 }
 
-/// Installs the peer; `false` when it cannot be and `A2A_CHAOS_SKIP_LIVE=1` (the test skips).
+/// Installs the a2a-python peer; `false` when it cannot be and `A2A_CHAOS_SKIP_LIVE=1` (the
+/// test skips).
 pub fn install_peer() -> bool {
+    install("a2a-python", "python3 (with venv) and PyPI")
+}
+
+/// Installs the Mastra peer (Node 22 and the locked packages, from npm); `false` when it
+/// cannot be and `A2A_CHAOS_SKIP_LIVE=1`.
+#[allow(dead_code)] // not every test binary that shares this module runs Mastra
+pub fn install_mastra() -> bool {
+    install("mastra", "npm and the npm registry")
+}
+
+/// Runs `tests/peers/<peer>/setup.sh` (idempotent, into `target/`).
+fn install(peer: &str, needs: &str) -> bool {
     let skip = std::env::var("A2A_CHAOS_SKIP_LIVE").is_ok_and(|v| v == "1");
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let setup = Command::new("bash")
-        .arg(root.join("tests/peers/a2a-python/setup.sh"))
+        .arg(root.join(format!("tests/peers/{peer}/setup.sh")))
         .current_dir(root)
         .output();
     match setup {
@@ -34,11 +47,11 @@ pub fn install_peer() -> bool {
                 Err(e) => e.to_string(),
             };
             if skip {
-                eprintln!("skipped: the a2a-python peer could not be installed (A2A_CHAOS_SKIP_LIVE=1): {why}");
+                eprintln!("skipped: the {peer} peer could not be installed (A2A_CHAOS_SKIP_LIVE=1): {why}");
                 return false;
             }
             panic!(
-                "tests/peers/a2a-python/setup.sh failed: the live tests need python3 (with venv) and PyPI; set A2A_CHAOS_SKIP_LIVE=1 to skip them.\n{why}"
+                "tests/peers/{peer}/setup.sh failed: the live tests need {needs}; set A2A_CHAOS_SKIP_LIVE=1 to skip them.\n{why}"
             );
         }
     }

@@ -53,6 +53,9 @@
 //     store's, since every accepted save of a task is reported, in order) and infers from
 //     the content which version each was built on. Mastra's store has versions, but most of
 //     its saves are not compare-and-swap (README.md), so this is the faithful reading.
+//   - `at_unix_ms`: when the store applied the save (wall clock, ms): the observer books the
+//     save then, not at the report's arrival, since Mastra's listeners (a subscription) hear
+//     of it before the report lands.
 //   - extra fields the observer ignores today: `store_version` (the version Mastra's store
 //     gave the save), `store_before` (the version it replaced, 0 = none),
 //     `expected_version` (the expectedVersion the handler passed; null = none: an
@@ -66,7 +69,8 @@
 // GetTask handler (the same JSON a `GetTask` with `A2A-Version: 1.0` returns).
 //
 // Usage: node server.mjs --port P --name replica-0 --ledger http://127.0.0.1:L
-//            [--think-ms 40] [--compose-ms 10] [--install-dir DIR] [--log-level warn]
+//            [--think-ms 40] [--compose-ms 10] [--ledger-timeout-ms 30000]
+//            [--install-dir DIR] [--log-level warn]
 // The packages come from DIR (default $A2A_CHAOS_MASTRA_DIR, else <repo>/target/peer-mastra,
 // made by tests/peers/mastra/setup.sh); run it with DIR/bin/node (Node >= 22.13).
 
@@ -83,7 +87,9 @@ const AGENT_ID = 'scripted';
 const AWAIT_TOOL = 'awaitNextTurn';
 /** A conversation made of plain text messages is this long (as in the a2a-python peer). */
 const DEFAULT_TURNS = 2;
-/** How long the effect POST may wait for the ledger (a scenario may hold it). */
+/** How long the effect POST may wait for the ledger by default (a scenario may hold it);
+ * a2a-chaos passes --ledger-timeout-ms 500, the simulated replica's (Timing::ledger_timeout
+ * in src/replica/mod.rs), as it does to the a2a-python peer. */
 const LEDGER_TIMEOUT_MS = 30_000;
 
 // --- command line ------------------------------------------------------------------------
@@ -96,6 +102,7 @@ function cli() {
       ledger: { type: 'string' },
       'think-ms': { type: 'string', default: '40' },
       'compose-ms': { type: 'string', default: '10' },
+      'ledger-timeout-ms': { type: 'string', default: String(LEDGER_TIMEOUT_MS) },
       'install-dir': { type: 'string' },
       'log-level': { type: 'string', default: 'warn' },
       help: { type: 'boolean', default: false },
@@ -103,7 +110,7 @@ function cli() {
   });
   const usage =
     'usage: node server.mjs --port P --name replica-N --ledger http://127.0.0.1:L ' +
-    '[--think-ms 40] [--compose-ms 10] [--install-dir DIR] [--log-level warn]';
+    '[--think-ms 40] [--compose-ms 10] [--ledger-timeout-ms 30000] [--install-dir DIR] [--log-level warn]';
   if (values.help) {
     console.log(usage);
     process.exit(0);
@@ -120,6 +127,7 @@ function cli() {
     ledger: values.ledger.replace(/\/+$/, ''),
     thinkMs: Number(values['think-ms']),
     composeMs: Number(values['compose-ms']),
+    ledgerTimeoutMs: Number(values['ledger-timeout-ms']),
     installDir: resolvePath(
       values['install-dir'] ||
         process.env.A2A_CHAOS_MASTRA_DIR ||
@@ -232,6 +240,9 @@ function observeSaves(InMemoryTaskStore, { replica, ledger }) {
       existing?.task.status.state === 'canceled' &&
       data?.status?.state !== 'canceled';
 
+    // The save body is synchronous: it lands now, and Mastra's listeners hear of it at once,
+    // before the report below reaches the ledger; so the report says when.
+    const atUnixMs = performance.timeOrigin + performance.now();
     const stored = await originalSave.call(this, args); // a conflict throws: nothing to report
     if (skipped) return stored;
 
@@ -254,6 +265,9 @@ function observeSaves(InMemoryTaskStore, { replica, ledger }) {
       task_id: data.id,
       context_id: data.contextId,
       state: data.status?.state,
+      // Names, not the turns response.txt holds: the observer infers the version a save was
+      // built on from content that only grows, and a run's text does not (a stream writes
+      // its own), while the artifact, once made, stays.
       artifacts: (data.artifacts ?? []).map((a) => a.name || a.artifactId),
       history: (data.history ?? []).map((m) => m.messageId),
       replica,
@@ -265,6 +279,7 @@ function observeSaves(InMemoryTaskStore, { replica, ledger }) {
       store_before: before,
       expected_version: expectedVersion ?? null,
       save_kind: saveKind,
+      at_unix_ms: atUnixMs,
     };
     const sent = chain.then(() =>
       postJson(`${ledger}/save`, report).catch((e) =>
@@ -326,7 +341,7 @@ function readTurn(prompt, scope) {
  * call performs one turn and answers its text, plus the awaitNextTurn tool call before the
  * conversation's last turn.
  */
-function scriptedModel({ replica, ledger, thinkMs, composeMs }) {
+function scriptedModel({ replica, ledger, thinkMs, composeMs, ledgerTimeoutMs }) {
   const usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
 
   async function turn(options) {
@@ -348,7 +363,7 @@ function scriptedModel({ replica, ledger, thinkMs, composeMs }) {
       replica,
       key: null,
       sent_ms: 0,
-    });
+    }, ledgerTimeoutMs);
     await sleep(composeMs, signal);
     const content = [{ type: 'text', text: `turn-${info.turn}\n` }];
     const more = info.turn < info.turns;
@@ -522,6 +537,7 @@ async function main() {
       replica: args.name,
       ledger: args.ledger,
       thinkMs: args.thinkMs,
+      ledgerTimeoutMs: args.ledgerTimeoutMs,
       composeMs: args.composeMs,
     }),
     tools: { [AWAIT_TOOL]: awaitNextTurn },

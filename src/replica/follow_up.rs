@@ -1,0 +1,76 @@
+//! A blocking follow-up to a task whose resumed run still works, as the model's
+//! `handler.resumed_follow_up` says: run like any other follow-up (the default), or wait
+//! until the task leaves working and answer with it, the message not processed (Mastra:
+//! `handleMessageSend` calls `waitForClaimedResume` when the task is working with a
+//! `suspendedRunId`, or when another request claimed the suspended run first).
+//!
+//! A turn that suspends its run (ends input-required) marks the task with `suspendedRun`;
+//! a turn that ends the run clears the mark, as Mastra's `applySuspensionToTask` and
+//! `clearSuspensionMetadata` do with `suspendedRunId`.
+
+use std::time::Duration;
+
+use a2a::{Task, TaskState};
+use serde_json::json;
+
+use super::{set_marker, Replica, TurnInfo, MARKER_KEY};
+use crate::model::ResumedFollowUp;
+
+/// The mark a suspended run leaves in its task.
+const MARK: &str = "suspendedRun";
+
+/// The longest a follow-up waits for a resumed run (simulated): Mastra waits with no bound;
+/// ten minutes is past every scenario's end.
+const LONGEST_WAIT: Duration = Duration::from_secs(600);
+
+impl Replica {
+    /// Whether a follow-up to `task` (as loaded) waits for the task's resumed run instead of
+    /// running: a blocking, non-streaming send to a working task whose run was suspended.
+    pub(super) fn awaits_resumed_run(&self, task: &Task, blocking: bool, streaming: bool) -> bool {
+        self.profile.handler.resumed_follow_up == Some(ResumedFollowUp::AwaitRun)
+            && blocking
+            && !streaming
+            && task.status.state == TaskState::Working
+            && suspended(task)
+    }
+
+    /// Waits until task `task_id` leaves working (polling the store every
+    /// `subscribe.poll_ms`) and answers with it, or with `last` when the store no longer
+    /// answers.
+    pub(super) async fn await_resumed_run(&self, info: &TurnInfo, mut last: Task) -> Task {
+        self.record(format!(
+            "{}#{}: {} is working on a resumed run; waits for it, message not processed",
+            info.conversation, info.turn, last.id
+        ));
+        let poll = Duration::from_millis(self.profile.subscribe.poll_ms.max(1));
+        let mut waited = Duration::ZERO;
+        while last.status.state == TaskState::Working && waited < LONGEST_WAIT {
+            tokio::time::sleep(poll).await;
+            waited += poll;
+            match self.load(&last.id).await {
+                Ok(Some((task, _))) => last = task,
+                _ => break,
+            }
+        }
+        last
+    }
+}
+
+/// Marks a turn's result: a run that suspends (`next` is input-required) keeps its mark, one
+/// that ends clears it. Only for models that wait for resumed runs.
+pub(super) fn mark_run(replica: &Replica, task: &mut Task, next: &TaskState) {
+    if replica.profile.handler.resumed_follow_up != Some(ResumedFollowUp::AwaitRun) {
+        return;
+    }
+    let mark = (*next == TaskState::InputRequired).then_some(json!(true));
+    set_marker(task, MARK, mark);
+}
+
+/// Whether `task` carries a suspended run's mark.
+fn suspended(task: &Task) -> bool {
+    task.metadata
+        .as_ref()
+        .and_then(|m| m.get(MARKER_KEY))
+        .and_then(|m| m.get(MARK))
+        .is_some()
+}
