@@ -273,6 +273,14 @@ impl Call {
         }
     }
 
+    /// A GET with no body and no extra headers.
+    pub fn get(host: impl Into<Rc<str>>, port: u16, path: &str, timeout: Duration) -> Self {
+        Call {
+            method: http::Method::GET,
+            ..Call::post_json(host, port, path, Vec::new(), timeout)
+        }
+    }
+
     /// Adds a header.
     pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
         self.headers.push((name, value.into()));

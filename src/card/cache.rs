@@ -213,15 +213,13 @@ impl CardClient {
     /// Fetches the card, with the caller's token (its audience is the card's origin).
     async fn fetch(&self, prior: Option<Cached>, principal: &str) -> Result<Cached, String> {
         let at_ms = now_ms();
-        let mut call = Call::post_json(
+        let mut call = Call::get(
             "router",
             crate::protocol::ROUTER_PORT,
             CARD_PATH,
-            Vec::new(),
             self.timeout,
         )
         .header("a2a-version", "1.0");
-        call.method = http::Method::GET;
         // Discovery carries the caller's credential only where the client is set to
         // (Cognigy's "Use Authentication for Agent Discovery" is off by default); every
         // call carries it regardless.

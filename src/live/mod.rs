@@ -223,14 +223,12 @@ async fn read_task(host: &str, id: &str) -> Result<Option<a2a::Task>, String> {
 /// peer's `GET /__a2a_chaos/tasks?ids=...` (`{"tasks": {id: task}}`, each rendered by
 /// Mastra's own GetTask): a read outside Mastra's handlers, so it saves nothing.
 async fn tasks_from(host: &str, ids: &[String]) -> Result<Vec<a2a::Task>, String> {
-    let mut call = Call::post_json(
+    let call = Call::get(
         host.to_string(),
         crate::replica::PORT,
         &format!("/__a2a_chaos/tasks?ids={}", ids.join(",")),
-        Vec::new(),
         Duration::from_secs(10),
     );
-    call.method = http::Method::GET;
     let reply = net::send(&call)
         .await
         .map_err(|e| format!("{host} did not answer its tasks: {e}"))?;

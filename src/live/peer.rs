@@ -441,14 +441,12 @@ pub async fn wait_ready(
                 f.log_tail(index)
             ));
         }
-        let mut call = Call::post_json(
+        let call = Call::get(
             addr.ip().to_string(),
             addr.port(),
             "/.well-known/agent-card.json",
-            Vec::new(),
             Duration::from_secs(1),
         );
-        call.method = http::Method::GET;
         if let Ok(reply) = net::send(&call).await {
             if reply.status.is_success() {
                 return Ok(());

@@ -379,24 +379,25 @@ impl Pool {
                 for i in readers {
                     let host = format!("replica-{i}");
                     if mastra {
+                        // Every task this replica holds, in one read outside its handlers.
                         match super::tasks_from(&host, ids).await {
                             Ok(tasks) => {
                                 final_tasks.extend(tasks.into_iter().map(|t| (t.id.clone(), t)))
                             }
                             Err(e) => error = Some(format!("cannot read the final tasks: {e}")),
                         }
-                        continue;
-                    }
-                    for id in ids {
-                        match read_task(&format!("replica-{i}"), id).await {
-                            Ok(Some(task)) => {
-                                final_tasks.insert(id.clone(), task);
-                            }
-                            Ok(None) => {}
-                            Err(e) => {
-                                error = Some(format!(
-                                    "cannot read task {id} from replica-{i} at the end: {e}"
-                                ))
+                    } else {
+                        for id in ids {
+                            match read_task(&host, id).await {
+                                Ok(Some(task)) => {
+                                    final_tasks.insert(id.clone(), task);
+                                }
+                                Ok(None) => {}
+                                Err(e) => {
+                                    error = Some(format!(
+                                        "cannot read task {id} from {host} at the end: {e}"
+                                    ))
+                                }
                             }
                         }
                     }

@@ -11,7 +11,7 @@ use super::{Replica, TurnInfo};
 use crate::model::Artifacts;
 
 /// The name of a run-text artifact (Mastra's).
-pub const RUN_TEXT_NAME: &str = "response.txt";
+const RUN_TEXT_NAME: &str = "response.txt";
 
 impl Replica {
     /// The artifact turn `info` of `task` leaves, `None` when it leaves none (a run-text
@@ -63,18 +63,25 @@ impl Replica {
     }
 }
 
-/// Puts `artifact` on `task`: beside the others ([`Artifacts::PerTurn`], once), or in place of
-/// the run's earlier text ([`Artifacts::RunText`]). Idempotent, so a save re-applied on a
-/// fresh copy after a conflict adds nothing twice.
-pub(super) fn put(task: &mut Task, artifact: &Artifact) {
-    let artifacts = task.artifacts.get_or_insert_with(Vec::new);
-    if artifact.name.as_deref() == Some(RUN_TEXT_NAME) {
-        artifacts.retain(|a| a.name.as_deref() != Some(RUN_TEXT_NAME));
-        artifacts.push(artifact.clone());
-    } else if !artifacts
-        .iter()
-        .any(|a| a.artifact_id == artifact.artifact_id)
-    {
-        artifacts.push(artifact.clone());
+impl Replica {
+    /// Puts `artifact` on `task`: beside the others ([`Artifacts::PerTurn`], once), or in
+    /// place of the run's earlier text ([`Artifacts::RunText`]). Idempotent, so a save
+    /// re-applied on a fresh copy after a conflict adds nothing twice.
+    pub(super) fn put_artifact(&self, task: &mut Task, artifact: &Artifact) {
+        let artifacts = task.artifacts.get_or_insert_with(Vec::new);
+        match self.profile.handler.artifacts.unwrap_or_default() {
+            Artifacts::RunText => {
+                artifacts.retain(|a| a.name != artifact.name);
+                artifacts.push(artifact.clone());
+            }
+            Artifacts::PerTurn => {
+                if !artifacts
+                    .iter()
+                    .any(|a| a.artifact_id == artifact.artifact_id)
+                {
+                    artifacts.push(artifact.clone());
+                }
+            }
+        }
     }
 }

@@ -67,8 +67,7 @@ impl Replica {
         } else {
             (task, version)
         };
-        // A finished ActiveTask left here by a cancel refuses a subscriber whatever the
-        // store holds (a2a-sdk 1.1.5 `ActiveTask.subscribe`: `_is_finished` is set).
+        // A terminal task's snapshot, then the end (Mastra `handleTaskResubscribe`).
         if task.status.state.is_terminal() && self.profile.subscribe.terminal_snapshot {
             self.record(format!(
                 "subscribe to terminal {task_id}: its snapshot, then the end"
@@ -77,6 +76,8 @@ impl Replica {
             let _ = tx.send(StreamResponse::Task(task)).await;
             return sse_response(id, rx);
         }
+        // A finished ActiveTask left here by a cancel refuses a subscriber whatever the
+        // store holds (a2a-sdk 1.1.5 `ActiveTask.subscribe`: `_is_finished` is set).
         if task.status.state.is_terminal() || self.kept_after_cancel(&task_id).is_some() {
             let code = self.profile.subscribe.terminal_code.unwrap_or(-32004);
             return self.rpc_error(id, rpc(code, format!("task {task_id} is terminal")));

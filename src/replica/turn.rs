@@ -19,7 +19,6 @@ use rand::Rng;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::artifact;
 use super::auth::auth_pending;
 use super::follow_up;
 use super::rpc::sse_response;
@@ -669,7 +668,7 @@ impl Replica {
         // Idempotent: re-applied on a fresh copy after a conflict, it adds nothing twice.
         let apply = |t: &mut Task| {
             if let Some(a) = &artifact {
-                artifact::put(t, a);
+                self.put_artifact(t, a);
             }
             set_marker(t, "effectPending", None);
             set_marker(t, "runnerUntilMs", None);
@@ -681,7 +680,7 @@ impl Replica {
             // The artifact is its own save, before the reply and the final status.
             let add_artifact = |t: &mut Task| {
                 if let Some(a) = &artifact {
-                    artifact::put(t, a);
+                    self.put_artifact(t, a);
                 }
             };
             add_artifact(task);
