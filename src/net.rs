@@ -298,17 +298,60 @@ pub struct Streaming {
 impl Streaming {
     /// The response as a proxy passes it on: the same status and headers, the body
     /// streamed through as it arrives.
+    ///
+    /// Over real TCP the head goes out before the first body frame is read, as a proxy that
+    /// does not buffer SSE passes it on: a replica that answers 200 and then breaks its body
+    /// (Mastra's stream for a task it does not know) is seen to have answered, whether or not
+    /// its break reaches the proxy before hyper has flushed the head. The simulation's bodies
+    /// pass straight through, so its schedule and traces are unchanged.
     pub fn relay(self) -> Response<BoxBody> {
         let mut resp = Response::builder().status(self.status);
         for (name, value) in &self.headers {
             resp = resp.header(name, value);
         }
-        resp.body(
-            self.body
-                .map_err(|e| Box::new(e) as BoxError)
-                .boxed_unsync(),
-        )
-        .expect("upstream response parts are valid")
+        let body = self.body.map_err(|e| Box::new(e) as BoxError);
+        let body = if real().is_some() {
+            HeadFirst {
+                inner: body,
+                yielded: false,
+            }
+            .boxed_unsync()
+        } else {
+            body.boxed_unsync()
+        };
+        resp.body(body).expect("upstream response parts are valid")
+    }
+}
+
+/// A relayed body whose first poll is `Pending` (waking itself at once), so hyper flushes the
+/// response head before the body can end the connection ([`Streaming::relay`]).
+struct HeadFirst<B> {
+    inner: B,
+    yielded: bool,
+}
+
+impl<B: Body<Data = Bytes, Error = BoxError> + Unpin> Body for HeadFirst<B> {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if !self.yielded {
+            self.yielded = true;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.yielded && self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 

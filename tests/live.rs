@@ -19,7 +19,7 @@ use std::time::Duration;
 use a2a_chaos::net::{self, Call, RealNet};
 
 mod common;
-use common::{install_peer, Guard};
+use common::{install_mastra, install_peer, Guard};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_a2a-chaos")
@@ -181,9 +181,9 @@ fn live_refuses_steps_real_processes_cannot_do() {
 static SUITE: Mutex<()> = Mutex::new(());
 
 #[test]
-fn the_fidelity_suite_agrees_with_the_real_a2a_python_sdk() {
+fn the_fidelity_suite_agrees_with_the_real_a2a_python_sdk_and_mastra() {
     let _one = SUITE.lock().unwrap_or_else(|e| e.into_inner());
-    if !install_peer() {
+    if !install_peer() || !install_mastra() {
         return;
     }
     // SQLite, whatever $A2A_CHAOS_LIVE_DB says (the PostgreSQL test below covers that).
@@ -206,7 +206,7 @@ fn the_fidelity_suite_agrees_on_postgresql_when_configured() {
         return;
     }
     let _one = SUITE.lock().unwrap_or_else(|e| e.into_inner());
-    if !install_peer() {
+    if !install_peer() || !install_mastra() {
         return;
     }
     let out = Command::new(bin())
@@ -237,6 +237,12 @@ fn assert_all_agree(out: &std::process::Output) {
         "h08-resubscribe-on-another-replica",
         "h11-queued-duplicate",
         "h12-message-after-remote-cancel",
+        // Mastra's (tests/peers/mastra).
+        "h04-cancel-during-a-background-run",
+        "h04-cancel-of-a-parked-task",
+        "h10-context-mismatch",
+        "h12-nonblocking-follow-up-dropped",
+        "found-mastra-164",
     ] {
         assert!(
             stdout.contains(scenario),
@@ -340,7 +346,7 @@ fn the_comparison_catches_a_deliberately_wrong_profile() {
 #[test]
 fn a_small_generated_batch_agrees_with_real_mastra() {
     let _one = SUITE.lock().unwrap_or_else(|e| e.into_inner());
-    if !common::install_mastra() {
+    if !install_mastra() {
         return;
     }
     let out_dir = std::env::temp_dir().join(format!("a2a-chaos-gen-mastra-{}", std::process::id()));

@@ -7,8 +7,8 @@
 //!
 //! "Meets its expectations" is `check`'s rule: exactly the expected violations, every
 //! invariant `[expect] exercised` names reached, and at least one invariant exercised unless
-//! the file says `allow-unexercised = true`. The fidelity suite (`tests/fidelity/` and its
-//! `found/`) is held to the same rule on its simulated side.
+//! the file says `allow-unexercised = true`. The fidelity suite (`tests/fidelity/`, its
+//! `found/` and `documented/`) is held to the same rule on its simulated side.
 
 use std::path::{Path, PathBuf};
 
@@ -41,6 +41,7 @@ fn every_pinned_scenario_meets_its_expectations() {
 fn every_fidelity_scenario_meets_its_expectations_simulated() {
     let mut files = files_in("tests/fidelity");
     files.extend(files_in("tests/fidelity/found"));
+    files.extend(files_in("tests/fidelity/documented"));
     meet_expectations(files);
 }
 

@@ -5,7 +5,11 @@
 //! task must be waiting for input or terminal: one still `working` or `submitted` was
 //! abandoned (its runner died and nothing took over). And a message accepted without
 //! waiting (`returnImmediately` answered `ok`) must have been processed: its turn's artifact
-//! is in the final task, unless the task was canceled or failed. Exercised: tasks in flight
+//! is in the final task, unless the task was canceled or failed. A model whose one artifact
+//! holds only its last run's text (Mastra's `response.txt`, `handler.artifacts = run-text`)
+//! keeps no record of a turn another run's text replaced: there, the message's effect at the
+//! ledger, on that task, shows it was processed too (even when its run died before saving:
+//! what such a model keeps of a turn is its effect). Exercised: tasks in flight
 //! when a fault struck or when everything was healed, and accepted non-blocking messages.
 
 use std::collections::BTreeMap;
@@ -15,6 +19,7 @@ use a2a::TaskState;
 use crate::check::{turn_label, Checker, Class, Finding, Violation};
 use crate::client::history::{OpKind, Outcome};
 use crate::faults::{kill, Action};
+use crate::model::Artifacts;
 use crate::store::SaveRecord;
 use crate::world::RunRecord;
 
@@ -141,7 +146,15 @@ impl Checker for Liveness {
                 continue;
             }
             let names = crate::store::artifact_names(task);
-            if !names.contains(&format!("turn-{turn}")) {
+            let in_text = names.contains(&format!("turn-{turn}"));
+            let ran = run.profile.handler.artifacts == Some(Artifacts::RunText)
+                && run.effects.iter().any(|e| {
+                    e.request.task_id == view.id
+                        && e.request.conversation == *conversation
+                        && e.request.turn == *turn
+                        && e.request.message_id == *message_id
+                });
+            if !in_text && !ran {
                 let by = op.replica.as_deref().unwrap_or("?");
                 violations.push(
                     Violation::new(

@@ -1,7 +1,8 @@
 //! `no-effect-after-cancel`: no business effect of a task starts after its cancel was
 //! acknowledged.
 //!
-//! A cancel is acknowledged when the client got an `ok` answer showing the task CANCELED;
+//! A cancel is acknowledged when the client got an `ok` answer showing the task CANCELED, or
+//! still running or waiting (a success that canceled nothing: a2a-python#1170);
 //! an effect starts when the replica sends it to the ledger (the ledger records the replica's
 //! simulated send time). An effect already in flight when the cancel is acknowledged is
 //! allowed; one that starts afterwards is the "HTTP 200 but the work went on" hazard
@@ -35,9 +36,15 @@ impl Checker for NoEffectAfterCancel {
             else {
                 continue;
             };
-            if view.state != TaskState::Canceled {
+            // Another terminal state is a task that was over before the cancel came.
+            if view.state != TaskState::Canceled && view.state.is_terminal() {
                 continue;
             }
+            let told = if view.state == TaskState::Canceled {
+                "was canceled".to_string()
+            } else {
+                format!("was told canceled, the answer showing it {:?}", view.state)
+            };
             let racing = run.history.iter().any(|o| {
                 matches!(&o.kind, OpKind::Send { conversation: c, .. } if c == conversation)
                     && o.invoke_ms <= cancel.complete_ms
@@ -63,7 +70,7 @@ impl Checker for NoEffectAfterCancel {
                     Violation::new(
                         "effect-after-cancel",
                         format!(
-                            "task {} was canceled (acknowledged by {} at {} ms), yet {} on {} started its effect at {} ms",
+                            "task {} {told} (acknowledged by {} at {} ms), yet {} on {} started its effect at {} ms",
                             view.id,
                             cancel.replica.as_deref().unwrap_or("?"),
                             cancel.complete_ms,

@@ -382,6 +382,9 @@ pub enum ResultSave {
     AsStore,
     /// Overwrite the whole task, unless it was canceled meanwhile (Mastra's skipIfCanceled).
     OverwriteUnlessCanceled,
+    /// Overwrite the whole task with the turn's own copy, a cancel saved meanwhile too
+    /// (Mastra before #20505).
+    Overwrite,
 }
 
 /// How many saves a turn makes.
@@ -431,6 +434,10 @@ pub struct CancelKnobs {
     /// cancel leaves nothing behind.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keeps_task: bool,
+    /// Whether a cancel of a task that is not terminal answers success with the task as it
+    /// stands and writes nothing, the run going on (the executor's cancel emits no event).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub writes_nothing: bool,
 }
 
 /// What a shared versioned store writes for a cancel (which skips the version check).

@@ -15,12 +15,14 @@ const RUN_TEXT_NAME: &str = "response.txt";
 
 impl Replica {
     /// The artifact turn `info` of `task` leaves, `None` when it leaves none (a run-text
-    /// send that suspends on its run's first turn). `streaming`: the turn runs on a stream;
-    /// `suspends`: it ends input-required. Books the turn in its run's text.
+    /// send that suspends on its run's first turn). `run`: the run the turn belongs to
+    /// ([`super::follow_up::run_of`]); `streaming`: the turn runs on a stream; `suspends`: it
+    /// ends input-required. Books the turn in its run's text.
     pub(super) fn result_artifact(
         &self,
         task: &Task,
         info: &TurnInfo,
+        run: u32,
         streaming: bool,
         suspends: bool,
     ) -> Option<Artifact> {
@@ -35,16 +37,23 @@ impl Replica {
             }),
             Artifacts::RunText => {
                 let mut runs = self.run_text.borrow_mut();
-                // A turn the run performs twice (a resent message) is in its text twice.
-                let run = runs.entry(task.id.clone()).or_default();
-                run.push(info.turn);
+                // A turn the run performs twice (a resent message) is in its text twice; a
+                // run started beside another (a follow-up before the first suspends) has a
+                // text of its own.
+                let text = runs.entry((task.id.clone(), run)).or_default();
+                text.push(info.turn);
                 // A stream's text is its own; the send path's is the run's, without the
-                // step that suspended it (this one).
+                // step that suspended it (this turn's own line, the last one it booked).
                 let lines: Vec<u32> = if streaming {
                     vec![info.turn]
                 } else {
-                    let kept = run.len() - usize::from(suspends);
-                    run[..kept].to_vec()
+                    let mut lines = text.clone();
+                    if suspends {
+                        if let Some(own) = lines.iter().rposition(|t| *t == info.turn) {
+                            lines.remove(own);
+                        }
+                    }
+                    lines
                 };
                 if lines.is_empty() {
                     return None;

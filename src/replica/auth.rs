@@ -21,9 +21,17 @@ use crate::model::{AuthResume, BearerRule, OwnerScope};
 pub const NEEDS_AUTH_KEY: &str = "needsAuthorization";
 
 /// Whether a message's turn asks for an action that needs authorisation.
+///
+/// The key is read from the turn's data part, or from a text part that is the turn as JSON
+/// (a client's message to a server that refuses data parts, [`crate::model::TurnIn::TextJson`]),
+/// as [`TurnInfo::from_message`] reads the turn.
 pub fn needs_auth(message: &Message) -> bool {
+    let asks = |v: &Value| v.get(NEEDS_AUTH_KEY).and_then(Value::as_bool) == Some(true);
     message.parts.iter().any(|p| match &p.content {
-        PartContent::Data(v) => v.get(NEEDS_AUTH_KEY).and_then(Value::as_bool) == Some(true),
+        PartContent::Data(v) => asks(v),
+        PartContent::Text(t) if t.starts_with('{') => {
+            serde_json::from_str::<Value>(t).is_ok_and(|v| asks(&v))
+        }
         _ => false,
     })
 }

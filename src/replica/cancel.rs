@@ -2,6 +2,7 @@
 //!
 //! Knobs read: `cancel.second_cancel`, `cancel.stops_executor`, `cancel.fence_effects`,
 //! `cancel.parked_task`, `cancel.remote_write`, `cancel.store_write`, `cancel.keeps_task`,
+//! `cancel.writes_nothing`,
 //! `store.placement` and `store.versioned` (how the cancel is written),
 //! `handler.cache_snapshot` (what the replica keeps of a task it canceled).
 
@@ -61,6 +62,15 @@ impl Replica {
                     -32002,
                     format!("task {task_id} is {:?}", task.status.state),
                 ));
+            }
+            if self.profile.cancel.writes_nothing {
+                // a2a-python 1.1.0-1.1.3 (#1170): the executor's cancel emits nothing, so
+                // nothing is written; the answer is the task as it stands.
+                self.record(format!(
+                    "cancel of {task_id}: nothing written, answered {:?}",
+                    task.status.state
+                ));
+                return Ok(task);
             }
             let local = self.holds(task_id);
             // Parked here: waiting for input, no turn running (the one that parked it done).

@@ -4,9 +4,11 @@
 //! `handleMessageSend` calls `waitForClaimedResume` when the task is working with a
 //! `suspendedRunId`, or when another request claimed the suspended run first).
 //!
-//! A turn that suspends its run (ends input-required) marks the task with `suspendedRun`;
-//! a turn that ends the run clears the mark, as Mastra's `applySuspensionToTask` and
-//! `clearSuspensionMetadata` do with `suspendedRunId`.
+//! A turn that suspends its run (ends input-required) marks the task with `suspendedRun`,
+//! the run's id (the turn that started it); a turn that ends the run clears the mark, as
+//! Mastra's `applySuspensionToTask` and `clearSuspensionMetadata` do with `suspendedRunId`.
+//! A turn resumes the run its task's mark names, or starts a run of its own ([`run_of`]):
+//! follow-ups that reach a working task before its run first suspends each start one.
 
 use std::time::Duration;
 
@@ -56,13 +58,23 @@ impl Replica {
     }
 }
 
-/// Marks a turn's result: a run that suspends (`next` is input-required) keeps its mark, one
-/// that ends clears it. Only for models that wait for resumed runs.
-pub(super) fn mark_run(replica: &Replica, task: &mut Task, next: &TaskState) {
+/// The run turn `info` belongs to, on `task` as loaded: the suspended run its mark names, or a
+/// run of its own (its turn's number). Models that do not wait for resumed runs keep one run
+/// per task (0).
+pub(super) fn run_of(replica: &Replica, task: &Task, info: &TurnInfo) -> u32 {
+    if replica.profile.handler.resumed_follow_up != Some(ResumedFollowUp::AwaitRun) {
+        return 0;
+    }
+    suspended_run(task).unwrap_or(info.turn)
+}
+
+/// Marks a turn's result: a run that suspends (`next` is input-required) leaves its id, one
+/// that ends clears the mark. Only for models that wait for resumed runs.
+pub(super) fn mark_run(replica: &Replica, task: &mut Task, next: &TaskState, run: u32) {
     if replica.profile.handler.resumed_follow_up != Some(ResumedFollowUp::AwaitRun) {
         return;
     }
-    let mark = (*next == TaskState::InputRequired).then_some(json!(true));
+    let mark = (*next == TaskState::InputRequired).then_some(json!(run));
     set_marker(task, MARK, mark);
 }
 
@@ -73,4 +85,10 @@ fn suspended(task: &Task) -> bool {
         .and_then(|m| m.get(MARKER_KEY))
         .and_then(|m| m.get(MARK))
         .is_some()
+}
+
+/// The run `task`'s mark names.
+fn suspended_run(task: &Task) -> Option<u32> {
+    let mark = task.metadata.as_ref()?.get(MARKER_KEY)?.get(MARK)?;
+    mark.as_u64().and_then(|r| u32::try_from(r).ok())
 }

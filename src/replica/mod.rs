@@ -275,9 +275,9 @@ pub struct Replica {
     /// Versions of tasks this replica saved itself (the local registry a subscriber on this
     /// replica can follow when the model has no shared event stream).
     local_events: RefCell<BTreeMap<String, Vec<(u64, Task)>>>,
-    /// The turns each run of this process performed, by task: what a run's one text
+    /// The turns each run of this process performed, by task and run: what a run's one text
     /// artifact holds ([`crate::model::Artifacts::RunText`]).
-    run_text: RefCell<BTreeMap<String, Vec<u32>>>,
+    run_text: RefCell<BTreeMap<(String, u32), Vec<u32>>>,
     rng: RefCell<ChaCha8Rng>,
     id_prefix: String,
     next_id: Cell<u64>,

@@ -141,7 +141,8 @@ impl Replica {
     }
 
     /// Saves a turn's result (`handler.result_save`): like every other save, or overwriting
-    /// the whole task unless it was canceled meanwhile.
+    /// the whole task with the turn's copy (unless it was canceled meanwhile, when the model
+    /// checks).
     pub(super) async fn save_result(
         &self,
         task: &mut Task,
@@ -154,13 +155,18 @@ impl Replica {
                 Ok(Some((current, v))) if current.status.state == TaskState::Canceled => {
                     Ok(Saved::Terminal(Box::new(current), v))
                 }
-                _ => self
-                    .persist(task, SaveMode::Overwrite, Some(version))
-                    .await
-                    .map(Saved::Version)
-                    .map_err(|e| rpc(-32603, format!("{e:?}"))),
+                _ => self.overwrite_result(task, version).await,
             },
+            ResultSave::Overwrite => self.overwrite_result(task, version).await,
         }
+    }
+
+    /// Saves `task` over whatever the store holds.
+    async fn overwrite_result(&self, task: &mut Task, version: u64) -> Result<Saved, Refusal> {
+        self.persist(task, SaveMode::Overwrite, Some(version))
+            .await
+            .map(Saved::Version)
+            .map_err(|e| rpc(-32603, format!("{e:?}")))
     }
 }
 

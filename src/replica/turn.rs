@@ -539,6 +539,7 @@ impl Replica {
     ) -> Result<Task, Refusal> {
         let mut version = version;
         let fenced = self.profile.cancel.fence_effects;
+        let run = follow_up::run_of(self, task, info);
 
         // Think (the model call).
         tokio::time::sleep(self.draw(self.timing.think_ms)).await;
@@ -651,6 +652,7 @@ impl Replica {
         let artifact = self.result_artifact(
             task,
             info,
+            run,
             sink.is_some(),
             next_state == TaskState::InputRequired,
         );
@@ -673,7 +675,7 @@ impl Replica {
             set_marker(t, "effectPending", None);
             set_marker(t, "runnerUntilMs", None);
             set_marker(t, "authPending", None);
-            follow_up::mark_run(self, t, &next_state);
+            follow_up::mark_run(self, t, &next_state, run);
             reply_with(t, &reply, next_state.clone(), reply_in);
         };
         if self.profile.handler.saves == Saves::PerEvent {
