@@ -29,9 +29,7 @@ pub fn needs_auth(message: &Message) -> bool {
     let asks = |v: &Value| v.get(NEEDS_AUTH_KEY).and_then(Value::as_bool) == Some(true);
     message.parts.iter().any(|p| match &p.content {
         PartContent::Data(v) => asks(v),
-        PartContent::Text(t) if t.starts_with('{') => {
-            serde_json::from_str::<Value>(t).is_ok_and(|v| asks(&v))
-        }
+        PartContent::Text(t) => super::turn_in_text(t).is_some_and(|v| asks(&v)),
         _ => false,
     })
 }

@@ -29,7 +29,7 @@ impl Replica {
     /// Whether a follow-up to `task` (as loaded) waits for the task's resumed run instead of
     /// running: a blocking, non-streaming send to a working task whose run was suspended.
     pub(super) fn awaits_resumed_run(&self, task: &Task, blocking: bool, streaming: bool) -> bool {
-        self.profile.handler.resumed_follow_up == Some(ResumedFollowUp::AwaitRun)
+        tracks_runs(self)
             && blocking
             && !streaming
             && task.status.state == TaskState::Working
@@ -62,7 +62,7 @@ impl Replica {
 /// run of its own (its turn's number). Models that do not wait for resumed runs keep one run
 /// per task (0).
 pub(super) fn run_of(replica: &Replica, task: &Task, info: &TurnInfo) -> u32 {
-    if replica.profile.handler.resumed_follow_up != Some(ResumedFollowUp::AwaitRun) {
+    if !tracks_runs(replica) {
         return 0;
     }
     suspended_run(task).unwrap_or(info.turn)
@@ -71,20 +71,22 @@ pub(super) fn run_of(replica: &Replica, task: &Task, info: &TurnInfo) -> u32 {
 /// Marks a turn's result: a run that suspends (`next` is input-required) leaves its id, one
 /// that ends clears the mark. Only for models that wait for resumed runs.
 pub(super) fn mark_run(replica: &Replica, task: &mut Task, next: &TaskState, run: u32) {
-    if replica.profile.handler.resumed_follow_up != Some(ResumedFollowUp::AwaitRun) {
+    if !tracks_runs(replica) {
         return;
     }
     let mark = (*next == TaskState::InputRequired).then_some(json!(run));
     set_marker(task, MARK, mark);
 }
 
+/// Whether the model tells runs apart: it waits for resumed runs
+/// (`handler.resumed_follow_up = "await-run"`).
+fn tracks_runs(replica: &Replica) -> bool {
+    replica.profile.handler.resumed_follow_up == Some(ResumedFollowUp::AwaitRun)
+}
+
 /// Whether `task` carries a suspended run's mark.
 fn suspended(task: &Task) -> bool {
-    task.metadata
-        .as_ref()
-        .and_then(|m| m.get(MARKER_KEY))
-        .and_then(|m| m.get(MARK))
-        .is_some()
+    suspended_run(task).is_some()
 }
 
 /// The run `task`'s mark names.

@@ -156,9 +156,7 @@ impl TurnInfo {
         });
         data.or_else(|| {
             message.parts.iter().find_map(|p| match &p.content {
-                PartContent::Text(t) if t.starts_with('{') => {
-                    of(&serde_json::from_str::<Value>(t).ok()?)
-                }
+                PartContent::Text(t) => of(&turn_in_text(t)?),
                 _ => None,
             })
         })
@@ -194,6 +192,15 @@ impl TurnInfo {
 /// How many turns a conversation of plain messages (no data part) has: the real peers'
 /// default (`--turns`, `DEFAULT_TURNS` in `adapters/python/a2a_chaos_adapter.py`).
 pub const DEFAULT_TURNS: u32 = 2;
+
+/// A text part that is a turn as JSON (what a client sends a server that refuses data
+/// parts, [`crate::model::TurnIn::TextJson`]): its object, else `None`.
+pub(crate) fn turn_in_text(text: &str) -> Option<Value> {
+    if !text.starts_with('{') {
+        return None;
+    }
+    serde_json::from_str(text).ok()
+}
 
 /// A JSON number with an integral value that fits a `u32`: `1`, `1.0` and `1e0` alike.
 fn integral(v: &Value) -> Option<u32> {
