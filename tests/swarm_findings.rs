@@ -20,6 +20,10 @@ const FINDINGS: &[(u64, &str, &str, &str)] = &[
      "postmortem: the same as seed 891, under affinity."),
     (950, "context-affinity", "dedup-contract",
      "postmortem: a first turn's runner died after its final save but before it marked the dedup claim done; the claim's lease ran out, so the takeover of an older orphan task of the same message claimed it anew and ran the turn again (the ledger key absorbed the effect). An expired claim is now settled from the tasks: a settled task holding the message means the message completed, and the orphan is retired."),
+    (735, "round-robin", "liveness",
+     "postmortem: turn 2 of c4 reached replica-0 while turn 3 began on replica-1; replica-0's working save conflicted, and the re-applied save wrote turn 2 over the working task (the busy rule was checked on the first read only). The two turns interleaved their history, turn 3's runner died (a kill point), and every takeover re-ran the last user message in the history, turn 2's, which the dedup table knew as done: the task stayed working to the end. The busy rule now holds for the copy a conflict re-reads too."),
+    (416, "round-robin", "stream-continuity",
+     "postmortem: not a fault of the reference but of the checker. A subscriber's replica lost the store (so its poll missed v6) and then the router (2700 ms); the simulated network drops what a partitioned link carried and never retransmits, so the stream's connection was dead, and the checker still owed it every change until the client's timeout. Changes after a cut of the stream's own path (a partition of client-router or router-replica, a kill of either) are now owed to the next subscription, which here delivered v6."),
 ];
 
 #[test]

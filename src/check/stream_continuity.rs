@@ -7,12 +7,38 @@
 //! an empty stream); it must advance when the task changes (a subscriber on a replica with
 //! no event stream sees the snapshot and nothing more), within 700 ms of the change or of the
 //! last fault that disturbed the subscription (a delay is not a loss; a stream still silent
-//! once the path is quiet is); and no state may arrive twice in a row. Only the owner's subscriptions count (another principal's belong to
+//! once the path is quiet is), and before its connection was cut (a partition of its path or
+//! a kill of the router or its replica: the simulated network has no retransmit, so a cut
+//! connection is dead and what changed later is owed to the next subscription); and no state
+//! may arrive twice in a row. Only the owner's subscriptions count (another principal's belong to
 //! `owner-isolation`). Exercised: subscriptions to tasks that exist.
 
 use crate::check::{owners, Checker, Finding, Violation};
 use crate::client::history::{OpKind, Outcome};
+use crate::faults::kill::Kill;
+use crate::faults::partition::{Partition, PartitionOneway};
+use crate::faults::Action;
 use crate::world::RunRecord;
+
+/// When, between `from` and `to`, the connection of a stream served by `by` was cut: a
+/// partition of one of its links (client–router, router–`by`) both ways or in the direction
+/// its events travel, or a kill of the router or of `by`. The simulated network drops what a
+/// cut link carried and never retransmits, so such a connection is dead (real TCP would
+/// resend): what changed after the cut is owed to the client's next subscription, not to
+/// this one.
+fn cut_at(run: &RunRecord, from: u64, to: u64, by: &str) -> Option<u64> {
+    let carries = |a: &str, b: &str| (a, b) == (by, "router") || (a, b) == ("router", "client");
+    run.faults
+        .iter()
+        .filter(|(at, _)| (from..=to).contains(at))
+        .find(|(_, action)| match action {
+            Action::Partition(Partition(a, b)) => carries(a, b) || carries(b, a),
+            Action::PartitionOneway(PartitionOneway(a, b)) => carries(a, b),
+            Action::Kill(Kill(host)) => host == "router" || host == by,
+            _ => false,
+        })
+        .map(|(at, _)| *at)
+}
 
 /// The stream-continuity checker.
 pub struct StreamContinuity;
@@ -103,18 +129,20 @@ impl Checker for StreamContinuity {
             // Progress is owed once the path is quiet: a fault during the subscription (a
             // cut, a kill, a held link) or a slowed event poll may delay a change, not lose
             // it, so the clock starts at the later of the change and the last disturbance.
+            // Once the stream's own connection is cut, nothing later is owed to it.
+            let end = cut_at(run, op.invoke_ms, op.complete_ms, by).unwrap_or(op.complete_ms);
             let mut quiet_from = run
                 .faults
                 .iter()
                 .map(|(at, _)| *at)
-                .filter(|at| (op.invoke_ms..=op.complete_ms).contains(at))
+                .filter(|at| (op.invoke_ms..=end).contains(at))
                 .max()
                 .unwrap_or(0);
             // A slowed event poll (a BUGGIFY point) delays every stream until it ends.
             quiet_from = quiet_from.max(run.poll_slowed_until_ms);
             let changed = saves.iter().find(|s| {
                 s.at_ms > op.invoke_ms
-                    && s.at_ms.max(quiet_from) + SLACK_MS < op.complete_ms
+                    && s.at_ms.max(quiet_from) + SLACK_MS < end
                     && last_before.is_none_or(|b| b.state != s.state)
             });
             if op.stream_states.len() == 1 {

@@ -119,3 +119,13 @@ fn keeping_the_task_after_a_cancel_needs_a_cached_snapshot() {
         "{err}"
     );
 }
+
+#[test]
+fn anonymous_dispatch_is_refused_with_shared_push_configs() {
+    let text = std::fs::read_to_string("tests/models/a2a-python-1.0.1.toml").unwrap();
+    let p = Profile::parse(&text, "a2a-python-1.0.1.toml").unwrap_or_else(|e| panic!("{e}"));
+    assert!(p.push.dispatch_as_anonymous);
+    let shared = text.replace("shared_configs = false", "shared_configs = true");
+    let err = Profile::parse(&shared, "x.toml").unwrap_err().to_string();
+    assert!(err.contains("per-pod configs only"), "{err}");
+}

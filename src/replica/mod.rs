@@ -272,8 +272,9 @@ pub struct Replica {
     /// Per-pod dedup table (profiles with `dedup.scope = "per-pod"`).
     local_dedup: SharedState,
     active: RefCell<BTreeMap<String, Rc<ActiveTask>>>,
-    /// Per-pod push configs (models without `push.shared_configs`): task → URLs.
-    push_configs: RefCell<BTreeMap<String, Vec<String>>>,
+    /// Per-pod push configs (models without `push.shared_configs`): task → URLs, each with
+    /// the owner that registered it.
+    push_configs: RefCell<BTreeMap<String, Vec<push::PodPush>>>,
     /// The push configs this replica took, whole (id, token, authentication), by task: what
     /// Get, List and Delete answer from.
     push_details: RefCell<BTreeMap<String, Vec<a2a::TaskPushNotificationConfig>>>,

@@ -3,7 +3,8 @@
 //! redirects, and the push log the checkers read.
 //!
 //! Knobs read: `[push]`: `supported`, `validate`, `shared_configs`, `outbox`, `inline`,
-//! `on`, `retries`, `log_failures`, `timeout_ms`, `pin_dns`, `follow_redirects`.
+//! `on`, `retries`, `log_failures`, `timeout_ms`, `pin_dns`, `follow_redirects`,
+//! `dispatch_as_anonymous`.
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -23,6 +24,14 @@ const OUTBOX_POLL: Duration = Duration::from_millis(100);
 
 /// How long a claimed outbox entry is held before another replica may try it.
 const OUTBOX_LEASE_MS: u64 = 4000;
+
+/// A push URL registered in the pod that took its config, with the owner that registered it
+/// (the caller's token subject; empty for an anonymous caller).
+#[derive(Debug, Clone)]
+pub(super) struct PodPush {
+    pub url: String,
+    pub owner: String,
+}
 
 impl Replica {
     /// CreateTaskPushNotificationConfig: `-32003` when the model has no push; `-32001` for
@@ -61,8 +70,11 @@ impl Replica {
         } else {
             let mut configs = self.push_configs.borrow_mut();
             let urls = configs.entry(cfg.task_id.clone()).or_default();
-            if !urls.contains(&cfg.url) {
-                urls.push(cfg.url.clone());
+            if !urls.iter().any(|p| p.url == cfg.url) {
+                urls.push(PodPush {
+                    url: cfg.url.clone(),
+                    owner: caller.owner().to_string(),
+                });
             }
         }
         self.record(format!("push config for {} -> {}", cfg.task_id, cfg.url));
@@ -164,11 +176,15 @@ impl Replica {
         let urls = if self.profile.push.shared_configs {
             self.store.push_urls(&task.id).await.unwrap_or_default()
         } else {
+            let anonymous_only = self.profile.push.dispatch_as_anonymous;
             self.push_configs
                 .borrow()
                 .get(&task.id)
-                .cloned()
-                .unwrap_or_default()
+                .into_iter()
+                .flatten()
+                .filter(|p| !anonymous_only || p.owner.is_empty())
+                .map(|p| p.url.clone())
+                .collect()
         };
         for url in urls {
             let mut tries = 0;

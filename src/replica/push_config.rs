@@ -135,7 +135,7 @@ impl Replica {
                 .await
                 .map_err(|e| rpc(-32603, e))?;
         } else if let Some(urls) = self.push_configs.borrow_mut().get_mut(task_id) {
-            urls.retain(|u| u != url);
+            urls.retain(|p| p.url != url);
         }
         Ok(())
     }

@@ -4,13 +4,13 @@
 //!
 //! Knobs read: `store.transient_retries`, `store.versioned`, `push.outbox` (a save queues
 //! the push its state calls for), `handler.conflict_reapply`, `handler.conflict_code` and
-//! `handler.result_save`.
+//! `handler.result_save`; `recovery.sweep_ms` (the busy rule of a model with takeover).
 
 use std::time::Duration;
 
 use a2a::{Task, TaskState};
 
-use super::{rpc, status, Refusal, Replica};
+use super::{rpc, status, Caller, Refusal, Replica, TurnInfo};
 use crate::model::ResultSave;
 use crate::store::{SaveError, SaveMode, TaskStore};
 use crate::trace::event::failure_tone;
@@ -86,6 +86,26 @@ impl Replica {
         }
     }
 
+    /// The busy rule of a model with takeover (`recovery.sweep_ms` > 0): a client's turn to a
+    /// working task is refused. Another turn of it is in flight, or waits for the takeover
+    /// because its runner died or lost its effect's answer: running this one over it would
+    /// let it complete the task while the earlier, accepted turn is never processed. (The
+    /// takeover itself is the replica's own caller and goes through.)
+    pub(super) fn busy(&self, task: &Task, caller: &Caller) -> bool {
+        self.profile.recovery.sweep_ms > 0
+            && task.status.state == TaskState::Working
+            && *caller != Caller::Internal
+    }
+
+    /// The answer to a turn [`Replica::busy`] refuses: 409, retry later.
+    pub(super) fn refuse_busy(&self, info: &TurnInfo, task_id: &str) -> Refusal {
+        self.record(format!(
+            "{}#{}: {task_id} has a turn in flight; busy, 409",
+            info.conversation, info.turn
+        ));
+        Refusal::Http(409, format!("task {task_id} has a turn in flight; retry"))
+    }
+
     /// Saves `task` based on `version`; on a version conflict, re-reads and applies `reapply`
     /// to the fresh copy, up to the profile's `conflict_reapply` times. A task found terminal
     /// on the re-read is not written: `Saved::Terminal` carries it.
@@ -93,6 +113,19 @@ impl Replica {
         &self,
         task: &mut Task,
         version: Option<u64>,
+        reapply: impl Fn(&mut Task),
+    ) -> Result<Saved, Refusal> {
+        self.save_reapplying_unless(task, version, |_| None, reapply)
+            .await
+    }
+
+    /// [`Replica::save_reapplying`], with `refuse` asked of every fresh copy a conflict
+    /// re-reads (before `reapply`): a refusal ends the save with nothing written.
+    pub(super) async fn save_reapplying_unless(
+        &self,
+        task: &mut Task,
+        version: Option<u64>,
+        refuse: impl Fn(&Task) -> Option<Refusal>,
         reapply: impl Fn(&mut Task),
     ) -> Result<Saved, Refusal> {
         let mut version = version;
@@ -125,6 +158,9 @@ impl Replica {
                             if fresh.status.state.is_terminal() {
                                 *task = fresh.clone();
                                 return Ok(Saved::Terminal(Box::new(fresh), v));
+                            }
+                            if let Some(refusal) = refuse(&fresh) {
+                                return Err(refusal);
                             }
                             reapply(&mut fresh);
                             *task = fresh;

@@ -246,6 +246,7 @@ impl Replica {
                             .start(
                                 message,
                                 info,
+                                caller,
                                 task,
                                 None,
                                 active,
@@ -294,24 +295,9 @@ impl Replica {
                         format!("task {task_id} is terminal"),
                     ));
                 }
-                if self.profile.recovery.sweep_ms > 0
-                    && task.status.state == TaskState::Working
-                    && *caller != Caller::Internal
-                {
-                    // Another turn of this task is in flight, or waits for the takeover
-                    // because its runner died or lost its effect's answer: running this one
-                    // over it would let it complete the task while the earlier, accepted
-                    // turn is never processed. Busy: retry later. (The takeover itself is
-                    // the replica's own caller and goes through.)
+                if self.busy(&task, caller) {
                     release().await;
-                    self.record(format!(
-                        "{}#{}: {task_id} has a turn in flight; busy, 409",
-                        info.conversation, info.turn
-                    ));
-                    return Err(Refusal::Http(
-                        409,
-                        format!("task {task_id} has a turn in flight; retry"),
-                    ));
+                    return Err(self.refuse_busy(&info, task_id));
                 }
                 if !blocking
                     && task.status.state == TaskState::Working
@@ -338,6 +324,7 @@ impl Replica {
         self.start(
             message,
             info,
+            caller,
             task,
             version,
             active,
@@ -356,6 +343,7 @@ impl Replica {
         self: Rc<Self>,
         message: Message,
         info: TurnInfo,
+        caller: &Caller,
         mut task: Task,
         version: Option<u64>,
         active: Rc<ActiveTask>,
@@ -404,8 +392,20 @@ impl Replica {
         if runner.is_some() {
             set_marker(&mut task, "runnerUntilMs", runner.clone());
         }
+        // A conflict means the task was written meanwhile: the busy rule holds for the fresh
+        // copy too (a turn that began there is not run over), unless the copy holds this
+        // message: then the write was this save's own, which landed with its answer lost
+        // (the dedup claim this turn holds keeps any other attempt of it out).
+        let busy = |fresh: &Task| {
+            let own = fresh
+                .history
+                .iter()
+                .flatten()
+                .any(|m| m.message_id == user_message.message_id);
+            (self.busy(fresh, caller) && !own).then(|| self.refuse_busy(&info, &fresh.id))
+        };
         let saved = self
-            .save_reapplying(&mut task, version, |fresh| {
+            .save_reapplying_unless(&mut task, version, busy, |fresh| {
                 push_user_again(fresh, &user_message, reply_in, again);
                 fresh.status = status(TaskState::Working);
                 if runner.is_some() {
