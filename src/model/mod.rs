@@ -306,6 +306,12 @@ pub struct HandlerKnobs {
     pub queued_terminal: Option<QueuedTerminal>,
     /// JSON-RPC code when conflicts exhaust `conflict_reapply`.
     pub conflict_code: i32,
+    /// When conflicts exhaust `conflict_reapply`, the best-effort FAILED write is made on the
+    /// copy the last conflict proved stale, so it conflicts too and nothing is written: the
+    /// task keeps the other writer's state although this turn's effect ran. Without it, the
+    /// FAILED write is made on a fresh read and lands.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub failed_write_on_stale_copy: bool,
     /// A task left input-required this long (simulated ms) with no follow-up fails; 0: it
     /// waits forever. The timer lives in the replica that saved the turn.
     pub input_timeout_ms: u64,

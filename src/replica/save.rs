@@ -3,7 +3,8 @@
 //! and the save of a turn's result.
 //!
 //! Knobs read: `store.transient_retries`, `store.versioned`, `push.outbox` (a save queues
-//! the push its state calls for), `handler.conflict_reapply`, `handler.conflict_code` and
+//! the push its state calls for), `handler.conflict_reapply`, `handler.conflict_code`,
+//! `handler.failed_write_on_stale_copy` and
 //! `handler.result_save`; `recovery.sweep_ms` (the busy rule of a model with takeover).
 
 use std::time::Duration;
@@ -139,8 +140,15 @@ impl Replica {
                         task.id
                     ));
                     if attempts >= self.profile.handler.conflict_reapply {
-                        // A second conflict: -32603 and a best-effort FAILED write.
-                        if let Ok(Some((mut fresh, v))) = self.load(&task.id).await {
+                        // A second conflict: -32603 and a best-effort FAILED write (on
+                        // a stale copy it conflicts in turn and is skipped).
+                        let on_stale = self.profile.handler.failed_write_on_stale_copy;
+                        if on_stale {
+                            self.record(format!(
+                                "{}: FAILED write after the last conflict skipped (stale copy)",
+                                task.id
+                            ));
+                        } else if let Ok(Some((mut fresh, v))) = self.load(&task.id).await {
                             if !fresh.status.state.is_terminal() {
                                 fresh.status = status(TaskState::Failed);
                                 let _ =
