@@ -10,7 +10,8 @@
 //! keeps no record of a turn another run's text replaced: there, the message's effect at the
 //! ledger, on that task, shows it was processed too (even when its run died before saving:
 //! what such a model keeps of a turn is its effect). Exercised: tasks in flight
-//! when a fault struck or when everything was healed, and accepted non-blocking messages.
+//! when a fault struck or when everything was healed, tasks unsettled at the end, and
+//! accepted non-blocking messages.
 
 use std::collections::BTreeMap;
 
@@ -64,7 +65,8 @@ impl Checker for Liveness {
             })
         };
         for (id, task) in &run.final_tasks {
-            if in_flight(id) {
+            // A task still unsettled at the end was tested too, whenever it got stuck.
+            if in_flight(id) || !settled(&task.status.state) {
                 exercised += 1;
             }
             if settled(&task.status.state) {
