@@ -1,6 +1,5 @@
-//! The `[cancel]` knob group, with the save rules a cancel races against: what a cancel
-//! stops, what it writes and answers, and how the run it interrupts saves (`handler.saves`,
-//! `handler.result_save`, which name the [`Saves`] and [`ResultSave`] kinds kept here).
+//! The `[cancel]` knob group: which runs a cancel stops, what it reads and writes, and what
+//! it answers.
 
 use serde::{Deserialize, Serialize};
 
@@ -56,34 +55,6 @@ pub enum RemoteCancel {
     /// The stored task with only its state set to CANCELED: the status keeps its message,
     /// the history is untouched (a2a-sdk 1.3 `DefaultRequestHandlerV2._write_cancel`).
     StateOnly,
-}
-
-/// How a turn saves its result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ResultSave {
-    /// Like every other save: CAS on a versioned store, overwrite on a plain one.
-    AsStore,
-    /// Overwrite the whole task, unless it was canceled meanwhile (Mastra's skipIfCanceled).
-    OverwriteUnlessCanceled,
-    /// Overwrite the whole task with the turn's own copy, a cancel saved meanwhile too
-    /// (Mastra before #20505).
-    Overwrite,
-}
-
-/// How many saves a turn makes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Saves {
-    /// Two: the user message with the working status when the turn begins, then the
-    /// artifact with the reply and the final status.
-    PerStep,
-    /// Four, one per event, each with its own conflict re-application: the user message
-    /// (on turn 1 the submitted task holding it), working, the artifact, the final status
-    /// (a2a-python's `EventConsumer`). When the artifact's conflict finds the task terminal,
-    /// the artifact is dropped but the final status, already queued, is saved on the
-    /// terminal copy with its version: the task is reopened (seen run on a2a-sdk 1.3.0).
-    PerEvent,
 }
 
 /// Cancel knobs.

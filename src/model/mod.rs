@@ -18,9 +18,7 @@ mod cancel;
 mod push;
 mod turn_shape;
 mod wire;
-pub use cancel::{
-    CancelKnobs, CancelWrite, ParkedCancel, RemoteCancel, ResultSave, Saves, SecondCancel, StopRule,
-};
+pub use cancel::{CancelKnobs, CancelWrite, ParkedCancel, RemoteCancel, SecondCancel, StopRule};
 pub use push::{PushKnobs, PushOn, PushValidate};
 pub use turn_shape::{Artifacts, ReplyIn, ResumedFollowUp, TurnIn};
 pub use wire::{ErrorData, VersionCheck, VersionMatch, WireKnobs};
@@ -259,6 +257,34 @@ pub enum AfterEffect {
     RpcError,
     /// HTTP 503: the outcome is unknown and the client should retry with the same messageId.
     Unavailable,
+}
+
+/// How a turn saves its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResultSave {
+    /// Like every other save: CAS on a versioned store, overwrite on a plain one.
+    AsStore,
+    /// Overwrite the whole task, unless it was canceled meanwhile (Mastra's skipIfCanceled).
+    OverwriteUnlessCanceled,
+    /// Overwrite the whole task with the turn's own copy, a cancel saved meanwhile too
+    /// (Mastra before #20505).
+    Overwrite,
+}
+
+/// How many saves a turn makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Saves {
+    /// Two: the user message with the working status when the turn begins, then the
+    /// artifact with the reply and the final status.
+    PerStep,
+    /// Four, one per event, each with its own conflict re-application: the user message
+    /// (on turn 1 the submitted task holding it), working, the artifact, the final status
+    /// (a2a-python's `EventConsumer`). When the artifact's conflict finds the task terminal,
+    /// the artifact is dropped but the final status, already queued, is saved on the
+    /// terminal copy with its version: the task is reopened (seen run on a2a-sdk 1.3.0).
+    PerEvent,
 }
 
 /// Request handler knobs.

@@ -71,6 +71,7 @@ use crate::trace::{Event, Tone, Trace};
 
 mod artifact;
 mod auth;
+mod busy;
 mod cancel;
 mod follow_up;
 mod list;

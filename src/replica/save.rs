@@ -4,14 +4,13 @@
 //!
 //! Knobs read: `store.transient_retries`, `store.versioned`, `push.outbox` (a save queues
 //! the push its state calls for), `handler.conflict_reapply`, `handler.conflict_code`,
-//! `handler.failed_write_on_stale_copy` and
-//! `handler.result_save`; `recovery.sweep_ms` (the busy rule of a model with takeover).
+//! `handler.failed_write_on_stale_copy` and `handler.result_save`.
 
 use std::time::Duration;
 
 use a2a::{Task, TaskState};
 
-use super::{rpc, status, Caller, Refusal, Replica, TurnInfo};
+use super::{rpc, status, Refusal, Replica};
 use crate::model::ResultSave;
 use crate::store::{SaveError, SaveMode, TaskStore};
 use crate::trace::event::failure_tone;
@@ -85,26 +84,6 @@ impl Replica {
         } else {
             SaveMode::Overwrite
         }
-    }
-
-    /// The busy rule of a model with takeover (`recovery.sweep_ms` > 0): a client's turn to a
-    /// working task is refused. Another turn of it is in flight, or waits for the takeover
-    /// because its runner died or lost its effect's answer: running this one over it would
-    /// let it complete the task while the earlier, accepted turn is never processed. (The
-    /// takeover itself is the replica's own caller and goes through.)
-    pub(super) fn busy(&self, task: &Task, caller: &Caller) -> bool {
-        self.profile.recovery.sweep_ms > 0
-            && task.status.state == TaskState::Working
-            && *caller != Caller::Internal
-    }
-
-    /// The answer to a turn [`Replica::busy`] refuses: 409, retry later.
-    pub(super) fn refuse_busy(&self, info: &TurnInfo, task_id: &str) -> Refusal {
-        self.record(format!(
-            "{}#{}: {task_id} has a turn in flight; busy, 409",
-            info.conversation, info.turn
-        ));
-        Refusal::Http(409, format!("task {task_id} has a turn in flight; retry"))
     }
 
     /// Saves `task` based on `version`; on a version conflict, re-reads and applies `reapply`

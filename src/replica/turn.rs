@@ -392,17 +392,10 @@ impl Replica {
         if runner.is_some() {
             set_marker(&mut task, "runnerUntilMs", runner.clone());
         }
-        // A conflict means the task was written meanwhile: the busy rule holds for the fresh
-        // copy too (a turn that began there is not run over), unless the copy holds this
-        // message: then the write was this save's own, which landed with its answer lost
-        // (the dedup claim this turn holds keeps any other attempt of it out).
+        // The busy rule holds for the copy a conflict re-reads too (replica::busy).
         let busy = |fresh: &Task| {
-            let own = fresh
-                .history
-                .iter()
-                .flatten()
-                .any(|m| m.message_id == user_message.message_id);
-            (self.busy(fresh, caller) && !own).then(|| self.refuse_busy(&info, &fresh.id))
+            self.busy_on_reread(fresh, caller, &user_message.message_id)
+                .then(|| self.refuse_busy(&info, &fresh.id))
         };
         let saved = self
             .save_reapplying_unless(&mut task, version, busy, |fresh| {

@@ -1,0 +1,46 @@
+//! The busy rule of a model with takeover (`recovery.sweep_ms` > 0): a client's turn to a
+//! working task is refused 409, retry later. Another turn of the task is in flight, or waits
+//! for the takeover because its runner died or lost its effect's answer: running this one
+//! over it would let it complete the task while the earlier, accepted turn is never
+//! processed. The takeover itself is the replica's own caller and goes through.
+//!
+//! The rule holds for the task as a turn first reads it and for the fresh copy a version
+//! conflict of its working save re-reads (a turn that began in between is not run over),
+//! unless that copy holds the turn's own message: then the write was this save's own, which
+//! landed with its answer lost (the dedup claim the turn holds keeps any other attempt of
+//! the message out).
+//!
+//! Knobs read: `recovery.sweep_ms`.
+
+use a2a::{Task, TaskState};
+
+use super::{Caller, Refusal, Replica, TurnInfo};
+
+impl Replica {
+    /// Whether the busy rule refuses `caller`'s turn to `task` as first read.
+    pub(super) fn busy(&self, task: &Task, caller: &Caller) -> bool {
+        self.profile.recovery.sweep_ms > 0
+            && task.status.state == TaskState::Working
+            && *caller != Caller::Internal
+    }
+
+    /// Whether the busy rule refuses the turn carrying `message_id` on the fresh copy a
+    /// conflict of its working save re-read.
+    pub(super) fn busy_on_reread(&self, fresh: &Task, caller: &Caller, message_id: &str) -> bool {
+        let own = fresh
+            .history
+            .iter()
+            .flatten()
+            .any(|m| m.message_id == message_id);
+        self.busy(fresh, caller) && !own
+    }
+
+    /// The answer to a turn the busy rule refuses: 409, retry later.
+    pub(super) fn refuse_busy(&self, info: &TurnInfo, task_id: &str) -> Refusal {
+        self.record(format!(
+            "{}#{}: {task_id} has a turn in flight; busy, 409",
+            info.conversation, info.turn
+        ));
+        Refusal::Http(409, format!("task {task_id} has a turn in flight; retry"))
+    }
+}
