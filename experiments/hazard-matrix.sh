@@ -5,7 +5,9 @@
 #
 #   cargo build --release && experiments/hazard-matrix.sh > results/hazard-matrix.csv
 #
-# Columns: scenario, model, the invariants `check` reports violated ("-" for none).
+# Columns: scenario, model, the invariants `check` reports violated ("-" for none;
+# "refused" where the model cannot run the script: a drain on a model that does not say what
+# its streams do after SIGTERM).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=target/release/a2a-chaos
@@ -21,7 +23,11 @@ for f in tests/scenarios/h*.toml; do
     # `check` exits 1 when the file's [expect] does not hold: expected here.
     violated=$({ $bin check "$tmp/s.toml" --json 2>/dev/null || true; } | tail -1 | python3 -c '
 import json, sys
-d = json.load(sys.stdin)
+text = sys.stdin.read().strip()
+if not text:
+    print("refused")  # exit 2: the model cannot run this script
+    sys.exit()
+d = json.loads(text)
 print(" ".join(sorted(k for k, v in d["invariants"].items() if v["verdict"] == "fail")) or "-")')
     echo "$scenario,$m,$violated"
   done

@@ -194,6 +194,9 @@ impl Experiment {
             if cards {
                 crate::card::check_profile(&p, origin)?;
             }
+            if file.faults.rates.get("drain").is_some_and(|r| *r > 0.0) {
+                p.check_drain(origin)?;
+            }
             profiles.push(p);
         }
         for r in &file.routing {

@@ -188,6 +188,23 @@ where
     H: Fn(Request<Incoming>) -> F + Clone + 'static,
     F: Future<Output = Result<Response<BoxBody>, BoxError>> + 'static,
 {
+    serve_until(port, handler, std::future::pending(), || ()).await
+}
+
+/// As [`serve`], until `stop` resolves: then the listener is closed (a connection attempt
+/// is refused) while the connections already open are served to their end, and this waits
+/// forever (a host whose software returns is an error to turmoil). `guard` is called for
+/// each accepted connection, and what it returns lives as long as the connection (how a
+/// replica counts the connections a graceful shutdown waits for).
+pub async fn serve_until<H, F, S, G, T>(port: u16, handler: H, stop: S, guard: G) -> turmoil::Result
+where
+    H: Fn(Request<Incoming>) -> F + Clone + 'static,
+    F: Future<Output = Result<Response<BoxBody>, BoxError>> + 'static,
+    S: Future<Output = ()>,
+    G: Fn() -> T,
+    T: 'static,
+{
+    tokio::pin!(stop);
     if let Some(net) = real() {
         let listener =
             net.listeners.borrow_mut().remove(&port).ok_or_else(|| {
@@ -195,25 +212,41 @@ where
             })?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
         loop {
-            let (stream, _peer) = listener.accept().await?;
-            let _ = stream.set_nodelay(true);
-            serve_connection(stream, handler.clone());
+            tokio::select! {
+                biased;
+                () = &mut stop => break,
+                accepted = listener.accept() => {
+                    let (stream, _peer) = accepted?;
+                    let _ = stream.set_nodelay(true);
+                    serve_connection(stream, handler.clone(), guard());
+                }
+            }
+        }
+    } else {
+        let listener = turmoil::net::TcpListener::bind(("0.0.0.0", port)).await?;
+        loop {
+            tokio::select! {
+                biased;
+                () = &mut stop => break,
+                accepted = listener.accept() => {
+                    let (stream, _peer) = accepted?;
+                    serve_connection(stream, handler.clone(), guard());
+                }
+            }
         }
     }
-    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", port)).await?;
-    loop {
-        let (stream, _peer) = listener.accept().await?;
-        serve_connection(stream, handler.clone());
-    }
+    std::future::pending().await
 }
 
-fn serve_connection<S, H, F>(stream: S, handler: H)
+fn serve_connection<S, H, F, T>(stream: S, handler: H, guard: T)
 where
     S: AsyncRead + AsyncWrite + Unpin + 'static,
     H: Fn(Request<Incoming>) -> F + Clone + 'static,
     F: Future<Output = Result<Response<BoxBody>, BoxError>> + 'static,
+    T: 'static,
 {
     crate::activity::spawn(async move {
+        let _open = guard;
         let service = hyper::service::service_fn(&handler);
         let _ = hyper::server::conn::http1::Builder::new()
             .auto_date_header(false)

@@ -191,3 +191,54 @@ fn a_rolling_restart_kills_each_replica_once_the_one_before_is_back() {
     assert!(at("restart replica-0") <= at("kill replica-1"));
     assert!(at("kill replica-1") < at("restart replica-1"));
 }
+
+#[test]
+fn a_drained_replica_exits_and_comes_back_and_the_reference_holds() {
+    let exp = experiment("drain", 2.0);
+    let run = (0..8)
+        .map(|seed| run_twice(&exp, seed))
+        .find(|run| applied(run, "drain replica") > 0)
+        .expect("a seed in 0..8 drains a replica");
+    // Every drain ends in an exit (a kill of the host) and every exit in a restart.
+    for (at, drain) in run
+        .faults
+        .iter()
+        .filter(|(_, f)| matches!(f, Action::Drain(_)))
+    {
+        let Action::Drain(d) = drain else {
+            unreachable!()
+        };
+        let exit = run
+            .faults
+            .iter()
+            .find(|(t, f)| t >= at && *f == Action::Kill(kill::Kill(d.host.clone())))
+            .unwrap_or_else(|| panic!("{drain} at {at} ms never exits: {:?}", run.faults));
+        assert!(
+            exit.0 <= at + d.grace_ms,
+            "{drain} outlived its grace period"
+        );
+        assert!(
+            run.faults
+                .iter()
+                .any(|(t, f)| *t >= exit.0 && *f == Action::Restart(kill::Restart(d.host.clone()))),
+            "{drain}: no restart after its exit"
+        );
+    }
+    assert_eq!(violated(&run), Vec::<&str>::new());
+}
+
+#[test]
+fn a_drain_on_a_model_that_does_not_say_what_its_streams_do_is_refused() {
+    let text = r#"
+name = "drain-mastra"
+models = ["mastra"]
+routing = ["round-robin"]
+seeds = { start = 0, count = 1 }
+[faults]
+drain = 1.0
+"#;
+    let err = Experiment::parse(text, "drain-mastra", None)
+        .map(|_| ())
+        .expect_err("mastra has no handler.sse_grace_ms");
+    assert!(err.to_string().contains("handler.sse_grace_ms"), "{err}");
+}

@@ -245,6 +245,7 @@ fn run_world(profile: &str, seed: u64, batch: &[Req]) -> Vec<Seen> {
                     chaos: a2a_chaos::buggify::Chaos::shared(seed),
                     card: None,
                     grants: Default::default(),
+                    drain: a2a_chaos::replica::DrainSignal::new(),
                 },
             ));
             r.serve()

@@ -76,6 +76,7 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
             chaos: chaos.clone(),
             card: None,
             grants: Default::default(),
+            drain: crate::replica::DrainSignal::new(),
         },
     ));
     // A reader that hangs up after the first line must not take the server down with it.

@@ -27,6 +27,7 @@
 
 pub mod buggify;
 pub mod card;
+pub mod drain;
 pub mod heal;
 pub mod hold;
 pub mod kill;
@@ -60,8 +61,10 @@ pub use self::kill_point::{
 pub trait Target {
     /// Crash a host: its software stops and its memory is gone.
     fn crash(&mut self, host: &str);
-    /// Start a crashed host again, from scratch.
+    /// Start a crashed host again, from scratch (a host still draining: once it exits).
     fn restart(&mut self, host: &str);
+    /// SIGTERM a replica: it drains, exits, and is killed `grace_ms` later if it has not.
+    fn drain(&mut self, host: &str, grace_ms: u64);
     /// Drop traffic between two hosts: both ways, or from `from` to `to` only.
     fn partition(&mut self, from: &str, to: &str, oneway: bool);
     /// Restore traffic between two hosts, both ways.
@@ -135,7 +138,7 @@ pub trait ActionKind: Clone + PartialEq + fmt::Debug + fmt::Display + Sized {
     /// Whether a live run (real processes on loopback) can make it; why not otherwise.
     fn live(&self) -> Result<(), String> {
         Err(format!(
-            "`{self}` is unsupported in live mode: only kill and restart of a replica, drop-reply and heal = \"all\" can be done on real processes"
+            "`{self}` is unsupported in live mode: only kill, drain and restart of a replica, drop-reply and heal = \"all\" can be done on real processes"
         ))
     }
 }
@@ -225,6 +228,8 @@ actions! {
     Kill(kill::Kill),
     /// Restart a crashed host (its software starts again from scratch).
     Restart(kill::Restart),
+    /// Shut a replica down gracefully (SIGTERM), then kill it at its grace period.
+    Drain(drain::Drain),
     /// Drop all traffic between two hosts, both ways.
     Partition(partition::Partition),
     /// Drop traffic from the first host to the second only.
@@ -276,6 +281,7 @@ pub trait FaultKind {
 #[rustfmt::skip]
 pub const FAULTS: &[(&str, &dyn FaultKind)] = &[
     ("kill", &kill::KillReplicas),
+    ("drain", &drain::DrainReplicas),
     ("partition", &partition::ReplicaStorePartition),
     ("lost-reply", &lost_reply::LostReply),
     ("latency", &latency::Latency),
@@ -579,6 +585,16 @@ mod tests {
         vec![
             kill::Kill(h("replica-1")).into(),
             kill::Restart(h("replica-1")).into(),
+            drain::Drain {
+                host: h("replica-0"),
+                grace_ms: 2500,
+            }
+            .into(),
+            drain::Drain {
+                host: h("replica-1"),
+                grace_ms: drain::GRACE_MS_DEFAULT,
+            }
+            .into(),
             partition::Partition(h("replica-0"), h("store")).into(),
             partition::PartitionOneway(h("replica-0"), h("store")).into(),
             partition::Repair(h("replica-0"), h("store")).into(),
@@ -619,6 +635,8 @@ mod tests {
             [
                 "kill replica-1",
                 "restart replica-1",
+                "drain replica-0 (grace 2500 ms)",
+                "drain replica-1 (grace 30000 ms)",
                 "partition replica-0 <-> store",
                 "partition replica-0 -> store",
                 "repair replica-0 <-> store",

@@ -9,7 +9,9 @@
 //!   [`observer`]), webhook and router serve on loopback ports in this process, through the
 //!   real transport of [`crate::net`];
 //! - `kill` is SIGKILL of the replica's process, `restart` starts it again and waits until it
-//!   answers; `drop-reply` is the router losing the next reply, as in the simulation.
+//!   answers; `drain` is SIGTERM, then SIGKILL at the end of the grace period if the process
+//!   has not exited (a `restart` first waits for that); `drop-reply` is the router losing the
+//!   next reply, as in the simulation.
 //!   Partitions and latency cannot be made on loopback: a scenario with them is refused
 //!   (exit 2) before anything starts.
 //!
@@ -31,7 +33,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use crate::error::InputError;
-use crate::faults::{kill, Action};
+use crate::faults::{drain, kill, Action};
 use crate::model::Profile;
 use crate::net::{self, Call, RealNet};
 use crate::router::RouterControl;
@@ -172,14 +174,33 @@ async fn apply_fault(
                 fleet.borrow_mut().kill(i);
             }
         }
+        Action::Drain(drain::Drain { host, grace_ms }) => {
+            if let Some(i) = index(&host) {
+                if let Some(r) = control.ready.borrow_mut().get_mut(i) {
+                    *r = false;
+                }
+                fleet
+                    .borrow_mut()
+                    .terminate(i, Duration::from_millis(grace_ms));
+                // SIGKILL at the end of the grace period, unless it exited (or a restart
+                // waited for it) before.
+                let fleet = fleet.clone();
+                tokio::task::spawn_local(async move { drained(&fleet, i).await });
+            }
+        }
         Action::Restart(kill::Restart(h)) => {
             if let Some(i) = index(&h) {
+                drained(fleet, i).await;
                 if !fleet.borrow_mut().is_running(i) {
                     restart(i).await;
                 }
             }
         }
         Action::HealAll(_) => {
+            let replicas = control.ready.borrow().len();
+            for i in 0..replicas {
+                drained(fleet, i).await;
+            }
             let dead: Vec<usize> = (0..control.ready.borrow().len())
                 .filter(|i| !fleet.borrow_mut().is_running(*i))
                 .collect();
@@ -191,6 +212,17 @@ async fn apply_fault(
         Action::DropNextReply(_) => control.drop_next.set(true),
         // Refused by `validate` before the run.
         _ => {}
+    }
+}
+
+/// How often a live run looks whether a draining replica has exited.
+const DRAIN_POLL: Duration = Duration::from_millis(10);
+
+/// Waits until replica `i`, if it was sent SIGTERM, has exited or been SIGKILLed at the end
+/// of its grace period.
+async fn drained(fleet: &Rc<RefCell<peer::Fleet>>, i: usize) {
+    while !fleet.borrow_mut().drained(i) {
+        tokio::time::sleep(DRAIN_POLL).await;
     }
 }
 

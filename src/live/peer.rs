@@ -240,6 +240,8 @@ pub struct Fleet {
     dir: PathBuf,
     children: Vec<Option<Child>>,
     addrs: Vec<Option<SocketAddr>>,
+    /// When each replica that was sent SIGTERM is SIGKILLed if it has not exited.
+    draining: Vec<Option<Instant>>,
 }
 
 impl Fleet {
@@ -263,6 +265,7 @@ impl Fleet {
             dir,
             children: (0..replicas).map(|_| None).collect(),
             addrs: vec![None; replicas],
+            draining: vec![None; replicas],
         }
     }
 
@@ -322,8 +325,40 @@ impl Fleet {
         Ok(addr)
     }
 
+    /// Sends SIGTERM to replica `index` (nothing if it is not running); it is SIGKILLed
+    /// `grace` later if it is still running then ([`Fleet::drained`]).
+    pub fn terminate(&mut self, index: usize, grace: Duration) {
+        let Some(Some(child)) = self.children.get(index) else {
+            return;
+        };
+        if let Ok(pid) = i32::try_from(child.id()) {
+            // SAFETY: kill(2) on our own child's pid; it has not been waited for, so the
+            // pid is still that process's.
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+        }
+        self.draining[index] = Some(Instant::now() + grace);
+    }
+
+    /// Whether replica `index`, sent SIGTERM, has finished draining: it exited, or its
+    /// grace period is over and it is SIGKILLed now. `true` for one that is not draining.
+    pub fn drained(&mut self, index: usize) -> bool {
+        let Some(deadline) = self.draining.get(index).copied().flatten() else {
+            return true;
+        };
+        if self.is_running(index) && Instant::now() < deadline {
+            return false;
+        }
+        self.kill(index);
+        true
+    }
+
     /// SIGKILLs replica `index` (nothing if it is not running).
     pub fn kill(&mut self, index: usize) {
+        if let Some(d) = self.draining.get_mut(index) {
+            *d = None;
+        }
         if let Some(mut child) = self.children.get_mut(index).and_then(Option::take) {
             let _ = child.kill();
             let _ = child.wait();

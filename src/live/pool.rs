@@ -140,6 +140,8 @@ impl Pool {
     async fn start_replicas(&self) -> Result<(), InputError> {
         let mut started = Vec::new();
         for i in 0..self.replicas {
+            // One that an earlier scenario drained runs until it exits.
+            super::drained(&self.fleet, i).await;
             if self.fleet.borrow_mut().is_running(i) {
                 continue;
             }

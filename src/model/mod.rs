@@ -356,6 +356,16 @@ pub struct HandlerKnobs {
     /// [`ResumedFollowUp::Run`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed_follow_up: Option<ResumedFollowUp>,
+    /// After SIGTERM, how long (simulated ms) the server keeps sending a stream before it
+    /// ends the body (a2a-python: sse-starlette's `shutdown_grace_period`, 0 by default);
+    /// unset: the model does not say, and a run with a `drain` is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sse_grace_ms: Option<u64>,
+    /// How often (simulated ms) the server looks whether SIGTERM came, counted from the
+    /// first stream it served: a stream's grace period begins at the first look after
+    /// SIGTERM (sse-starlette's shutdown watcher polls every 500 ms); unset: at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sse_exit_poll_ms: Option<u64>,
 }
 
 /// Message deduplication knobs.
@@ -561,6 +571,21 @@ impl Profile {
     /// The `[wire]` knobs, or their defaults when the profile has no such group.
     pub fn wire(&self) -> WireKnobs {
         self.wire.unwrap_or_default()
+    }
+
+    /// Refuses a run that drains a replica (a `drain` fault or step) on this model when it
+    /// does not say what its streams do after SIGTERM (`handler.sse_grace_ms`).
+    pub fn check_drain(&self, origin: &str) -> Result<(), InputError> {
+        if self.handler.sse_grace_ms.is_some() {
+            return Ok(());
+        }
+        Err(InputError::new(
+            origin,
+            format!(
+                "model `{}` does not say how long its streams last after SIGTERM (handler.sse_grace_ms), which a run with a drain needs",
+                self.name
+            ),
+        ))
     }
 
     /// The knob paths this profile sets (`store.placement`, `handler.saves`, ...), read from

@@ -48,7 +48,9 @@
 //! - `subscribe`: SubscribeToTask (`[subscribe]`) and its stream events;
 //! - `push`: push-config registration, target checks, delivery and the outbox (`[push]`);
 //! - `recovery`: the takeover sweeper and orphan retirement (`[recovery]`), and input-wait
-//!   expiry (`handler.input_timeout_ms`).
+//!   expiry (`handler.input_timeout_ms`);
+//! - `drain`: graceful shutdown after SIGTERM (a `drain` fault): refused connections, streams
+//!   cut after `handler.sse_grace_ms`, the exit once no connection is left.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -69,10 +71,13 @@ use crate::net::{self, BoxBody};
 use crate::store::{SharedState, StoreState, TaskStore};
 use crate::trace::{Event, Tone, Trace};
 
+pub use drain::DrainSignal;
+
 mod artifact;
 mod auth;
 mod busy;
 mod cancel;
+mod drain;
 mod follow_up;
 mod list;
 mod push;
@@ -262,6 +267,8 @@ pub struct Wiring {
     pub card: Option<crate::card::CardAuthority>,
     /// The identity provider's out-of-band grants (`auth.auth_required_resume = "grant"`).
     pub grants: crate::auth::Grants,
+    /// Its slot's graceful-shutdown state, shared with the driver ([`drain`]).
+    pub drain: Rc<DrainSignal>,
 }
 
 /// One replica process.
@@ -294,6 +301,7 @@ pub struct Replica {
     chaos: SharedChaos,
     card: Option<crate::card::CardAuthority>,
     grants: crate::auth::Grants,
+    drain: Rc<DrainSignal>,
 }
 
 impl Replica {
@@ -308,7 +316,9 @@ impl Replica {
             chaos,
             card,
             grants,
+            drain,
         } = wiring;
+        drain.boot(boot);
         let stream =
             crate::trace::derive_seed(seed, "replica", ((index as u64) << 32) | u64::from(boot));
         Replica {
@@ -330,6 +340,7 @@ impl Replica {
             chaos,
             card,
             grants,
+            drain,
         }
     }
 
@@ -386,10 +397,19 @@ impl Replica {
             let me = self.clone();
             tokio::task::spawn_local(me.deliver_outbox());
         }
-        net::serve(PORT, move |req| {
-            let me = self.clone();
-            async move { Ok(me.handle(req).await) }
-        })
+        // SIGTERM closes the listener; each open connection is counted until it closes.
+        let (stop, drain) = (self.drain.clone(), self.drain.clone());
+        net::serve_until(
+            PORT,
+            move |req| {
+                let me = self.clone();
+                async move { Ok(me.handle(req).await) }
+            },
+            async move {
+                stop.begun().await;
+            },
+            move || drain.connection(),
+        )
         .await
     }
 

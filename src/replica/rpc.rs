@@ -23,7 +23,7 @@ use tokio::sync::mpsc;
 use super::{Caller, Replica, REPLICA_HEADER};
 use crate::model::{AfterEffect, BearerRule, ErrorData, VersionCheck};
 use crate::net::{self, BoxBody, ChannelBody};
-use crate::trace::Tone;
+use crate::trace::{Event, Tone};
 
 /// An A2A error answer: a JSON-RPC error, or an HTTP status (Rasa's 409 for a duplicate in
 /// flight).
@@ -393,22 +393,42 @@ pub(super) fn trim_history(task: &mut Task, len: Option<i32>) {
     }
 }
 
-/// A server-sent-events response carrying each stream event as a JSON-RPC result.
-pub(super) fn sse_response(id: Value, mut rx: mpsc::Receiver<StreamResponse>) -> Response<BoxBody> {
-    let (tx, body) = ChannelBody::channel(16);
-    crate::activity::spawn(async move {
-        while let Some(event) = rx.recv().await {
-            let line = json!({"jsonrpc": "2.0", "id": id, "result": event});
-            let chunk = format!("data: {line}\n\n");
-            if tx.send(Bytes::from(chunk)).await.is_err() {
-                return;
+impl Replica {
+    /// A server-sent-events response carrying each stream event as a JSON-RPC result. A
+    /// drain ends it `handler.sse_grace_ms` after SIGTERM ([`Replica::stream_cut`]): the body
+    /// just ends, whatever the run still had to say.
+    pub(super) fn sse_response(
+        &self,
+        id: Value,
+        mut rx: mpsc::Receiver<StreamResponse>,
+    ) -> Response<BoxBody> {
+        let (tx, body) = ChannelBody::channel(16);
+        let cut = self.stream_cut();
+        let (trace, name) = (self.trace.clone(), self.name.clone());
+        crate::activity::spawn(async move {
+            tokio::pin!(cut);
+            loop {
+                let event = tokio::select! {
+                    biased;
+                    () = &mut cut => {
+                        trace.record(&name, Event::note(Tone::Bad, "drain: stream cut"));
+                        return;
+                    }
+                    event = rx.recv() => event,
+                };
+                let Some(event) = event else { return };
+                let line = json!({"jsonrpc": "2.0", "id": id, "result": event});
+                let chunk = format!("data: {line}\n\n");
+                if tx.send(Bytes::from(chunk)).await.is_err() {
+                    return;
+                }
             }
-        }
-    });
-    Response::builder()
-        .status(StatusCode::OK)
-        .header("content-type", "text/event-stream")
-        .header("cache-control", "no-cache")
-        .body(body)
-        .expect("static response parts are valid")
+        });
+        Response::builder()
+            .status(StatusCode::OK)
+            .header("content-type", "text/event-stream")
+            .header("cache-control", "no-cache")
+            .body(body)
+            .expect("static response parts are valid")
+    }
 }

@@ -16,7 +16,6 @@ use http::Response;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::rpc::sse_response;
 use super::{rpc, Caller, Replica};
 use crate::faults::{KillPoint, Point};
 use crate::model::{SubscribeFailure, SubscribeInterrupted, SubscribeSource, SubscribeUnknown};
@@ -51,7 +50,7 @@ impl Replica {
                 if self.profile.subscribe.unknown_task == SubscribeUnknown::EmptyStream {
                     self.record(format!("subscribe to unknown {task_id}: empty stream"));
                     let (_tx, rx) = mpsc::channel::<StreamResponse>(1);
-                    return sse_response(id, rx);
+                    return self.sse_response(id, rx);
                 }
                 return self.rpc_error(id, rpc(-32001, format!("task {task_id} not found")));
             }
@@ -74,7 +73,7 @@ impl Replica {
             ));
             let (tx, rx) = mpsc::channel::<StreamResponse>(1);
             let _ = tx.send(StreamResponse::Task(task)).await;
-            return sse_response(id, rx);
+            return self.sse_response(id, rx);
         }
         // A finished ActiveTask left here by a cancel refuses a subscriber whatever the
         // store holds (a2a-sdk 1.1.5 `ActiveTask.subscribe`: `_is_finished` is set).
@@ -179,7 +178,7 @@ impl Replica {
                 }
             }
         });
-        sse_response(id, rx)
+        self.sse_response(id, rx)
     }
 }
 

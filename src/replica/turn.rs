@@ -21,7 +21,6 @@ use tokio::sync::mpsc;
 
 use super::auth::auth_pending;
 use super::follow_up;
-use super::rpc::sse_response;
 use super::save::Saved;
 use super::subscribe::status_update;
 use super::{
@@ -96,7 +95,7 @@ impl Replica {
             {
                 self.record(format!("streaming send: {why}: empty stream"));
                 let (_tx, rx) = mpsc::channel::<StreamResponse>(1);
-                return sse_response(id, rx);
+                return self.sse_response(id, rx);
             }
             Ok(Err(r)) => return self.rpc_error(id, r),
             Err(e) => return self.rpc_error(id, rpc(-32603, format!("turn aborted: {e}"))),
@@ -117,7 +116,7 @@ impl Replica {
             }
         }
         drop(tx);
-        sse_response(id, rx)
+        self.sse_response(id, rx)
     }
 
     /// Begins a turn: resolves its task and saves it as working. `queued`: the turn waited

@@ -246,6 +246,18 @@ impl Script {
         hosts
     }
 
+    /// Whether any step (nested ones included) drains a replica.
+    pub fn drains(&self) -> bool {
+        fn any(steps: &[Step]) -> bool {
+            steps.iter().any(|s| match s {
+                Step::Fault(Action::Drain(_)) => true,
+                Step::Concurrent(inner) | Step::Sequence(inner) => any(inner),
+                _ => false,
+            })
+        }
+        any(&self.steps)
+    }
+
     /// Validates a parsed file.
     pub fn from_file(file: ScenarioFile, origin: &str) -> Result<Script, InputError> {
         crate::names::check("name", &file.name).map_err(|m| InputError::new(origin, m))?;
@@ -300,6 +312,9 @@ impl Script {
             request_timeout,
             await_effect,
         };
+        if script.drains() {
+            profile.check_drain(origin)?;
+        }
         if let Some(setup) = script.card_setup() {
             crate::card::check_profile(&profile, origin)?;
             if setup.max_age_s > crate::card::MAX_AGE_S_MAX {

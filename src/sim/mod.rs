@@ -347,6 +347,13 @@ impl Builder {
             table: self.table.clone(),
         };
         world::check_card_profile(&spec)?;
+        let drains = match &spec.workload {
+            Workload::Scripted(script) => script.drains(),
+            Workload::Generated(_) => spec.faults.rates.get("drain").is_some_and(|r| *r > 0.0),
+        };
+        if drains {
+            spec.profile.check_drain("--model")?;
+        }
         let reproduce = self.reproduce.clone().unwrap_or_else(|| {
             format!(
                 "seed {} of model {} with routing {} on {} replicas",

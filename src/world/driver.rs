@@ -1,17 +1,18 @@
 //! The driver: applies fault actions to the turmoil world between ticks, and turns kill
-//! points that fired into kills. It implements [`Target`], so each action kind says itself
-//! what it does ([`crate::faults`]).
+//! points that fired, and drained pods that exit, into kills. It implements [`Target`], so
+//! each action kind says itself what it does ([`crate::faults`]).
 
 use std::cell::RefCell;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::time::Duration;
 
 use crate::buggify::SharedChaos;
 use crate::faults::{kill, Action, CardChange, KillPoint, Point, Scheduled, Target};
+use crate::replica::DrainSignal;
 use crate::router::RouterControl;
 use crate::store::SharedState;
-use crate::trace::{Event, Trace};
+use crate::trace::{Event, Tone, Trace};
 
 use super::LATENCY_MS;
 
@@ -32,6 +33,18 @@ pub(super) struct Driver {
     /// When the liveness phase begins: no point kill lands from then on.
     pub(super) heal_at_ms: u64,
     pub(super) cards: Option<crate::card::CardAuthority>,
+    /// Each replica slot's graceful-shutdown state, shared with the replica.
+    pub(super) drains: Vec<Rc<DrainSignal>>,
+    /// Replicas draining (SIGTERM sent, not exited yet), by host.
+    pub(super) draining: BTreeMap<String, Draining>,
+}
+
+/// A replica between SIGTERM and its exit.
+pub(super) struct Draining {
+    /// When it is killed if it has not exited (the end of its grace period).
+    deadline_ms: u64,
+    /// A restart came while it drained: it restarts as soon as it exits.
+    restart: bool,
 }
 
 fn replica_index(host: &str) -> Option<usize> {
@@ -79,6 +92,35 @@ impl Driver {
         out
     }
 
+    /// The exits of draining replicas due now, as actions to apply at once: a replica with
+    /// no connection left exits, one whose grace period is over is killed; each exit is a
+    /// kill of the host, followed by its restart when one was asked for meanwhile.
+    pub(super) fn drain_exits(&mut self, now: u64) -> Vec<Action> {
+        let mut out = Vec::new();
+        for (host, d) in &self.draining {
+            let Some(signal) = replica_index(host).and_then(|i| self.drains.get(i)) else {
+                continue;
+            };
+            let why = if signal.connections() == 0 {
+                "no connection left: it exits"
+            } else if now >= d.deadline_ms {
+                "its grace period is over: SIGKILL"
+            } else {
+                continue;
+            };
+            self.trace.record_at(
+                now,
+                "driver",
+                Event::note(Tone::Bad, format!("{host} drained, {why}")),
+            );
+            out.push(kill::Kill(host.clone()).into());
+            if d.restart {
+                out.push(kill::Restart(host.clone()).into());
+            }
+        }
+        out
+    }
+
     pub(super) fn apply(&mut self, sim: &mut turmoil::Sim<'_>, now: u64, action: &Action) {
         self.trace
             .record_at(now, "driver", Event::Fault(action.clone()));
@@ -110,6 +152,7 @@ impl Applying<'_, '_> {
 
 impl Target for Applying<'_, '_> {
     fn crash(&mut self, host: &str) {
+        self.driver.draining.remove(host);
         if self.driver.crashed.insert(host.to_string()) {
             self.set_ready(host, false);
             if let Some(i) = replica_index(host) {
@@ -124,10 +167,32 @@ impl Target for Applying<'_, '_> {
     }
 
     fn restart(&mut self, host: &str) {
+        if let Some(d) = self.driver.draining.get_mut(host) {
+            d.restart = true;
+            return;
+        }
         if self.driver.crashed.remove(host) {
             self.sim.bounce(host);
             self.set_ready(host, true);
         }
+    }
+
+    fn drain(&mut self, host: &str, grace_ms: u64) {
+        let Some(signal) = replica_index(host).and_then(|i| self.driver.drains.get(i)) else {
+            return;
+        };
+        if self.driver.crashed.contains(host) || self.driver.draining.contains_key(host) {
+            return;
+        }
+        self.set_ready(host, false);
+        signal.begin(self.now);
+        self.driver.draining.insert(
+            host.to_string(),
+            Draining {
+                deadline_ms: self.now + grace_ms,
+                restart: false,
+            },
+        );
     }
 
     fn partition(&mut self, from: &str, to: &str, oneway: bool) {
@@ -190,6 +255,10 @@ impl Target for Applying<'_, '_> {
         for host in std::mem::take(&mut self.driver.crashed) {
             self.sim.bounce(host.as_str());
             self.set_ready(&host, true);
+        }
+        // A pod still draining restarts once it exits.
+        for d in self.driver.draining.values_mut() {
+            d.restart = true;
         }
         self.driver.control.drop_reply_rate.set(0.0);
     }

@@ -141,9 +141,12 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         });
     }
     let mut memory_slots: Vec<Rc<RefCell<Option<SharedState>>>> = Vec::new();
+    let mut drains = Vec::new();
     for i in 0..spec.replicas {
         let slot: Rc<RefCell<Option<SharedState>>> = Rc::default();
         memory_slots.push(slot.clone());
+        let drain = crate::replica::DrainSignal::new();
+        drains.push(drain.clone());
         let boot = Rc::new(Cell::new(0u32));
         let profile = spec.profile.clone();
         let timing = spec.timing.clone();
@@ -178,6 +181,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
                     chaos: chaos.clone(),
                     card: card.clone(),
                     grants: grants.clone(),
+                    drain: drain.clone(),
                 },
             ));
             let trace = trace.clone();
@@ -252,6 +256,8 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         next_point_kill_ms: 0,
         heal_at_ms: healed_at_ms,
         cards: cards.clone(),
+        drains,
+        draining: BTreeMap::new(),
     };
     let mut pending: VecDeque<Scheduled> = plan.into();
     let mut steps = 0u64;
@@ -275,7 +281,10 @@ pub fn run(spec: &RunSpec) -> RunRecord {
                 None => break,
             }
         }
-        faults_pending.set(pending.len() + link.commands.borrow().len());
+        for action in driver.drain_exits(now) {
+            driver.apply(&mut sim, now, &action);
+        }
+        faults_pending.set(pending.len() + link.commands.borrow().len() + driver.draining.len());
         steps += 1;
         match sim.step() {
             Ok(true) => break,
