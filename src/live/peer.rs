@@ -235,6 +235,8 @@ pub struct Fleet {
     model: String,
     sdk: String,
     store: String,
+    /// The model's `[fidelity] args`, appended to a preset's command line.
+    args: Vec<String>,
     ledger: String,
     db: String,
     dir: PathBuf,
@@ -260,6 +262,7 @@ impl Fleet {
             model: profile.name.clone(),
             sdk: fidelity.sdk,
             store: fidelity.store,
+            args: fidelity.args,
             ledger,
             db,
             dir,
@@ -287,6 +290,12 @@ impl Fleet {
             ("{mastra}", mastra_base().display().to_string()),
         ] {
             line = line.replace(key, &quote(&value));
+        }
+        if self.command.template() != self.command.0 {
+            for arg in &self.args {
+                line.push(' ');
+                line.push_str(&quote(arg));
+            }
         }
         line
     }

@@ -366,6 +366,13 @@ pub struct HandlerKnobs {
     /// SIGTERM (sse-starlette's shutdown watcher polls every 500 ms); unset: at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sse_exit_poll_ms: Option<u64>,
+    /// A task parked on a replica (its last turn there left it input-required or
+    /// auth-required, and the replica keeps it) is released from that replica's memory after
+    /// this many simulated ms with no request and no subscriber for it there: a later request
+    /// there reads the store, as on any other replica (a2a-sdk 1.3's opt-in
+    /// `interrupted_task_timeout`); unset: it stays parked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parked_release_ms: Option<u64>,
 }
 
 /// Message deduplication knobs.
@@ -562,6 +569,10 @@ pub struct FidelityKnobs {
     /// verdicts differ. `a2a-chaos fidelity` fails on any disagreement not listed here.
     #[serde(default)]
     pub notes: BTreeMap<String, String>,
+    /// Extra arguments the preset's replicas start with (`["--interrupted-task-timeout-s",
+    /// "1"]`: the configuration a test model describes); not used with `--peer COMMAND`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
 }
 
 /// The fields of [`Profile`] that are not knob groups.

@@ -49,6 +49,7 @@
 //! - `push`: push-config registration, target checks, delivery and the outbox (`[push]`);
 //! - `recovery`: the takeover sweeper and orphan retirement (`[recovery]`), and input-wait
 //!   expiry (`handler.input_timeout_ms`);
+//! - `parked`: the idle release of a parked task (`handler.parked_release_ms`);
 //! - `drain`: graceful shutdown after SIGTERM (a `drain` fault): refused connections, streams
 //!   cut after `handler.sse_grace_ms`, the exit once no connection is left.
 
@@ -80,6 +81,7 @@ mod cancel;
 mod drain;
 mod follow_up;
 mod list;
+mod parked;
 mod push;
 mod push_config;
 mod queue;
@@ -247,6 +249,10 @@ struct ActiveTask {
     /// With `subscribe.registers_task`: a subscription here registered this ActiveTask,
     /// alive until a turn or a cancel of the task here ends it.
     registered: Cell<bool>,
+    /// Subscribers attached to this ActiveTask (its idle timer waits for none).
+    subscribers: Cell<usize>,
+    /// The idle timer of `handler.parked_release_ms` last started (only that one releases).
+    release_timer: Cell<u64>,
 }
 
 /// What a replica process is connected to.

@@ -88,7 +88,7 @@ impl Replica {
     ) -> Result<Task, Refusal> {
         let active = turn.active.clone();
         let cache_snapshot = self.profile.handler.cache_snapshot;
-        let ended = self.finish_turn(turn, sink).await;
+        let ended = self.clone().finish_turn(turn, sink).await;
         let parked = ended.as_ref().is_ok_and(|t| {
             matches!(
                 t.status.state,
@@ -109,6 +109,9 @@ impl Replica {
         *active.last_end.borrow_mut() = Some(ended.clone());
         active.ended.set(active.ended.get() + 1);
         active.end_notify.notify_waiters();
+        if let (true, Ok(task)) = (parked, &ended) {
+            self.schedule_release(&task.id, &active);
+        }
         ended
     }
 }

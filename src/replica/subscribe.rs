@@ -115,7 +115,11 @@ impl Replica {
             }
             source => source,
         };
+        // Attached to this replica's ActiveTask: its idle release waits for the stream's end.
+        let attached =
+            (held_here || self.profile.subscribe.registers_task).then(|| self.attach(&task_id));
         crate::activity::spawn(async move {
+            let _attached = attached;
             let ends = |state: &TaskState, at_interrupted: bool| {
                 state.is_terminal()
                     || (at_interrupted

@@ -275,6 +275,11 @@ async def build(args):
     kwargs = {}
     if event_stream is not None:
         kwargs["event_stream"] = event_stream
+    if args.interrupted_task_timeout_s is not None:
+        if VersionedTaskStore is None:
+            sys.exit("--interrupted-task-timeout-s needs a2a-sdk 1.3 or later")
+        # Opt-in (a2a-sdk 1.3): release the ActiveTask of a task idle in input-required.
+        kwargs["interrupted_task_timeout"] = args.interrupted_task_timeout_s
     handler = DefaultRequestHandler(
         agent_executor=executor, task_store=store, agent_card=card, **kwargs
     )
@@ -381,6 +386,13 @@ def main():
         help="a directory to import --store module:Class from (repeatable)",
     )
     parser.add_argument("--think-ms", type=float, default=40)
+    parser.add_argument(
+        "--interrupted-task-timeout-s",
+        type=float,
+        default=None,
+        help="a2a-sdk 1.3's interrupted_task_timeout: release a task parked in input-required "
+        "after this many idle seconds (default: never)",
+    )
     parser.add_argument(
         "--ledger-timeout-ms",
         type=float,
