@@ -23,7 +23,9 @@
 //! 4. **2 threads**: the standard sweep again on 2 threads ([`runner::sweep`]).
 //! 5. **Hazard discovery**: for every built-in model, seeds from 0 upward under the default
 //!    experiment's workload and faults, both routings, until a seed or wall cap; per
-//!    (model, invariant), the first violating seed and the wall time it took to find it.
+//!    (model, invariant), the first violating seed and the wall time it took to find it;
+//!    `bench --hazards` adds the hazards reported upstream, each on the model that has it
+//!    ([`upstream`]).
 //!
 //! Where the time goes is reported as a split: the idle floor times the ticks a run took is
 //! turmoil stepping runtimes; the rest is the requests' own work (A2A logic, hyper, the
@@ -58,6 +60,7 @@ mod baseline;
 mod discovery;
 mod report;
 mod sysinfo;
+mod upstream;
 
 pub use baseline::{baseline_once, idle_once};
 pub use discovery::{
@@ -65,6 +68,7 @@ pub use discovery::{
 };
 pub use report::{Metric, Report, Throughput};
 pub use sysinfo::{load_average, peak_rss_kib, process_cpu_s};
+pub use upstream::{discover_upstream, upstream_table, Upstream, UpstreamSearch, UPSTREAM};
 
 use std::time::{Duration, Instant};
 

@@ -21,7 +21,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Only hazard discovery: per model, seeds and wall-seconds from seed 0 until each
-    /// documented hazard (A2A-BEHAVIOURS.md §6) first appears under the default experiment.
+    /// documented hazard (A2A-BEHAVIOURS.md §6) first appears under the default experiment;
+    /// then each hazard reported upstream, on the model that has it (not with --model).
     #[arg(long)]
     pub hazards: bool,
     /// With --hazards: most seeds per model.
@@ -66,6 +67,16 @@ pub fn cmd_bench(args: BenchArgs) -> Result<i32, InputError> {
         );
         println!();
         print!("{}", bench::documented_table(&searches));
+        if args.models.is_empty() {
+            // The hazards reported upstream, each on the model (or SDK version) that has it.
+            let upstream = bench::discover_upstream(
+                args.hazard_seeds,
+                std::time::Duration::from_secs_f64(args.hazard_wall_s),
+                |line| println!("- {line}"),
+            );
+            println!();
+            print!("{}", bench::upstream_table(&upstream));
+        }
         return Ok(0);
     }
     let size = if args.quick {

@@ -3,8 +3,10 @@
 # target/peer-venv/ (or the directory given as $1, or $A2A_CHAOS_PEER_VENV):
 #   v1.3.0/  a2a-sdk 1.3.0 (plain DatabaseTaskStore, and cluster mode: VersionedDatabaseTaskStore)
 #   v1.1.5/  a2a-sdk 1.1.5 (plain store only: 1.1 has no a2a.server.cluster)
-# with the SQLite and PostgreSQL drivers and uvicorn. Idempotent: a complete environment is
-# left as it is. Needs python3 (3.10+) with venv, and PyPI.
+# with the SQLite and PostgreSQL drivers and uvicorn. sse-starlette is pinned: the models'
+# handler.sse_exit_poll_ms (its shutdown watcher's 500 ms poll) was read from 3.7.1, and a
+# drain's verdict depends on it. Idempotent: a complete environment is left as it is. Needs
+# python3 (3.10+) with venv, and PyPI.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../../.." && pwd)"
 base="${1:-${A2A_CHAOS_PEER_VENV:-$root/target/peer-venv}}"
@@ -18,7 +20,7 @@ for sdk in 1.3.0 1.1.5; do
   rm -rf "$venv"
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check \
-    "a2a-sdk[http-server,sqlite,postgresql]==$sdk" uvicorn
+    "a2a-sdk[http-server,sqlite,postgresql]==$sdk" uvicorn "sse-starlette==3.7.1"
   "$venv/bin/python" -c "import a2a.server.request_handlers, aiosqlite, uvicorn"
   touch "$venv/.complete"
   echo "a2a-python peer $sdk: $venv"

@@ -1,0 +1,361 @@
+//! Hazard discovery for the hazards users report upstream (issue 22), beside the fourteen of
+//! A2A-BEHAVIOURS.md §6 ([`super::discovery`]).
+//!
+//! Each one shows on one model: a built-in one, or a profile under `tests/models/` of the SDK
+//! version that had it (embedded here, so `bench --hazards` runs anywhere). Some need a fault
+//! the default experiment does not draw (a graceful drain), set by the entry. Then the search
+//! is the same as for §6: seeds from 0 upward under the default experiment, every routing,
+//! until a seed or wall cap; the first run that shows the hazard, and how long it took.
+//!
+//! Adding one is one entry in [`UPSTREAM`].
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use super::sysinfo::Stopwatch;
+use crate::check::{Finding, Verdict, Violation};
+use crate::client::history::{OpKind, Outcome};
+use crate::experiment::Experiment;
+use crate::faults::Action;
+use crate::model::{Profile, ResultSave};
+use crate::sim::Sim;
+use crate::world::RunRecord;
+
+/// An upstream hazard and where to look for it.
+pub struct Upstream {
+    /// The upstream issue or pull request (`a2a-python#1221`).
+    pub id: &'static str,
+    /// What goes wrong.
+    pub title: &'static str,
+    /// The model's name, for the table.
+    pub model: &'static str,
+    /// The model's profile: `None` for a built-in model named `model`, else a profile's text.
+    pub profile: Option<&'static str>,
+    /// Fault rates set over the default experiment's (`("drain", 0.5)`, `("kill", 0.0)`).
+    pub rates: &'static [(&'static str, f64)],
+    /// The pinned scenario that shows it (`tests/scenarios/`, without `.toml`); its
+    /// `-reference` twin must not.
+    pub pinned: &'static str,
+    /// Whether a run showed it.
+    pub shows: fn(&RunRecord, &[Finding]) -> bool,
+}
+
+fn failed(findings: &[Finding], invariant: &str) -> bool {
+    findings
+        .iter()
+        .any(|f| f.invariant == invariant && f.verdict() == Verdict::Fail)
+}
+
+/// The `liveness` violations of a task left unsettled.
+fn unsettled(findings: &[Finding]) -> impl Iterator<Item = &Violation> {
+    findings
+        .iter()
+        .filter(|f| f.invariant == "liveness" && f.verdict() == Verdict::Fail)
+        .flat_map(|f| &f.violations)
+        .filter(|v| v.kind == "unsettled")
+}
+
+/// A task left unsettled whose last saver exited after a drain: the violation names the
+/// saver and the kill (its exit), and a drain of that host came before that kill.
+fn stranded_by_a_drain(run: &RunRecord, findings: &[Finding]) -> bool {
+    unsettled(findings).any(|v| {
+        let (Some(host), Some(exit)) = (v.anchors.hosts.first(), v.anchors.times_ms.get(1)) else {
+            return false;
+        };
+        run.faults
+            .iter()
+            .any(|(at, a)| at <= exit && matches!(a, Action::Drain(d) if d.host == *host))
+    })
+}
+
+/// A task left unsettled that holds the message of a turn answered "concurrent task
+/// modification" (the conflicts exhausted), with no kill of its last saver to explain it.
+fn stranded_by_conflicts(run: &RunRecord, findings: &[Finding]) -> bool {
+    unsettled(findings).any(|v| {
+        let Some(task) = &v.anchors.task else {
+            return false;
+        };
+        let killed = v.anchors.times_ms.len() > 1;
+        // The failed turn's message is in the task (its answer carried no task).
+        let held = |id: &str| {
+            run.final_tasks
+                .get(task)
+                .is_some_and(|t| t.history.iter().flatten().any(|m| m.message_id == id))
+        };
+        let conflicted = run.history.iter().any(|op| {
+            let OpKind::Send { message_id, .. } = &op.kind else {
+                return false;
+            };
+            held(message_id)
+                && matches!(&op.outcome, Outcome::Fail { message, .. }
+                    if message.contains("concurrent task modification"))
+        });
+        !killed && conflicted
+    })
+}
+
+/// A push never accounted for although its config was on the pod that finished the task:
+/// not a config held on another pod (§6.9), a lookup that missed it there.
+fn push_lost_on_its_own_pod(run: &RunRecord, findings: &[Finding]) -> bool {
+    findings
+        .iter()
+        .filter(|f| f.invariant == "push-accounted" && f.verdict() == Verdict::Fail)
+        .flat_map(|f| &f.violations)
+        .any(|v| {
+            let (Some(task), Some(registered_on)) = (&v.anchors.task, v.anchors.hosts.first())
+            else {
+                return false;
+            };
+            let last = run.saves.iter().rev().find(|s| s.task_id == *task);
+            last.is_some_and(|s| s.replica == *registered_on)
+        })
+}
+
+/// A cancel answered as success with the task not canceled, and an effect after it.
+fn cancel_that_canceled_nothing(run: &RunRecord, findings: &[Finding]) -> bool {
+    let answered_uncanceled = run.history.iter().any(|op| {
+        matches!(op.kind, OpKind::Cancel { .. })
+            && op.outcome == Outcome::Ok
+            && op.task.as_ref().is_some_and(|t| !t.state.is_terminal())
+    });
+    answered_uncanceled && failed(findings, "no-effect-after-cancel")
+}
+
+/// A CANCELED save undone by a later save built on a version older than the cancel.
+fn cancel_reverted_by_a_stale_save(run: &RunRecord, findings: &[Finding]) -> bool {
+    let reverted = run.saves.iter().enumerate().any(|(i, canceled)| {
+        canceled.state == a2a::TaskState::Canceled
+            && run.saves[i + 1..].iter().any(|later| {
+                later.task_id == canceled.task_id
+                    && later.state != a2a::TaskState::Canceled
+                    && later.based_on.is_some_and(|b| b < canceled.version)
+            })
+    });
+    reverted && failed(findings, "terminal-is-final")
+}
+
+/// The upstream hazards, each with the model that shows it.
+pub const UPSTREAM: &[Upstream] = &[
+    Upstream {
+        id: "a2a-python#1221",
+        title: "a graceful drain cuts the stream and the run dies with the pod",
+        model: "a2a-python-1.3-plain",
+        profile: None,
+        // Drains only: no kill may strand a task instead.
+        rates: &[
+            ("drain", 0.6),
+            ("kill", 0.0),
+            ("kill-at-point", 0.0),
+            ("kill-router", 0.0),
+            ("kill-store", 0.0),
+        ],
+        pinned: "h08-drain-cuts-the-stream-a2a-python-1.3-plain",
+        shows: |run, f| run.profile.handler.sse_grace_ms == Some(0) && stranded_by_a_drain(run, f),
+    },
+    Upstream {
+        id: "a2a-python#1366",
+        title: "a second version conflict skips the FAILED write: the task is stranded",
+        model: "a2a-python-1.3-versioned",
+        profile: None,
+        rates: &[],
+        pinned: "h02-second-conflict-strands-the-task-a2a-python-1.3-versioned",
+        shows: |run, f| {
+            run.profile.handler.failed_write_on_stale_copy && stranded_by_conflicts(run, f)
+        },
+    },
+    Upstream {
+        id: "a2a-python#1016",
+        title: "push dropped when the registrar and the dispatcher's owner differ",
+        model: "a2a-python-1.0.1",
+        profile: Some(include_str!("../../tests/models/a2a-python-1.0.1.toml")),
+        rates: &[],
+        pinned: "h09-push-dropped-when-owners-differ-a2a-python-1.0.1",
+        shows: |run, f| run.profile.push.dispatch_as_anonymous && push_lost_on_its_own_pod(run, f),
+    },
+    Upstream {
+        id: "a2a-python#1170",
+        title: "a cancel answered as success that canceled nothing",
+        model: "a2a-python-1.1.3",
+        profile: Some(include_str!("../../tests/models/a2a-python-1.1.3.toml")),
+        rates: &[],
+        pinned: "h04-cancel-answered-but-not-written-a2a-python-1.1.3",
+        shows: |run, f| run.profile.cancel.writes_nothing && cancel_that_canceled_nothing(run, f),
+    },
+    Upstream {
+        id: "mastra#20447",
+        title: "a cancel reverted by the run's stale whole-task save",
+        model: "mastra-1.55",
+        profile: Some(include_str!("../../tests/models/mastra-1.55.toml")),
+        rates: &[],
+        pinned: "h04-cancel-reverted-by-the-run-mastra-1.55",
+        shows: |run, f| {
+            run.profile.handler.result_save == ResultSave::Overwrite
+                && cancel_reverted_by_a_stale_save(run, f)
+        },
+    },
+];
+
+/// The first run that showed one upstream hazard, or why it was not searched.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamSearch {
+    pub id: &'static str,
+    pub model: &'static str,
+    /// The first seed, its routing, the runs up to it and the wall- and CPU-seconds.
+    pub found: Option<(u64, String, u64, f64, Option<f64>)>,
+    /// Seeds tried and the wall time of the whole search.
+    pub seeds: u64,
+    pub wall_s: f64,
+    /// Why the search could not run (a profile that does not load).
+    pub error: Option<String>,
+}
+
+/// Searches every upstream hazard on its model, from seed 0, until it shows or the caps.
+pub fn discover_upstream(
+    seeds_max: u64,
+    wall_max: Duration,
+    mut say: impl FnMut(&str),
+) -> Vec<UpstreamSearch> {
+    let base = Experiment::default_experiment();
+    UPSTREAM
+        .iter()
+        .map(|u| {
+            say(&format!(
+                "upstream hazard discovery: {} on {} (up to {seeds_max} seeds or {:.1} s)",
+                u.id,
+                u.model,
+                wall_max.as_secs_f64()
+            ));
+            search(u, &base, seeds_max.max(1), wall_max)
+        })
+        .collect()
+}
+
+fn search(u: &Upstream, base: &Experiment, seeds_max: u64, wall_max: Duration) -> UpstreamSearch {
+    let mut out = UpstreamSearch {
+        id: u.id,
+        model: u.model,
+        found: None,
+        seeds: 0,
+        wall_s: 0.0,
+        error: None,
+    };
+    let profile = match u.profile {
+        None => Profile::load(u.model),
+        Some(text) => Profile::parse(text, &format!("tests/models/{}.toml", u.model)),
+    };
+    let profile = match profile {
+        Ok(p) => p,
+        Err(e) => {
+            out.error = Some(e.to_string());
+            return out;
+        }
+    };
+    let mut exp = base.clone();
+    for (name, rate) in u.rates {
+        exp.file.faults.rates.insert((*name).to_string(), *rate);
+    }
+    let clock = Stopwatch::start();
+    let mut runs = 0;
+    'seeds: for seed in 0..seeds_max {
+        for routing in &exp.file.routing {
+            if seed > 0 && clock.wall.elapsed() >= wall_max {
+                break 'seeds;
+            }
+            runs += 1;
+            let sim = match Sim::from_experiment(&exp, &profile, routing, seed) {
+                Ok(sim) => sim,
+                Err(e) => {
+                    out.error = Some(e.to_string());
+                    break 'seeds;
+                }
+            };
+            let checked = sim.check();
+            let Some(record) = checked.record else {
+                continue;
+            };
+            if (u.shows)(&record, &checked.findings) {
+                let (wall_s, cpu_s) = clock.read();
+                out.found = Some((seed, routing.clone(), runs, wall_s, cpu_s));
+                out.seeds = seed + 1;
+                break 'seeds;
+            }
+        }
+        out.seeds = seed + 1;
+    }
+    out.wall_s = clock.wall.elapsed().as_secs_f64();
+    out
+}
+
+/// One line per upstream hazard: where it first showed, or that it did not within the caps.
+pub fn upstream_table(searches: &[UpstreamSearch]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<26} {:<16} {:>6} {:>6} {:>8} {:>7}  {:<17} hazard",
+        "model", "upstream", "seed", "runs", "wall s", "CPU s", "routing"
+    );
+    for s in searches {
+        let title = UPSTREAM
+            .iter()
+            .find(|u| u.id == s.id)
+            .map_or("", |u| u.title);
+        match (&s.found, &s.error) {
+            (_, Some(e)) => {
+                let _ = writeln!(out, "{:<26} {:<16} not searched: {e}", s.model, s.id);
+            }
+            (Some((seed, routing, runs, wall_s, cpu_s)), None) => {
+                let cpu = cpu_s.map_or("-".to_string(), |c| format!("{c:.2}"));
+                let _ = writeln!(
+                    out,
+                    "{:<26} {:<16} {seed:>6} {runs:>6} {wall_s:>8.2} {cpu:>7}  {routing:<17} {title}",
+                    s.model, s.id
+                );
+            }
+            (None, None) => {
+                let _ = writeln!(
+                    out,
+                    "{:<26} {:<16} not shown in {} seeds x routings ({:.1} s): {title}",
+                    s.model, s.id, s.seeds, s.wall_s
+                );
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UPSTREAM;
+    use crate::scenario::Script;
+    use crate::sim::Sim;
+
+    fn shows(u: &super::Upstream, scenario: &str) -> bool {
+        let path = format!(
+            "{}/tests/scenarios/{scenario}.toml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let script = Script::load(std::path::Path::new(&path)).unwrap();
+        let checked = Sim::from_scenario(&script).unwrap().check();
+        (u.shows)(&checked.record.unwrap(), &checked.findings)
+    }
+
+    /// Each recogniser holds on the scenario pinned for its hazard, and not on the
+    /// reference twin: a discovery table that claims a hazard found it.
+    #[test]
+    fn every_upstream_hazard_is_recognised_on_its_pinned_scenario_only() {
+        for u in UPSTREAM {
+            assert!(
+                shows(u, u.pinned),
+                "{}: not recognised on {}",
+                u.id,
+                u.pinned
+            );
+            let stem = u
+                .pinned
+                .rsplit_once("-a2a-python")
+                .or_else(|| u.pinned.rsplit_once("-mastra"));
+            let twin = format!("{}-reference", stem.expect("a model suffix").0);
+            assert!(!shows(u, &twin), "{}: recognised on {twin}", u.id);
+        }
+    }
+}
