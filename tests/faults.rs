@@ -242,3 +242,55 @@ drain = 1.0
         .expect_err("mastra has no handler.sse_grace_ms");
     assert!(err.to_string().contains("handler.sse_grace_ms"), "{err}");
 }
+
+/// A kill of a pod that is still draining ends the drain; a restart asked for during the
+/// drain still comes (found in review: the pod stayed down for good).
+#[test]
+fn a_restart_asked_for_during_a_drain_survives_a_kill_before_the_exit() {
+    let text = r#"
+name = "drain-kill-restart"
+model = "reference"
+replicas = 2
+[[step]]
+hold-effect = { conversation = "c1", turn = 1 }
+[[step]]
+concurrent = [
+  { send = { conversation = "c1", turn = 1, to = "replica-0", streaming = true } },
+  { sequence = [
+    { await-effect = { conversation = "c1", turn = 1 } },
+    { drain = { host = "replica-0", grace-ms = 5000 } },
+    { restart = "replica-0" },
+    { wait-ms = 50 },
+    { kill = "replica-0" },
+    { release-effect = { conversation = "c1", turn = 1 } },
+  ] },
+]
+[[step]]
+wait-ms = 300
+[[step]]
+send = { conversation = "c2", turn = 1, to = "replica-0" }
+"#;
+    let script = a2a_chaos::scenario::Script::parse(text, "drain-kill-restart").unwrap();
+    let record = Sim::from_scenario(&script).unwrap().check().record.unwrap();
+    let kill = run_at(&record, "kill replica-0");
+    let restart = record
+        .faults
+        .iter()
+        .find(|(at, f)| *at >= kill && f.to_string() == "restart replica-0")
+        .unwrap_or_else(|| panic!("no restart after the kill: {:?}", record.faults));
+    assert_eq!(restart.0, kill, "the owed restart comes at once");
+    let last = record.history.last().expect("the c2 send");
+    assert_eq!(
+        last.outcome,
+        a2a_chaos::client::history::Outcome::Ok,
+        "{last:?}"
+    );
+}
+
+fn run_at(run: &RunRecord, what: &str) -> u64 {
+    run.faults
+        .iter()
+        .find(|(_, f)| f.to_string() == what)
+        .map(|(at, _)| *at)
+        .unwrap_or_else(|| panic!("no `{what}` in {:?}", run.faults))
+}

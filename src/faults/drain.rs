@@ -17,6 +17,7 @@
 //!
 //! Rate: drains per simulated second. Each drain picks a replica uniformly, with a grace
 //! period of 1 to 5 s (choice: longer than any turn here, shorter than the liveness phase),
+//! cut short to end with the fault window (a pod is never SIGKILLed after the heal),
 //! and asks for its restart 200 to 1000 ms after SIGTERM (the restart waits for the exit).
 //!
 //! The action: [`Drain`] (`drain = "replica-1"`, with the 30 s grace period, or `drain = {
@@ -139,8 +140,10 @@ impl FaultKind for DrainReplicas {
         let mut out = Vec::new();
         for at_ms in arrivals(rate, input.window_ms, rng) {
             let host = format!("replica-{}", rng.random_range(0..input.replicas));
-            let grace_ms = rng.random_range(1000..=5000);
+            let grace_ms: u64 = rng.random_range(1000..=5000);
             let down_ms = rng.random_range(200..=1000);
+            // Over by the end of the window: no SIGKILL lands in the liveness phase.
+            let grace_ms = grace_ms.min(input.window_ms - at_ms);
             out.push(Scheduled {
                 at_ms,
                 action: Drain {

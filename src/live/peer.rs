@@ -337,12 +337,16 @@ impl Fleet {
     /// Sends SIGTERM to replica `index` (nothing if it is not running); it is SIGKILLed
     /// `grace` later if it is still running then ([`Fleet::drained`]).
     pub fn terminate(&mut self, index: usize, grace: Duration) {
-        let Some(Some(child)) = self.children.get(index) else {
+        let Some(Some(child)) = self.children.get_mut(index) else {
             return;
         };
+        // A child already reaped (`try_wait` in `is_running`) has no pid of its own any more.
+        if !matches!(child.try_wait(), Ok(None)) {
+            return;
+        }
         if let Ok(pid) = i32::try_from(child.id()) {
-            // SAFETY: kill(2) on our own child's pid; it has not been waited for, so the
-            // pid is still that process's.
+            // SAFETY: kill(2) on our own child's pid; `try_wait` just found it running and
+            // not reaped, so the pid is still that process's.
             unsafe {
                 libc::kill(pid, libc::SIGTERM);
             }
@@ -382,9 +386,9 @@ impl Fleet {
         }
     }
 
-    /// The first replica that runs.
+    /// The first replica that runs and is not draining (its listener may be closed).
     pub fn live_index(&mut self) -> Option<usize> {
-        (0..self.children.len()).find(|i| self.is_running(*i))
+        (0..self.children.len()).find(|i| self.draining[*i].is_none() && self.is_running(*i))
     }
 
     /// The last lines of replica `index`'s log.

@@ -296,6 +296,11 @@ impl Pool {
         }
         ids.sort();
         ids.dedup();
+        // As a simulated run settles only once its drains are over: a draining replica
+        // (its listener closed) exits, or is SIGKILLed at its grace period, first.
+        for i in 0..self.replicas {
+            super::drained(&self.fleet, i).await;
+        }
         let (final_tasks, error) = self.final_tasks(&ids).await;
         let sim_ms = crate::trace::now_ms();
         let effects = self.ground.ledger.borrow().effects().to_vec();

@@ -7,9 +7,10 @@
 //! copy. With the opt-in `interrupted_task_timeout`, `ActiveTask.schedule_idle_release` ends
 //! it once no request and no subscriber has used it for that long
 //! (`_release_when_idle`), and the next request there starts a fresh one from the store,
-//! which refuses a task another replica finished (`ActiveTask.start`). Each request restarts
-//! the timer (`get_or_create` stops it, the request's end starts it again), and so does the
-//! last subscriber leaving.
+//! which refuses a task another replica finished (`ActiveTask.start`). A message stops the
+//! timer when it takes the ActiveTask (`get_or_create`) and the end of its turn starts it
+//! again, and so does the last subscriber leaving. Not modelled: a message refused after it
+//! took the ActiveTask leaves the task parked with no timer (a2a-sdk starts one again).
 
 use std::rc::Rc;
 use std::time::Duration;

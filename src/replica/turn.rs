@@ -283,6 +283,8 @@ impl Replica {
                 // the stored state (a2a-sdk 1.3.0 ActiveTask._run_producer).
                 let parked = {
                     let active = self.active(task_id);
+                    // The request takes the ActiveTask: its idle timer stops (replica::parked).
+                    active.release_timer.set(active.release_timer.get() + 1);
                     active.parked.get() || active.registered.get()
                 };
                 let runs_anyway = (queued || parked)

@@ -37,6 +37,8 @@ pub(super) struct Driver {
     pub(super) drains: Vec<Rc<DrainSignal>>,
     /// Replicas draining (SIGTERM sent, not exited yet), by host.
     pub(super) draining: BTreeMap<String, Draining>,
+    /// Hosts killed while draining with a restart asked for: restarted right after.
+    pub(super) owed_restarts: Vec<String>,
 }
 
 /// A replica between SIGTERM and its exit.
@@ -61,6 +63,7 @@ impl Driver {
         for (host, point, delay) in owed {
             let at_ms = now + delay;
             if self.crashed.contains(&host)
+                || self.draining.contains_key(&host)
                 || now < self.next_point_kill_ms
                 || at_ms >= self.heal_at_ms
             {
@@ -96,7 +99,10 @@ impl Driver {
     /// no connection left exits, one whose grace period is over is killed; each exit is a
     /// kill of the host, followed by its restart when one was asked for meanwhile.
     pub(super) fn drain_exits(&mut self, now: u64) -> Vec<Action> {
-        let mut out = Vec::new();
+        let mut out: Vec<Action> = std::mem::take(&mut self.owed_restarts)
+            .into_iter()
+            .map(|host| kill::Restart(host).into())
+            .collect();
         for (host, d) in &self.draining {
             let Some(signal) = replica_index(host).and_then(|i| self.drains.get(i)) else {
                 continue;
@@ -152,7 +158,10 @@ impl Applying<'_, '_> {
 
 impl Target for Applying<'_, '_> {
     fn crash(&mut self, host: &str) {
-        self.driver.draining.remove(host);
+        // A kill during a drain ends it; a restart asked for meanwhile still comes.
+        if self.driver.draining.remove(host).is_some_and(|d| d.restart) {
+            self.driver.owed_restarts.push(host.to_string());
+        }
         if self.driver.crashed.insert(host.to_string()) {
             self.set_ready(host, false);
             if let Some(i) = replica_index(host) {

@@ -258,6 +258,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         cards: cards.clone(),
         drains,
         draining: BTreeMap::new(),
+        owed_restarts: Vec::new(),
     };
     let mut pending: VecDeque<Scheduled> = plan.into();
     let mut steps = 0u64;
