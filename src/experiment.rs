@@ -194,7 +194,7 @@ impl Experiment {
             if cards {
                 crate::card::check_profile(&p, origin)?;
             }
-            if file.faults.rates.get("drain").is_some_and(|r| *r > 0.0) {
+            if file.faults.draws("drain") {
                 p.check_drain(origin)?;
             }
             profiles.push(p);

@@ -211,31 +211,43 @@ where
                 format!("no real listener was bound for port {port} (RealNet::bind)")
             })?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
-        loop {
-            tokio::select! {
-                biased;
-                () = &mut stop => break,
-                accepted = listener.accept() => {
-                    let (stream, _peer) = accepted?;
-                    let _ = stream.set_nodelay(true);
-                    serve_connection(stream, handler.clone(), guard());
-                }
-            }
-        }
+        let accept = async || {
+            let (stream, _peer) = listener.accept().await?;
+            let _ = stream.set_nodelay(true);
+            Ok(stream)
+        };
+        accept_until(accept, stop.as_mut(), &handler, &guard).await?;
     } else {
         let listener = turmoil::net::TcpListener::bind(("0.0.0.0", port)).await?;
-        loop {
-            tokio::select! {
-                biased;
-                () = &mut stop => break,
-                accepted = listener.accept() => {
-                    let (stream, _peer) = accepted?;
-                    serve_connection(stream, handler.clone(), guard());
-                }
-            }
+        let accept = async || listener.accept().await.map(|(stream, _peer)| stream);
+        accept_until(accept, stop.as_mut(), &handler, &guard).await?;
+    }
+    // The listener is dropped: connection attempts are refused from now on.
+    std::future::pending().await
+}
+
+/// Accepts connections and serves each ([`serve_connection`]) until `stop` resolves
+/// (checked first, so a stop and a connection ready in the same poll end the loop).
+async fn accept_until<S, H, F, G, T>(
+    mut accept: impl AsyncFnMut() -> std::io::Result<S>,
+    mut stop: Pin<&mut impl Future<Output = ()>>,
+    handler: &H,
+    guard: &G,
+) -> std::io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin + 'static,
+    H: Fn(Request<Incoming>) -> F + Clone + 'static,
+    F: Future<Output = Result<Response<BoxBody>, BoxError>> + 'static,
+    G: Fn() -> T,
+    T: 'static,
+{
+    loop {
+        tokio::select! {
+            biased;
+            () = &mut stop => return Ok(()),
+            accepted = accept() => serve_connection(accepted?, handler.clone(), guard()),
         }
     }
-    std::future::pending().await
 }
 
 fn serve_connection<S, H, F, T>(stream: S, handler: H, guard: T)

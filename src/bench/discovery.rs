@@ -9,12 +9,16 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use super::sysinfo::Stopwatch;
+use crate::check::Finding;
+use crate::error::InputError;
 use crate::experiment::Experiment;
 use crate::model::{self, Profile};
 use crate::sim::Sim;
+use crate::world::RunRecord;
 
 /// The first violation of one invariant by one model during hazard discovery.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,32 +72,25 @@ pub struct Search {
 /// `seeds_max` seeds or `wall_max` have gone by.
 pub fn discover(exp: &Experiment, profile: &Profile, seeds_max: u64, wall_max: Duration) -> Search {
     let clock = Stopwatch::start();
-    let started = clock.wall;
     let mut hazards: BTreeMap<&'static str, Hazard> = BTreeMap::new();
     let mut documented: BTreeMap<u8, Documented> = BTreeMap::new();
-    let mut seeds = 0;
-    let mut runs = 0;
-    'seeds: for seed in 0..seeds_max {
-        for routing in &exp.file.routing {
-            if seed > 0 && started.elapsed() >= wall_max {
-                break 'seeds;
-            }
-            runs += 1;
-            let Ok(sim) = Sim::from_experiment(exp, profile, routing, seed) else {
-                continue;
+    let seeds = each_run(
+        exp,
+        profile,
+        seeds_max,
+        wall_max,
+        &clock,
+        |seed, routing, runs, run| {
+            let Ok((record, findings)) = run else {
+                return ControlFlow::Continue(());
             };
-            let checked = sim.check();
-            let Some(record) = checked.record else {
-                continue;
-            };
-            let findings = checked.findings;
-            for number in crate::check::hazards::shown(&record, &findings) {
+            for number in crate::check::hazards::shown(record, findings) {
                 documented.entry(number).or_insert_with(|| {
                     let (wall_s, cpu_s) = clock.read();
                     Documented {
                         number,
                         seed,
-                        routing: routing.clone(),
+                        routing: routing.to_string(),
                         runs,
                         wall_s,
                         cpu_s,
@@ -109,13 +106,13 @@ pub fn discover(exp: &Experiment, profile: &Profile, seeds_max: u64, wall_max: D
                     model: profile.name.clone(),
                     invariant: inv.to_string(),
                     seed,
-                    routing: routing.clone(),
-                    wall_s: started.elapsed().as_secs_f64(),
+                    routing: routing.to_string(),
+                    wall_s: clock.wall.elapsed().as_secs_f64(),
                 });
             }
-        }
-        seeds = seed + 1;
-    }
+            ControlFlow::Continue(())
+        },
+    );
     let mut hazards: Vec<Hazard> = hazards.into_values().collect();
     hazards.sort_by(|a, b| a.wall_s.total_cmp(&b.wall_s));
     let mut documented: Vec<Documented> = documented.into_values().collect();
@@ -123,10 +120,51 @@ pub fn discover(exp: &Experiment, profile: &Profile, seeds_max: u64, wall_max: D
     Search {
         model: profile.name.clone(),
         seeds,
-        wall_s: started.elapsed().as_secs_f64(),
+        wall_s: clock.wall.elapsed().as_secs_f64(),
         hazards,
         documented,
     }
+}
+
+/// One run of a search: its record and findings, or why it could not be made.
+pub(super) type Run<'a> = Result<(&'a RunRecord, &'a [Finding]), &'a InputError>;
+
+/// The search loop hazard discovery and [`super::upstream`] share: seeds from 0 upward, every
+/// routing of `exp`, until `seeds_max` seeds, `wall_max` since `clock` started (seed 0 always
+/// runs whole) or `visit` breaks. `visit` gets the seed, the routing, the runs made so far
+/// (this one included) and the run. Returns the seeds searched: those finished, and the one
+/// `visit` broke in.
+pub(super) fn each_run(
+    exp: &Experiment,
+    profile: &Profile,
+    seeds_max: u64,
+    wall_max: Duration,
+    clock: &Stopwatch,
+    mut visit: impl FnMut(u64, &str, u64, Run<'_>) -> ControlFlow<()>,
+) -> u64 {
+    let mut runs = 0;
+    for seed in 0..seeds_max {
+        for routing in &exp.file.routing {
+            if seed > 0 && clock.wall.elapsed() >= wall_max {
+                return seed;
+            }
+            runs += 1;
+            let flow = match Sim::from_experiment(exp, profile, routing, seed) {
+                Err(e) => visit(seed, routing, runs, Err(&e)),
+                Ok(sim) => {
+                    let checked = sim.check();
+                    match &checked.record {
+                        Some(record) => visit(seed, routing, runs, Ok((record, &checked.findings))),
+                        None => ControlFlow::Continue(()),
+                    }
+                }
+            };
+            if flow.is_break() {
+                return seed + 1;
+            }
+        }
+    }
+    seeds_max
 }
 
 /// The card faults hazard discovery adds to the default experiment. The default `run` leaves

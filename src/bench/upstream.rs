@@ -10,15 +10,19 @@
 //! Adding one is one entry in [`UPSTREAM`].
 
 use std::fmt::Write as _;
+use std::ops::ControlFlow;
 use std::time::Duration;
 
+use super::discovery::each_run;
 use super::sysinfo::Stopwatch;
-use crate::check::{Finding, Verdict, Violation};
+use crate::check::hazards::{failed, violations};
+use crate::check::{Finding, Violation};
 use crate::client::history::{OpKind, Outcome};
+use crate::error::InputError;
 use crate::experiment::Experiment;
 use crate::faults::Action;
 use crate::model::{Profile, ResultSave};
-use crate::sim::Sim;
+use crate::store::holds_message;
 use crate::world::RunRecord;
 
 /// An upstream hazard and where to look for it.
@@ -40,19 +44,9 @@ pub struct Upstream {
     pub shows: fn(&RunRecord, &[Finding]) -> bool,
 }
 
-fn failed(findings: &[Finding], invariant: &str) -> bool {
-    findings
-        .iter()
-        .any(|f| f.invariant == invariant && f.verdict() == Verdict::Fail)
-}
-
 /// The `liveness` violations of a task left unsettled.
 fn unsettled(findings: &[Finding]) -> impl Iterator<Item = &Violation> {
-    findings
-        .iter()
-        .filter(|f| f.invariant == "liveness" && f.verdict() == Verdict::Fail)
-        .flat_map(|f| &f.violations)
-        .filter(|v| v.kind == "unsettled")
+    violations(findings, "liveness").filter(|v| v.kind == "unsettled")
 }
 
 /// A task left unsettled whose last saver was drained after that save and exited with it
@@ -78,7 +72,7 @@ fn stranded_by_a_drain(run: &RunRecord, findings: &[Finding]) -> bool {
         let held = |id: &str| {
             run.final_tasks
                 .get(task)
-                .is_some_and(|t| t.history.iter().flatten().any(|m| m.message_id == id))
+                .is_some_and(|t| holds_message(t, id))
         };
         run.history.iter().any(|op| {
             let on_task = match &op.kind {
@@ -111,11 +105,12 @@ fn stranded_by_conflicts(run: &RunRecord, findings: &[Finding]) -> bool {
         if v.anchors.times_ms.len() > 1 {
             return false;
         }
-        let held = |id: &str| task.history.iter().flatten().any(|m| m.message_id == id);
         let last_turn = run
             .history
             .iter()
-            .filter(|op| matches!(&op.kind, OpKind::Send { message_id, .. } if held(message_id)))
+            .filter(
+                |op| matches!(&op.kind, OpKind::Send { message_id, .. } if holds_message(task, message_id)),
+            )
             .max_by_key(|op| op.invoke_ms);
         last_turn.is_some_and(|op| {
             matches!(&op.outcome, Outcome::Fail { message, .. }
@@ -127,18 +122,13 @@ fn stranded_by_conflicts(run: &RunRecord, findings: &[Finding]) -> bool {
 /// A push never accounted for although its config was on the pod that finished the task:
 /// not a config held on another pod (§6.9), a lookup that missed it there.
 fn push_lost_on_its_own_pod(run: &RunRecord, findings: &[Finding]) -> bool {
-    findings
-        .iter()
-        .filter(|f| f.invariant == "push-accounted" && f.verdict() == Verdict::Fail)
-        .flat_map(|f| &f.violations)
-        .any(|v| {
-            let (Some(task), Some(registered_on)) = (&v.anchors.task, v.anchors.hosts.first())
-            else {
-                return false;
-            };
-            let last = run.saves.iter().rev().find(|s| s.task_id == *task);
-            last.is_some_and(|s| s.replica == *registered_on)
-        })
+    violations(findings, "push-accounted").any(|v| {
+        let (Some(task), Some(registered_on)) = (&v.anchors.task, v.anchors.hosts.first()) else {
+            return false;
+        };
+        let last = run.saves.iter().rev().find(|s| s.task_id == *task);
+        last.is_some_and(|s| s.replica == *registered_on)
+    })
 }
 
 /// A cancel answered as success with its task not canceled, and an effect after that
@@ -152,16 +142,12 @@ fn cancel_that_canceled_nothing(run: &RunRecord, findings: &[Finding]) -> bool {
         .filter(|t| !t.state.is_terminal())
         .map(|t| t.id.as_str())
         .collect();
-    findings
-        .iter()
-        .filter(|f| f.invariant == "no-effect-after-cancel" && f.verdict() == Verdict::Fail)
-        .flat_map(|f| &f.violations)
-        .any(|v| {
-            v.anchors
-                .task
-                .as_deref()
-                .is_some_and(|t| answered_uncanceled.contains(&t))
-        })
+    violations(findings, "no-effect-after-cancel").any(|v| {
+        v.anchors
+            .task
+            .as_deref()
+            .is_some_and(|t| answered_uncanceled.contains(&t))
+    })
 }
 
 /// A CANCELED save undone by a later save built on a version older than the cancel.
@@ -175,7 +161,7 @@ fn cancel_reverted_by_a_stale_save(run: &RunRecord, findings: &[Finding]) -> boo
                     && later.based_on.is_some_and(|b| b < canceled.version)
             })
     });
-    reverted && failed(findings, "terminal-is-final")
+    reverted && failed(findings, "terminal-is-final").is_some()
 }
 
 /// The upstream hazards, each with the model that shows it.
@@ -274,6 +260,23 @@ pub fn discover_upstream(
         .collect()
 }
 
+/// The default experiment with the rates `u` sets.
+fn experiment(u: &Upstream, base: &Experiment) -> Experiment {
+    let mut exp = base.clone();
+    for (name, rate) in u.rates {
+        exp.file.faults.rates.insert((*name).to_string(), *rate);
+    }
+    exp
+}
+
+/// The profile of `u`'s model.
+fn profile(u: &Upstream) -> Result<Profile, InputError> {
+    match u.profile {
+        None => Profile::load(u.model),
+        Some(text) => Profile::parse(text, &format!("tests/models/{}.toml", u.model)),
+    }
+}
+
 fn search(u: &Upstream, base: &Experiment, seeds_max: u64, wall_max: Duration) -> UpstreamSearch {
     let mut out = UpstreamSearch {
         id: u.id,
@@ -283,49 +286,33 @@ fn search(u: &Upstream, base: &Experiment, seeds_max: u64, wall_max: Duration) -
         wall_s: 0.0,
         error: None,
     };
-    let profile = match u.profile {
-        None => Profile::load(u.model),
-        Some(text) => Profile::parse(text, &format!("tests/models/{}.toml", u.model)),
-    };
-    let profile = match profile {
+    let profile = match profile(u) {
         Ok(p) => p,
         Err(e) => {
             out.error = Some(e.to_string());
             return out;
         }
     };
-    let mut exp = base.clone();
-    for (name, rate) in u.rates {
-        exp.file.faults.rates.insert((*name).to_string(), *rate);
-    }
+    let exp = experiment(u, base);
     let clock = Stopwatch::start();
-    let mut runs = 0;
-    'seeds: for seed in 0..seeds_max {
-        for routing in &exp.file.routing {
-            if seed > 0 && clock.wall.elapsed() >= wall_max {
-                break 'seeds;
-            }
-            runs += 1;
-            let sim = match Sim::from_experiment(&exp, &profile, routing, seed) {
-                Ok(sim) => sim,
-                Err(e) => {
-                    out.error = Some(e.to_string());
-                    break 'seeds;
+    out.seeds = each_run(
+        &exp,
+        &profile,
+        seeds_max,
+        wall_max,
+        &clock,
+        |seed, routing, runs, run| {
+            match run {
+                Err(e) => out.error = Some(e.to_string()),
+                Ok((record, findings)) if (u.shows)(record, findings) => {
+                    let (wall_s, cpu_s) = clock.read();
+                    out.found = Some((seed, routing.to_string(), runs, wall_s, cpu_s));
                 }
-            };
-            let checked = sim.check();
-            let Some(record) = checked.record else {
-                continue;
-            };
-            if (u.shows)(&record, &checked.findings) {
-                let (wall_s, cpu_s) = clock.read();
-                out.found = Some((seed, routing.clone(), runs, wall_s, cpu_s));
-                out.seeds = seed + 1;
-                break 'seeds;
+                Ok(_) => return ControlFlow::Continue(()),
             }
-        }
-        out.seeds = seed + 1;
-    }
+            ControlFlow::Break(())
+        },
+    );
     out.wall_s = clock.wall.elapsed().as_secs_f64();
     out
 }
@@ -390,18 +377,12 @@ mod tests {
     fn a_task_stranded_by_a_partition_is_not_the_drain_hazard() {
         let u = &UPSTREAM[0];
         assert_eq!(u.id, "a2a-python#1221");
-        let mut exp = crate::experiment::Experiment::default_experiment();
-        for (name, rate) in u.rates {
-            exp.file.faults.rates.insert((*name).to_string(), *rate);
-        }
-        let profile = crate::model::Profile::load(u.model).unwrap();
+        let exp = super::experiment(u, &crate::experiment::Experiment::default_experiment());
+        let profile = super::profile(u).unwrap();
         let checked = Sim::from_experiment(&exp, &profile, "round-robin", 125)
             .unwrap()
             .check();
-        assert!(checked
-            .findings
-            .iter()
-            .any(|f| f.invariant == "liveness" && f.verdict() == crate::check::Verdict::Fail));
+        assert!(crate::check::hazards::failed(&checked.findings, "liveness").is_some());
         assert!(!(u.shows)(&checked.record.unwrap(), &checked.findings));
     }
 

@@ -11,7 +11,7 @@
 //! Hazards the simulator cannot show are listed in [`NOT_REACHABLE`], with the reason (none
 //! now: the stale card, §6.7, needs the card faults, which hazard discovery adds).
 
-use crate::check::{Finding, Verdict};
+use crate::check::{Finding, Verdict, Violation};
 use crate::model::{DedupScope, NonBlockingToWorking, Placement};
 use crate::world::RunRecord;
 
@@ -25,25 +25,32 @@ pub struct Hazard {
     pub shows: fn(&RunRecord, &[Finding]) -> bool,
 }
 
-fn failed<'a>(findings: &'a [Finding], invariant: &str) -> Option<&'a Finding> {
+/// The failed finding of `invariant`, if it failed.
+pub(crate) fn failed<'a>(findings: &'a [Finding], invariant: &str) -> Option<&'a Finding> {
     findings
         .iter()
         .find(|f| f.invariant == invariant && f.verdict() == Verdict::Fail)
 }
 
+/// The violations of `invariant` (none unless it failed).
+pub(crate) fn violations<'a>(
+    findings: &'a [Finding],
+    invariant: &str,
+) -> impl Iterator<Item = &'a Violation> {
+    failed(findings, invariant)
+        .into_iter()
+        .flat_map(|f| &f.violations)
+}
+
 /// Whether `invariant` failed with a violation of one of `kinds`.
 fn any_kind(findings: &[Finding], invariant: &str, kinds: &[&str]) -> bool {
-    failed(findings, invariant)
-        .is_some_and(|f| f.violations.iter().any(|v| kinds.contains(&v.kind)))
+    violations(findings, invariant).any(|v| kinds.contains(&v.kind))
 }
 
 /// Whether `invariant` failed with a violation whose URL contains `needle`.
 fn any_url(findings: &[Finding], invariant: &str, needle: &str) -> bool {
-    failed(findings, invariant).is_some_and(|f| {
-        f.violations
-            .iter()
-            .any(|v| v.anchors.url.as_deref().is_some_and(|u| u.contains(needle)))
-    })
+    violations(findings, invariant)
+        .any(|v| v.anchors.url.as_deref().is_some_and(|u| u.contains(needle)))
 }
 
 /// The hazards, by §6 number.

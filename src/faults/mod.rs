@@ -411,6 +411,11 @@ impl FaultSpec {
         Ok(())
     }
 
+    /// Whether fault `name` has a rate above 0 (before any swarm draw).
+    pub fn draws(&self, name: &str) -> bool {
+        self.rates.get(name).is_some_and(|r| *r > 0.0)
+    }
+
     /// The rates this seed runs with: swarm-drawn, or as written. Each fault draws from a
     /// stream of its own (`faults/swarm/<name>`), so adding a fault to a file leaves the
     /// others' draws alone.

@@ -69,11 +69,8 @@ impl DrainSignal {
     /// When SIGTERM came: waits for it.
     pub(super) async fn begun(&self) -> u64 {
         let mut rx = self.begun.subscribe();
-        let at = match rx.wait_for(Option::is_some).await {
-            Ok(at) => *at,
-            // The sender lives in `self`: it cannot be dropped while this runs.
-            Err(_) => None,
-        };
+        // The sender lives in `self`: it cannot be dropped while this waits.
+        let at = rx.wait_for(Option::is_some).await.ok().and_then(|at| *at);
         match at {
             Some(at) => at,
             None => std::future::pending().await,

@@ -349,7 +349,7 @@ impl Builder {
         world::check_card_profile(&spec)?;
         let drains = match &spec.workload {
             Workload::Scripted(script) => script.drains(),
-            Workload::Generated(_) => spec.faults.rates.get("drain").is_some_and(|r| *r > 0.0),
+            Workload::Generated(_) => spec.faults.draws("drain"),
         };
         if drains {
             spec.profile.check_drain("--model")?;

@@ -114,6 +114,14 @@ pub enum Claim {
     Done { task_id: String },
 }
 
+/// Whether the task's history holds the message with this messageId.
+pub fn holds_message(task: &Task, message_id: &str) -> bool {
+    task.history
+        .iter()
+        .flatten()
+        .any(|m| m.message_id == message_id)
+}
+
 /// The names of a task's artifacts, in order, as the checkers read them: each artifact's
 /// name (else its id), except a transcript of turns, which stands for the turns it holds. A
 /// transcript is an artifact not itself named `turn-N` whose text is lines `turn-N` and

@@ -296,7 +296,7 @@ impl StoreState {
                         t.status.state,
                         a2a::TaskState::Working | a2a::TaskState::Submitted
                     )
-                    && t.history.iter().flatten().any(|m| m.message_id == message)
+                    && super::holds_message(t, message)
             })
             .map(|(t, _)| t.id.clone())
     }
