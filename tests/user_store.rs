@@ -1,6 +1,9 @@
-//! A user's own task store in CI: `live` runs the user-store scenario against the a2a-python
-//! peer with the shipped buggy store (caught) and its fixed twin (passes), and the adapters'
-//! own unit tests run in the peer's environment and under Node.
+//! A user's own server and task store in CI: `live --store` runs the user-store scenario on
+//! the a2a-python peer with the shipped buggy store (caught) and its fixed twin (passes); a
+//! Node A2A server (@a2a-js/sdk) gets verdicts with reproduce commands; a server that reports
+//! nothing gets `unknown`, never `pass`; the proxy records a duplicated request's double
+//! effect, and keeps its effects when killed; the adapters' own unit tests run in the peer's
+//! environment and under Node.
 //!
 //! The peer is installed as in tests/live.rs (`tests/peers/a2a-python/setup.sh`, idempotent);
 //! without python3 and PyPI the tests fail with a clear message unless
@@ -74,27 +77,101 @@ fn peer_python() -> Option<PathBuf> {
     Some(base.join("v1.3.0/bin/python"))
 }
 
-/// `live --json` of the user-store scenario with `store`: the exit code and the JSON object.
+/// `live --json` of the user-store scenario on the a2a-python preset with the user's store
+/// (`--store kvstore:STORE --pythonpath tests/user-store`): the exit code and the JSON object.
 fn live_with_store(store: &str) -> (Option<i32>, serde_json::Value, String) {
-    let peer = format!(
-        "{{venv}}/bin/python {{root}}/tests/peers/a2a-python/server.py --port {{port}} --name {{name}} \
-         --ledger {{ledger}} --db {{db}} --store kvstore:{store} --pythonpath {{root}}/tests/user-store"
-    );
+    live(&[
+        "tests/user-store/scenarios/u01-concurrent-continuations.toml",
+        "--store",
+        &format!("kvstore:{store}"),
+        "--pythonpath",
+        "tests/user-store",
+        "--json",
+    ])
+}
+
+/// `a2a-chaos live ARGS...` from the repository root, bounded: the exit code, the JSON
+/// object on the last line when there is one (else `null`), and the whole output.
+fn live(args: &[&str]) -> (Option<i32>, serde_json::Value, String) {
     let out = bounded(
         Command::new(env!("CARGO_BIN_EXE_a2a-chaos"))
             .arg("live")
-            .arg("tests/user-store/scenarios/u01-concurrent-continuations.toml")
-            .args(["--peer", &peer, "--json"])
+            .args(args)
             .env_remove("A2A_CHAOS_LIVE_DB")
             .current_dir(root()),
-        Duration::from_secs(60),
+        Duration::from_secs(90),
     );
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let text = format!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     let last = stdout.lines().last().unwrap_or_default();
-    let value: serde_json::Value =
-        serde_json::from_str(last).unwrap_or_else(|e| panic!("no JSON last line ({e}) in\n{text}"));
+    let value = if args.contains(&"--json") {
+        serde_json::from_str(last).unwrap_or_else(|e| panic!("no JSON last line ({e}) in\n{text}"))
+    } else {
+        serde_json::Value::Null
+    };
     (out.status.code(), value, text)
+}
+
+/// The @a2a-js/sdk peer's Node, installing the peer if needed; `false` when it cannot be
+/// installed and `A2A_CHAOS_SKIP_LIVE=1`.
+fn a2a_js_peer() -> bool {
+    let _one = SETUP.lock().unwrap_or_else(|e| e.into_inner());
+    common::install_a2a_js()
+}
+
+/// A Node A2A server (@a2a-js/sdk 1.3.0, each replica its own `InMemoryTaskStore`) run as a
+/// newcomer would, by preset: a pod kill loses the acknowledged turn its memory held, and
+/// the output names the violation and the command that reproduces it.
+#[test]
+fn a_node_a2a_server_gets_verdicts_with_reproduce_commands() {
+    if !a2a_js_peer() {
+        return;
+    }
+    let file = "tests/scenarios/h08-pod-kill-memory-store-a2a-python-1.3-memory.toml";
+    let (code, _, text) = live(&[file, "--peer", "a2a-js"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("no-lost-writes         fail"), "{text}");
+    assert!(
+        text.contains(&format!("reproduce: a2a-chaos live {file} --peer a2a-js")),
+        "{text}"
+    );
+}
+
+/// A server started from a command of the user's own that reports nothing to the ledger:
+/// the invariants that read effects or saves are `unknown`, each with the reason, never
+/// `pass`; declaring the effects it does not send makes exactly-once fail on them instead.
+#[test]
+fn a_server_that_reports_nothing_gets_unknown_not_pass() {
+    if !a2a_js_peer() {
+        return;
+    }
+    // The a2a-js peer without its adapter's reports (`--ledger none`): no effect, no save.
+    let silent = "{a2a-js}/bin/node {root}/tests/peers/a2a-js/server.mjs --port {port} \
+                  --name {name} --ledger none";
+    let file = "tests/scenarios/h03-retry-after-lost-reply-reference.toml";
+    let (_, value, text) = live(&[file, "--peer", silent, "--placement", "memory", "--json"]);
+    assert_eq!(verdict(&value, "no-lost-writes"), "pass", "{text}");
+    let exactly_once = &value["invariants"]["exactly-once-effects"];
+    assert_eq!(exactly_once["verdict"], "unknown", "{text}");
+    let note = exactly_once["note"].as_str().unwrap_or("");
+    assert!(note.contains("needs effect reports"), "{text}");
+    let (code, value, text) = live(&[
+        file,
+        "--peer",
+        silent,
+        "--placement",
+        "memory",
+        "--reports",
+        "effects,saves",
+        "--json",
+    ]);
+    assert_eq!(code, Some(1), "{text}");
+    assert_eq!(verdict(&value, "exactly-once-effects"), "fail", "{text}");
+    let reproduce = value["first_violation"]["reproduce"].as_str().unwrap_or("");
+    assert!(
+        reproduce.contains("--placement memory --reports effects,saves"),
+        "{text}"
+    );
 }
 
 fn verdict<'a>(value: &'a serde_json::Value, invariant: &str) -> &'a str {
@@ -461,6 +538,27 @@ fn a_duplicated_request_through_the_proxy_shows_as_a_double_effect() {
     );
     assert_ne!(verdict(&value, "exactly-once-effects"), "fail", "{text}");
     assert_ne!(verdict(&value, "no-lost-writes"), "fail", "{text}");
+
+    // A proxy killed outright (SIGKILL: no final read, no stop line) has already written
+    // the effects its ledger heard: they are flushed as they arrive.
+    let killed = dir.join("killed.jsonl");
+    let mut flags = proxy_flags(&killed, &[]);
+    let at = flags
+        .iter()
+        .position(|f| f == "--max-requests")
+        .expect("a flag");
+    flags.drain(at..at + 2);
+    let (proxy, addr) = start_proxy(&flags);
+    converse(&addr, "c3");
+    std::thread::sleep(Duration::from_millis(500));
+    drop(proxy);
+    let text = std::fs::read_to_string(&killed).expect("the recording");
+    let effects = text
+        .lines()
+        .filter(|l| l.contains(r#""type":"effect""#))
+        .count();
+    assert_eq!(effects, 2, "{text}");
+    assert!(!text.contains(r#""type":"stop""#), "{text}");
     drop(replicas);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -165,7 +165,7 @@ pub fn compare(
 
 pub fn cmd_fidelity(dir: &Path, peer: &PeerArgs) -> Result<i32, InputError> {
     let files = suite(dir)?;
-    let options = peer.options();
+    let options = peer.options()?;
     // Everything is read and checked before anything runs.
     let mut scripts = Vec::new();
     for path in &files {
@@ -310,7 +310,7 @@ pub fn cmd_generate(
     suite_dir: &Path,
     peer: &PeerArgs,
 ) -> Result<i32, InputError> {
-    let options = peer.options();
+    let options = peer.options()?;
     let models: Vec<String> = if args.models.is_empty() {
         crate::model::names()
             .into_iter()

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::cli::check_cmd::expectations_line;
 use crate::error::InputError;
 use crate::live::{self, LiveOptions, PeerCommand};
-use crate::model::Profile;
+use crate::model::{Placement, Profile};
 use crate::output::report;
 use crate::scenario::Script;
 use crate::sim::{judge, ExpectOutcome};
@@ -20,12 +20,28 @@ use super::print_findings;
 /// The peer flags `live` and `fidelity` share.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PeerArgs {
-    /// How to start a replica: a preset, `a2a-python` (tests/peers/a2a-python/) or `mastra`
-    /// (tests/peers/mastra/), or a command template with {index} {name} {port} {ledger} {db}
-    /// {model} {sdk} {store} {venv} {mastra} {root}. Default: the preset the model's
-    /// [fidelity] table names.
+    /// How to start a replica: a preset, `a2a-python` (tests/peers/a2a-python/), `mastra`
+    /// (tests/peers/mastra/) or `a2a-js` (tests/peers/a2a-js/), or a command template with
+    /// {index} {name} {port} {ledger} {db} {model} {sdk} {store} {venv} {mastra} {a2a-js}
+    /// {root} (docs/PEERS.md). Default: the preset the model's [fidelity] table names.
     #[arg(long)]
     pub peer: Option<String>,
+    /// Your own task store for the a2a-python preset, as module:Class (an a2a-sdk TaskStore
+    /// or VersionedTaskStore, constructed as Class(db_url)), in place of the model's store.
+    #[arg(long, value_name = "MODULE:CLASS")]
+    pub store: Option<String>,
+    /// A directory to import --store's module from (repeatable).
+    #[arg(long, value_name = "DIR", requires = "store")]
+    pub pythonpath: Vec<PathBuf>,
+    /// Which reports the peer sends to the ledger: auto (the presets send both; your
+    /// command, each kind that arrived at least once), none, or effects,saves. An invariant
+    /// that needs a kind the peer does not send is unknown, never pass.
+    #[arg(long, default_value = "auto", value_name = "KINDS")]
+    pub reports: live::reports::Reports,
+    /// Where the replicas keep their tasks, if not where the model says: memory (each
+    /// process its own; the final tasks are read from every running replica) or shared.
+    #[arg(long, value_name = "PLACEMENT", value_parser = ["memory", "shared"])]
+    pub placement: Option<String>,
     /// The database the replicas share (SQLAlchemy URL); default a fresh SQLite file per run,
     /// or $A2A_CHAOS_LIVE_DB. With the a2a-python preset, a PostgreSQL URL (e.g.
     /// postgresql+asyncpg://user:pass@localhost/a2a) names the server: each run creates a
@@ -38,9 +54,71 @@ pub struct PeerArgs {
 }
 
 impl PeerArgs {
+    /// The `a2a-chaos live` command that runs `file` again with these flags, shell-quoted.
+    pub fn reproduce(&self, file: &str) -> String {
+        let quote = |text: &str| {
+            let plain = text
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./:=+,@".contains(c));
+            if plain && !text.is_empty() {
+                text.to_string()
+            } else {
+                format!("'{}'", text.replace('\'', "'\\''"))
+            }
+        };
+        let mut words = vec!["a2a-chaos".to_string(), "live".into(), quote(file)];
+        let mut flag = |name: &str, value: &str| {
+            words.push(format!("--{name}"));
+            words.push(quote(value));
+        };
+        if let Some(p) = &self.peer {
+            flag("peer", p);
+        }
+        if let Some(s) = &self.store {
+            flag("store", s);
+        }
+        for dir in &self.pythonpath {
+            flag("pythonpath", &dir.display().to_string());
+        }
+        if let Some(db) = &self.db {
+            flag("db", db);
+        }
+        if let Some(p) = &self.placement {
+            flag("placement", p);
+        }
+        if let Some(kinds) = self.reports.declared() {
+            flag("reports", &kinds);
+        }
+        words.join(" ")
+    }
+
     /// The live options these flags ask for.
-    pub fn options(&self) -> LiveOptions {
-        LiveOptions {
+    pub fn options(&self) -> Result<LiveOptions, InputError> {
+        let user_store = match &self.store {
+            None => None,
+            Some(class) => {
+                let pythonpath = self
+                    .pythonpath
+                    .iter()
+                    .map(|dir| {
+                        std::fs::canonicalize(dir)
+                            .map(|d| d.display().to_string())
+                            .map_err(|e| {
+                                InputError::new("--pythonpath", format!("{}: {e}", dir.display()))
+                            })
+                    })
+                    .collect::<Result<_, _>>()?;
+                Some(
+                    live::peer::UserStore::parse(class, pythonpath)
+                        .map_err(|e| InputError::new("--store", e))?,
+                )
+            }
+        };
+        let placement = self.placement.as_deref().map(|p| match p {
+            "memory" => Placement::Memory,
+            _ => Placement::Shared,
+        });
+        Ok(LiveOptions {
             peer: self.peer.clone().map(PeerCommand),
             db: self.db.clone().or_else(|| {
                 std::env::var("A2A_CHAOS_LIVE_DB")
@@ -52,7 +130,10 @@ impl PeerArgs {
                 .clone()
                 .unwrap_or_else(|| live::peer::root().join("target/live-runs")),
             ready_timeout: Duration::from_secs(60),
-        }
+            user_store,
+            reports: self.reports,
+            placement,
+        })
     }
 }
 
@@ -64,6 +145,28 @@ pub fn check_peer(
     origin: &str,
 ) -> Result<(), InputError> {
     let peer = options.peer_for(profile);
+    if options.user_store.is_some() && !peer.is_a2a_python() {
+        return Err(InputError::new(
+            origin,
+            format!(
+                "--store runs your task store in the a2a-python preset, but the peer is `{}`; with your own server, start it with your store in --peer's command",
+                peer.0
+            ),
+        ));
+    }
+    if peer.is_a2a_js() {
+        let node = live::peer::a2a_js_base().join("bin/node");
+        if !node.exists() {
+            return Err(InputError::new(
+                origin,
+                format!(
+                    "the a2a-js peer is not installed ({} is missing); run tests/peers/a2a-js/setup.sh",
+                    node.display()
+                ),
+            ));
+        }
+        return Ok(());
+    }
     if peer.is_mastra() {
         let node = live::peer::mastra_base().join("bin/node");
         if !node.exists() {
@@ -108,7 +211,7 @@ pub fn cmd_live(path: &Path, peer: &PeerArgs, json: bool, trace: bool) -> Result
     let script = Script::load(path)?;
     live::validate(&script, &file)?;
     let profile = Profile::load(&script.file.model)?;
-    let options = peer.options();
+    let options = peer.options()?;
     check_peer(&profile, &options, &file)?;
     let peer_name = options.peer_for(&profile).0;
     let (summary, record) = live::run_scenario(&script, profile, &options)?;
@@ -141,12 +244,15 @@ pub fn cmd_live(path: &Path, peer: &PeerArgs, json: bool, trace: bool) -> Result
         for p in &problems {
             println!("not met: {p}");
         }
+        if !met || !summary.violated().is_empty() {
+            println!("reproduce: {}", peer.reproduce(&file));
+        }
         println!("{}", expectations_line(met));
     } else {
-        let f = file.clone();
+        let reproduce = peer.reproduce(&file);
         let value =
             report::check_json(&file, &[summary], met, move |_: &crate::sim::RunSummary| {
-                format!("a2a-chaos live {f}")
+                reproduce.clone()
             });
         println!("{value}");
     }

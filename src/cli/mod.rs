@@ -314,6 +314,12 @@ pub fn print_findings(summary: &RunSummary) {
         if let Some(first) = &i.first {
             print!("{}", crate::output::terminal::wrap(first, "    ", "      "));
         }
+        if let Some(note) = &i.note {
+            print!(
+                "{}",
+                crate::output::terminal::wrap(&format!("({note})"), "    ", "      ")
+            );
+        }
     }
     if let Some(e) = &summary.error {
         println!("  run error: {e}");

@@ -25,6 +25,7 @@ pub mod peer;
 pub mod pool;
 pub mod proxy;
 pub mod recording;
+pub mod reports;
 pub mod wire;
 
 use std::cell::RefCell;
@@ -59,6 +60,13 @@ pub struct LiveOptions {
     pub work_dir: PathBuf,
     /// How long a started replica may take to answer its card.
     pub ready_timeout: Duration,
+    /// The user's own task store, in place of the model's (the `a2a-python` preset only).
+    pub user_store: Option<peer::UserStore>,
+    /// Which reports the peer sends ([`reports`]).
+    pub reports: reports::Reports,
+    /// Where the replicas keep their tasks, when not where the model says: `memory` (each
+    /// process its own, read from every running replica at the end) or `shared`.
+    pub placement: Option<crate::model::Placement>,
 }
 
 impl LiveOptions {
@@ -73,6 +81,16 @@ impl LiveOptions {
                     .map_or(peer::PRESET_A2A_PYTHON.to_string(), |f| f.peer.clone()),
             )
         })
+    }
+
+    /// Where the replicas of `profile` keep their tasks: as asked, else per process for
+    /// the a2a-js preset (the SDK's `InMemoryTaskStore`), else as the model says.
+    pub fn placement_for(&self, profile: &Profile) -> crate::model::Placement {
+        match self.placement {
+            Some(p) => p,
+            None if self.peer_for(profile).is_a2a_js() => crate::model::Placement::Memory,
+            None => profile.store.placement,
+        }
     }
 }
 
@@ -251,10 +269,12 @@ async fn read_task(host: &str, id: &str) -> Result<Option<a2a::Task>, String> {
         .map_err(|e| format!("not a task: {e}"))
 }
 
-/// The tasks among `ids` that replica `host` holds in its own memory, from the Mastra
-/// peer's `GET /__a2a_chaos/tasks?ids=...` (`{"tasks": {id: task}}`, each rendered by
-/// Mastra's own GetTask): a read outside Mastra's handlers, so it saves nothing.
-async fn tasks_from(host: &str, ids: &[String]) -> Result<Vec<a2a::Task>, String> {
+/// The tasks among `ids` that replica `host` holds, from `GET /__a2a_chaos/tasks?ids=...`
+/// (`{"tasks": {id: task}}`, A2A 1.0 JSON): a read outside the server's A2A handlers, so it
+/// saves nothing (the Mastra and a2a-js peers serve it; so may a user's server,
+/// docs/PEERS.md). `Ok(None)` when the replica refuses the request (a 4xx status such as
+/// 404): it does not serve the path.
+async fn tasks_from(host: &str, ids: &[String]) -> Result<Option<Vec<a2a::Task>>, String> {
     let call = Call::get(
         host.to_string(),
         crate::replica::PORT,
@@ -264,6 +284,9 @@ async fn tasks_from(host: &str, ids: &[String]) -> Result<Vec<a2a::Task>, String
     let reply = net::send(&call)
         .await
         .map_err(|e| format!("{host} did not answer its tasks: {e}"))?;
+    if reply.status.is_client_error() {
+        return Ok(None);
+    }
     let value: serde_json::Value = serde_json::from_slice(&reply.body)
         .map_err(|e| format!("{host}'s tasks are unreadable: {e}"))?;
     let Some(tasks) = value.get("tasks").and_then(|t| t.as_object()) else {
@@ -274,7 +297,8 @@ async fn tasks_from(host: &str, ids: &[String]) -> Result<Vec<a2a::Task>, String
         .map(|t| {
             serde_json::from_value(t.clone()).map_err(|e| format!("{host} holds a non-task: {e}"))
         })
-        .collect()
+        .collect::<Result<_, _>>()
+        .map(Some)
 }
 
 /// The stored tasks among `ids`, read by replica `host` from the database underneath its

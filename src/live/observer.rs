@@ -64,6 +64,28 @@ struct Content {
     history: BTreeSet<String>,
 }
 
+/// Reported saves in the order the store applied them: by arrival, and by the store's own
+/// version within a task when it has versions (two replicas may report their saves in the
+/// other order than they landed).
+pub fn in_store_order(mut saves: Vec<SaveRecord>) -> Vec<SaveRecord> {
+    saves.sort_by_key(|s| s.at_ms);
+    let mut by_task: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, s) in saves.iter().enumerate() {
+        by_task.entry(s.task_id.clone()).or_default().push(i);
+    }
+    let mut out = saves.clone();
+    for slots in by_task.values() {
+        let mut these: Vec<SaveRecord> = slots.iter().map(|i| saves[*i].clone()).collect();
+        if these.iter().all(|s| s.mode != SaveMode::Overwrite) {
+            these.sort_by_key(|s| s.version);
+        }
+        for (slot, s) in slots.iter().zip(these) {
+            out[*slot] = s;
+        }
+    }
+    out
+}
+
 impl Ground {
     /// Forgets everything and serves the scenario whose conversations use `contexts`,
     /// recording into `trace`.
@@ -89,26 +111,19 @@ impl Ground {
     /// store's own version within a task when it has versions (two replicas may report
     /// their saves in the other order than they landed).
     pub fn saves(&self) -> Vec<SaveRecord> {
-        let mut saves = self.saves.borrow().clone();
-        saves.sort_by_key(|s| s.at_ms);
-        let mut by_task: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-        for (i, s) in saves.iter().enumerate() {
-            by_task.entry(s.task_id.clone()).or_default().push(i);
-        }
-        let mut out = saves.clone();
-        for slots in by_task.values() {
-            let mut these: Vec<SaveRecord> = slots.iter().map(|i| saves[*i].clone()).collect();
-            if these.iter().all(|s| s.mode != SaveMode::Overwrite) {
-                these.sort_by_key(|s| s.version);
-            }
-            for (slot, s) in slots.iter().zip(these) {
-                out[*slot] = s;
-            }
-        }
-        out
+        in_store_order(self.saves.borrow().clone())
     }
 
-    /// Records one reported save; returns its version.
+    /// The saves reported since the first `start`, in arrival order (what a recording
+    /// writes as they come; [`in_store_order`] orders them again when it is read).
+    pub fn saves_from(&self, start: usize) -> Vec<SaveRecord> {
+        self.saves
+            .borrow()
+            .get(start..)
+            .unwrap_or_default()
+            .to_vec()
+    }
+
     /// Books a read: `replica` now holds the latest version of `task_id` it was told of.
     pub fn record_read(&self, task_id: &str, replica: &str) {
         if let Some(v) = self.versions.borrow().get(task_id) {
@@ -118,6 +133,7 @@ impl Ground {
         }
     }
 
+    /// Records one reported save; returns its version.
     pub fn record_save(&self, report: SaveReport) -> Result<u64, String> {
         let state = parse_state(&report.state)?;
         let seen_key = (report.task_id.clone(), report.replica.clone());

@@ -5,12 +5,19 @@
 //! `{index}`, `{name}` (`replica-N`), `{port}`, `{ledger}` (the ledger's base URL), `{db}` (the
 //! shared database's SQLAlchemy URL), `{model}`, `{sdk}` and `{store}` (from the model's
 //! `[fidelity]` table), `{venv}` (the peer's virtual environment for `{sdk}`) and `{root}` (the
-//! repository), `{mastra}` (where `tests/peers/mastra/setup.sh` installed Node and Mastra). The
+//! repository), `{mastra}` (where `tests/peers/mastra/setup.sh` installed Node and Mastra),
+//! `{a2a-js}` (where `tests/peers/a2a-js/setup.sh` installed Node and @a2a-js/sdk). The
 //! preset `a2a-python` is the test peer under `tests/peers/a2a-python/`, run from the virtual
 //! environments `tests/peers/a2a-python/setup.sh` makes (under `target/peer-venv/`, or
 //! `$A2A_CHAOS_PEER_VENV`); the preset `mastra` is the one under `tests/peers/mastra/`, run
 //! with the Node that its `setup.sh` installs (under `target/peer-mastra/`, or
-//! `$A2A_CHAOS_MASTRA_DIR`). A model's `[fidelity]` table names its preset.
+//! `$A2A_CHAOS_MASTRA_DIR`); the preset `a2a-js` is the @a2a-js/sdk server under
+//! `tests/peers/a2a-js/` (under `target/peer-a2a-js/`, or `$A2A_CHAOS_PEER_JS`), whose
+//! tasks live in each process's own memory. A model's `[fidelity]` table names its preset.
+//!
+//! With the `a2a-python` preset, a user's own task store replaces the model's
+//! ([`UserStore`]: `live --store module:Class --pythonpath DIR`), in the replicas and in the
+//! final read of the database alike.
 //!
 //! Each replica's output goes to `replica-N.log` in the run's directory. Every process is
 //! killed when the fleet is dropped, so a failing run leaves nothing behind.
@@ -57,6 +64,12 @@ pub const PRESET_A2A_PYTHON: &str = "a2a-python";
 /// The Mastra test peer's preset name.
 pub const PRESET_MASTRA: &str = "mastra";
 
+/// The @a2a-js/sdk test peer's preset name.
+pub const PRESET_A2A_JS: &str = "a2a-js";
+
+/// Every preset, for messages.
+pub const PRESETS: [&str; 3] = [PRESET_A2A_PYTHON, PRESET_MASTRA, PRESET_A2A_JS];
+
 /// How to start a replica: a preset name or a command template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerCommand(pub String);
@@ -72,11 +85,30 @@ impl PeerCommand {
         self.0 == PRESET_MASTRA
     }
 
+    /// Whether this is the `a2a-js` preset.
+    pub fn is_a2a_js(&self) -> bool {
+        self.0 == PRESET_A2A_JS
+    }
+
+    /// Whether this is one of the repository's own peers, whose reports (effects and saves)
+    /// and final-task reads are known; any other command is the user's server.
+    pub fn is_preset(&self) -> bool {
+        PRESETS.contains(&self.0.as_str())
+    }
+
+    /// Whether the replicas serve the tasks they hold at `GET /__a2a_chaos/tasks` for
+    /// certain (the Mastra and a2a-js presets); a user's command is asked too, and read with
+    /// GetTask when it does not serve that path ([`crate::live::tasks_from`]).
+    pub fn serves_tasks(&self) -> bool {
+        self.is_mastra() || self.is_a2a_js()
+    }
+
     /// The template, with a preset expanded.
     pub fn template(&self) -> String {
         match self.0.as_str() {
             PRESET_A2A_PYTHON => "{venv}/bin/python {root}/tests/peers/a2a-python/server.py --port {port} --name {name} --ledger {ledger} --db {db} --store {store}".into(),
             PRESET_MASTRA => "{mastra}/bin/node {root}/tests/peers/mastra/server.mjs --port {port} --name {name} --ledger {ledger} --ledger-timeout-ms 500 --install-dir {mastra}".into(),
+            PRESET_A2A_JS => "{a2a-js}/bin/node {root}/tests/peers/a2a-js/server.mjs --port {port} --name {name} --ledger {ledger}".into(),
             _ => self.0.clone(),
         }
     }
@@ -105,6 +137,58 @@ pub fn mastra_base() -> PathBuf {
     match std::env::var_os("A2A_CHAOS_MASTRA_DIR") {
         Some(p) if !p.is_empty() => PathBuf::from(p),
         _ => root().join("target/peer-mastra"),
+    }
+}
+
+/// Where the a2a-js peer's Node and packages live (`bin/node`, `node_modules/`).
+pub fn a2a_js_base() -> PathBuf {
+    match std::env::var_os("A2A_CHAOS_PEER_JS") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => root().join("target/peer-a2a-js"),
+    }
+}
+
+/// A user's own task store for the `a2a-python` preset: `server.py --store module:Class`
+/// (an a2a-sdk `TaskStore` or `VersionedTaskStore`, constructed as `Class(db_url)`), imported
+/// with the `pythonpath` directories first on `sys.path`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserStore {
+    /// `module:Class` (or `module:Outer.Inner`).
+    pub class: String,
+    /// Directories to import it from.
+    pub pythonpath: Vec<String>,
+}
+
+impl UserStore {
+    /// Refuses a class path that is not `module:Class`.
+    pub fn parse(class: &str, pythonpath: Vec<String>) -> Result<UserStore, String> {
+        let valid = class
+            .split_once(':')
+            .is_some_and(|(module, attr)| !module.is_empty() && !attr.is_empty());
+        if !valid {
+            return Err(format!(
+                "--store `{class}`: expected module:Class (an a2a-sdk TaskStore or VersionedTaskStore, e.g. mystore:MyTaskStore)"
+            ));
+        }
+        Ok(UserStore {
+            class: class.to_string(),
+            pythonpath,
+        })
+    }
+
+    /// `--pythonpath DIR ...`, as `server.py` takes them.
+    fn pythonpath_args(&self) -> Vec<String> {
+        self.pythonpath
+            .iter()
+            .flat_map(|dir| ["--pythonpath".to_string(), dir.clone()])
+            .collect()
+    }
+
+    /// `--store module:Class --pythonpath DIR ...`, as `server.py --dump` takes them.
+    fn args(&self) -> Vec<String> {
+        let mut args = vec!["--store".to_string(), self.class.clone()];
+        args.extend(self.pythonpath_args());
+        args
     }
 }
 
@@ -237,6 +321,8 @@ pub struct Fleet {
     store: String,
     /// The model's `[fidelity] args`, appended to a preset's command line.
     args: Vec<String>,
+    /// The user's own store, in place of the model's (the `a2a-python` preset only).
+    user_store: Option<UserStore>,
     ledger: String,
     db: String,
     dir: PathBuf,
@@ -255,14 +341,18 @@ impl Fleet {
         db: String,
         dir: PathBuf,
         replicas: usize,
+        user_store: Option<UserStore>,
     ) -> Self {
         let fidelity = profile.fidelity.clone().unwrap_or_default();
         Fleet {
             command,
             model: profile.name.clone(),
             sdk: fidelity.sdk,
-            store: fidelity.store,
+            store: user_store
+                .as_ref()
+                .map_or(fidelity.store, |u| u.class.clone()),
             args: fidelity.args,
+            user_store,
             ledger,
             db,
             dir,
@@ -288,13 +378,16 @@ impl Fleet {
             ("{venv}", venv.display().to_string()),
             ("{root}", root().display().to_string()),
             ("{mastra}", mastra_base().display().to_string()),
+            ("{a2a-js}", a2a_js_base().display().to_string()),
         ] {
             line = line.replace(key, &quote(&value));
         }
         if self.command.template() != self.command.0 {
-            for arg in &self.args {
+            // The preset's template names the store ({store}); its import path follows.
+            let pythonpath = self.user_store.iter().flat_map(UserStore::pythonpath_args);
+            for arg in self.args.iter().cloned().chain(pythonpath) {
                 line.push(' ');
-                line.push_str(&quote(arg));
+                line.push_str(&quote(&arg));
             }
         }
         line
@@ -407,10 +500,9 @@ impl Fleet {
         self.command.0 == PRESET_A2A_PYTHON && self.store != "memory"
     }
 
-    /// Whether the replicas are the Mastra preset's, which serve the tasks they hold at
-    /// `GET /__a2a_chaos/tasks` ([`crate::live::tasks_from`]).
-    pub fn is_mastra(&self) -> bool {
-        self.command.is_mastra()
+    /// The command the replicas start from.
+    pub fn command(&self) -> &PeerCommand {
+        &self.command
     }
 
     /// Reads tasks straight from the shared database with `server.py --dump` (a Python
@@ -426,6 +518,7 @@ impl Fleet {
             .arg("--dump")
             .arg("--db")
             .arg(&self.db)
+            .args(self.user_store.iter().flat_map(UserStore::args))
             .arg("--")
             .args(ids)
             .stdin(Stdio::null())

@@ -107,6 +107,7 @@ impl Pool {
             db,
             run_dir,
             replicas,
+            options.user_store.clone(),
         )));
         let pool = Pool {
             runtime,
@@ -195,8 +196,13 @@ impl Pool {
         let result = self.local.block_on(&self.runtime, self.run_world(script));
         net::uninstall_real();
         let record = result?;
-        let findings = crate::check::check_all(&record);
-        let summary = summarise(&record, &findings, started.elapsed().as_millis() as u64);
+        let mut findings = crate::check::check_all(&record);
+        let preset = self.options.peer_for(&self.profile).is_preset();
+        let notes = super::reports::apply(self.options.reports, preset, &record, &mut findings);
+        let mut summary = summarise(&record, &findings, started.elapsed().as_millis() as u64);
+        for i in &mut summary.invariants {
+            i.note = notes.get(i.name).cloned();
+        }
         Ok((summary, record))
     }
 
@@ -368,13 +374,13 @@ impl Pool {
             }
             Some(Err(e)) => error = Some(format!("cannot read the final tasks: {e}")),
             None => {
-                // Nothing to dump: ask the replicas. With per-pod memory every running one,
-                // in index order, a later copy over an earlier one (as the simulation reads
-                // its pods' memories); with a shared store the first that runs.
+                // Nothing to dump: ask the replicas. With per-process tasks every running
+                // one, in index order, a later copy over an earlier one (as the simulation
+                // reads its pods' memories); with a shared store the first that runs.
                 let running: Vec<usize> = (0..self.replicas)
                     .filter(|i| self.fleet.borrow_mut().is_running(*i))
                     .collect();
-                let readers = if self.profile.store.placement == Placement::Memory {
+                let readers = if self.options.placement_for(&self.profile) == Placement::Memory {
                     running
                 } else {
                     running.into_iter().take(1).collect()
@@ -382,36 +388,42 @@ impl Pool {
                 if readers.is_empty() {
                     error = Some("no replica was alive at the end to read the final tasks".into());
                 }
-                let mastra = self.fleet.borrow().is_mastra();
                 for i in readers {
                     let host = format!("replica-{i}");
-                    if mastra {
-                        // Every task this replica holds, in one read outside its handlers.
-                        match super::tasks_from(&host, ids).await {
-                            Ok(tasks) => {
-                                final_tasks.extend(tasks.into_iter().map(|t| (t.id.clone(), t)))
-                            }
-                            Err(e) => error = Some(format!("cannot read the final tasks: {e}")),
+                    match self.read_replica(&host, ids).await {
+                        Ok(tasks) => {
+                            final_tasks.extend(tasks.into_iter().map(|t| (t.id.clone(), t)))
                         }
-                    } else {
-                        for id in ids {
-                            match read_task(&host, id).await {
-                                Ok(Some(task)) => {
-                                    final_tasks.insert(id.clone(), task);
-                                }
-                                Ok(None) => {}
-                                Err(e) => {
-                                    error = Some(format!(
-                                        "cannot read task {id} from {host} at the end: {e}"
-                                    ))
-                                }
-                            }
-                        }
+                        Err(e) => error = Some(format!("cannot read the final tasks: {e}")),
                     }
                 }
             }
         }
         (final_tasks, error)
+    }
+
+    /// The tasks among `ids` that replica `host` holds: from `GET /__a2a_chaos/tasks` in one
+    /// read outside its handlers when it serves that path (the Mastra and a2a-js presets
+    /// do; a user's server is asked too), else with a GetTask per id.
+    async fn read_replica(&self, host: &str, ids: &[String]) -> Result<Vec<a2a::Task>, String> {
+        let preset = self.fleet.borrow().command().clone();
+        if preset.serves_tasks() || !preset.is_preset() {
+            match super::tasks_from(host, ids).await {
+                Ok(Some(tasks)) => return Ok(tasks),
+                Ok(None) if !preset.serves_tasks() => {}
+                Ok(None) => return Err(format!("{host} does not serve /__a2a_chaos/tasks")),
+                Err(e) => return Err(e),
+            }
+        }
+        let mut tasks = Vec::new();
+        for id in ids {
+            match read_task(host, id).await {
+                Ok(Some(task)) => tasks.push(task),
+                Ok(None) => {}
+                Err(e) => return Err(format!("task {id} from {host} at the end: {e}")),
+            }
+        }
+        Ok(tasks)
     }
 }
 

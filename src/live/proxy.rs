@@ -16,10 +16,12 @@
 //!   connection is closed without an answer (the client sees `info`: unknown outcome);
 //! - delay: the request waits before it is forwarded.
 //!
-//! It stops on Ctrl-C, SIGTERM, `--duration-ms` or `--max-requests`; then it asks every
-//! upstream for every task it saw (GetTask, or tasks/get on the 0.3 wire) and writes the
-//! copies as `final-task` lines, the ledger's effects and saves, and a `stop` line. Every
-//! upstream is taken as ready: the proxy does no health checks.
+//! The ledger's effects and saves are written as they arrive (every 100 ms), so a proxy that
+//! is killed keeps them up to its last flush. It stops on Ctrl-C, SIGTERM, `--duration-ms`
+//! or `--max-requests`; then it asks every upstream for every task it saw (GetTask, or
+//! tasks/get on the 0.3 wire) and writes the copies as `final-task` lines, the last effects
+//! and saves, and a `stop` line. Every upstream is taken as ready: the proxy does no health
+//! checks.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
@@ -141,7 +143,12 @@ struct Proxy {
     /// A 0.3 method was seen: read the final tasks with tasks/get.
     v03: Cell<bool>,
     done: Rc<tokio::sync::Notify>,
+    /// How many of the ledger's effects and saves are in the file.
+    flushed: Cell<(usize, usize)>,
 }
+
+/// How often the ledger's new effects and saves are written to the history.
+const FLUSH_EVERY: Duration = Duration::from_millis(100);
 
 /// Runs the proxy until it is stopped; prints its addresses first and a summary last.
 pub fn run(options: ProxyOptions) -> Result<(), InputError> {
@@ -224,6 +231,7 @@ pub fn run(options: ProxyOptions) -> Result<(), InputError> {
         contexts: RefCell::default(),
         v03: Cell::new(false),
         done: Rc::new(tokio::sync::Notify::new()),
+        flushed: Cell::new((0, 0)),
     });
     println!(
         "proxy on http://{listen}/ -> {} upstream(s) ({} routing, seed {}); ledger on http://{ledger}/ (POST /effect, /save, /read); recording to {}",
@@ -253,6 +261,17 @@ pub fn run(options: ProxyOptions) -> Result<(), InputError> {
             .await
             .map_err(|e| e.to_string())
         });
+        // The ledger's effects and saves go to the file as they arrive, so a proxy that is
+        // killed keeps what it heard up to its last flush.
+        let flushing = {
+            let (p, g) = (proxy.clone(), ground.clone());
+            tokio::task::spawn_local(async move {
+                loop {
+                    tokio::time::sleep(FLUSH_EVERY).await;
+                    p.flush_ground(&g);
+                }
+            })
+        };
         let reason = tokio::select! {
             r = served => match r {
                 Ok(Err(e)) => format!("the listener failed: {e}"),
@@ -270,17 +289,12 @@ pub fn run(options: ProxyOptions) -> Result<(), InputError> {
         if options.final_read {
             proxy.read_final_tasks().await;
         }
+        flushing.abort();
+        proxy.flush_ground(&ground);
         reason
     });
     net::uninstall_real();
-    let effects = ground.ledger.borrow().effects().to_vec();
-    for e in &effects {
-        proxy.recorder.write(&Line::Effect(e.clone()));
-    }
-    let saves = ground.saves();
-    for s in &saves {
-        proxy.recorder.write(&Line::Save(SaveLine::of(s)));
-    }
+    let (effects, saves) = proxy.flushed.get();
     proxy.recorder.write(&Line::Stop {
         at_ms: net.elapsed().as_millis() as u64,
         reason: reason.clone(),
@@ -289,8 +303,8 @@ pub fn run(options: ProxyOptions) -> Result<(), InputError> {
     println!(
         "stopped ({reason}): {} requests, {} effects, {} saves; {} lines in {}",
         proxy.requests.get(),
-        effects.len(),
-        saves.len(),
+        effects,
+        saves,
         proxy.recorder.lines(),
         options.out.display()
     );
@@ -330,6 +344,22 @@ fn bad_gateway(why: String) -> Response<BoxBody> {
 }
 
 impl Proxy {
+    /// Writes the effects and saves the ledger received since the last flush, in arrival
+    /// order (check-history puts saves back in the store's order).
+    fn flush_ground(&self, ground: &observer::Ground) {
+        let (effects, saves) = self.flushed.get();
+        let new_effects = ground.ledger.borrow().effects()[effects..].to_vec();
+        for e in &new_effects {
+            self.recorder.write(&Line::Effect(e.clone()));
+        }
+        let new_saves = ground.saves_from(saves);
+        for s in &new_saves {
+            self.recorder.write(&Line::Save(SaveLine::of(s)));
+        }
+        self.flushed
+            .set((effects + new_effects.len(), saves + new_saves.len()));
+    }
+
     fn next_seq(&self) -> u64 {
         self.seq.set(self.seq.get() + 1);
         self.seq.get()

@@ -326,6 +326,7 @@ mod tests {
                 violations: u64::from(*v == Verdict::Fail),
                 exercised: u64::from(*v != Verdict::Unknown),
                 first: (*v == Verdict::Fail).then(|| format!("{name} broke")),
+                note: None,
             })
             .collect();
         r

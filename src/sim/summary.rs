@@ -17,6 +17,9 @@ pub struct InvariantResult {
     pub exercised: u64,
     /// The first violation, in words.
     pub first: Option<String>,
+    /// Why the verdict is weaker than the checker's own (a live peer that does not report
+    /// what the invariant reads: [`crate::live::reports`]); `None` in simulated runs.
+    pub note: Option<String>,
 }
 
 /// One run, summarised.
@@ -127,6 +130,7 @@ pub fn summarise(record: &RunRecord, findings: &[Finding], wall_ms: u64) -> RunS
             violations: f.violations.len() as u64,
             exercised: f.exercised,
             first: f.violations.first().map(|v| v.detail.clone()),
+            note: None,
         })
         .collect();
     RunSummary {

@@ -303,6 +303,7 @@ pub fn from_json(v: &Value) -> Result<RunSummary, String> {
             violations: i.get("violations").and_then(Value::as_u64).unwrap_or(0),
             exercised: i.get("exercised").and_then(Value::as_u64).unwrap_or(0),
             first: i.get("first").and_then(Value::as_str).map(str::to_string),
+            note: None,
         });
     }
     Ok(RunSummary {
@@ -354,6 +355,7 @@ mod tests {
                 violations: 1,
                 exercised: 2,
                 first: Some("turn 1 of c1 \"lost\"\nsecond line".into()),
+                note: None,
             }],
             trace_hash: "00ff".into(),
             fault_rates: "kill=0.500".into(),

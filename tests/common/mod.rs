@@ -1,5 +1,5 @@
-//! What the live integration tests share: installing the test peers (a2a-python, Mastra),
-//! and a guard that kills a child process however the test ends.
+//! What the live integration tests share: installing the test peers (a2a-python, Mastra,
+//! @a2a-js/sdk), and a guard that kills a child process however the test ends.
 
 use std::path::Path;
 use std::process::{Child, Command};
@@ -25,6 +25,13 @@ pub fn install_peer() -> bool {
 #[allow(dead_code)] // not every test binary that shares this module runs Mastra
 pub fn install_mastra() -> bool {
     install("mastra", "npm and the npm registry")
+}
+
+/// Installs the @a2a-js/sdk peer (npm, and Node 22 when the machine's is older than 20);
+/// `false` when it cannot be and `A2A_CHAOS_SKIP_LIVE=1`.
+#[allow(dead_code)] // not every test binary that shares this module runs it
+pub fn install_a2a_js() -> bool {
+    install("a2a-js", "npm and the npm registry")
 }
 
 /// Runs `tests/peers/<peer>/setup.sh` (idempotent, into `target/`).

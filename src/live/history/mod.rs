@@ -230,6 +230,9 @@ pub fn load(path: &Path, model: Option<Profile>) -> Result<Recorded, String> {
     } else {
         b.seen_union(&history)
     };
+    // A recording writes saves as they arrive; the checkers read them as the store applied
+    // them, as a live run's ledger hands them over.
+    let saves = crate::live::observer::in_store_order(saves);
     let trace = trace_of(&exchanges, &effects, &saves);
     let record = RunRecord {
         seed,

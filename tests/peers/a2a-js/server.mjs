@@ -2,7 +2,7 @@
 //
 // One process is one replica, with the same command line as tests/peers/a2a-python/server.py:
 //
-//   node tests/peers/a2a-js/server.mjs --port P --name replica-0 --ledger http://127.0.0.1:L
+//   node tests/peers/a2a-js/server.mjs --port P --name replica-0 --ledger http://127.0.0.1:L|none
 //        [--think-ms 40] [--compose-ms 10] [--turns 2]
 //
 // It serves A2A 1.0 JSON-RPC on POST / with the SDK's own DefaultRequestHandler and
@@ -19,7 +19,7 @@
 // the executor stops at its next step once its task was canceled. Effects and saves are
 // reported through the user adapter, adapters/js/a2a-chaos-adapter.mjs.
 //
-// GET /__a2a_chaos/tasks?id=ID&id=ID... answers {"tasks": {id: task}} (A2A 1.0 JSON) for the
+// GET /__a2a_chaos/tasks?ids=ID,ID... (or ?id=ID&id=ID...) answers {"tasks": {id: task}} (A2A 1.0 JSON) for the
 // ids this replica's store holds, outside A2A: how a2a-chaos could read final tasks from a
 // peer that has no shared database to dump (docs/PEERS.md).
 //
@@ -146,7 +146,9 @@ class TurnExecutor {
   }
 }
 
-const chaos = new Chaos({ ledger: args.ledger, replica: args.name });
+// `--ledger none`: report nothing, as a server without the adapters (docs/PEERS.md: the
+// invariants that need reports are then `unknown`).
+const chaos = new Chaos({ ledger: args.ledger === 'none' ? '' : args.ledger, replica: args.name });
 const memory = new InMemoryTaskStore();
 const store = chaos.observeStore(memory);
 const card = {
@@ -190,7 +192,10 @@ app.use((req, res, next) => {
 });
 app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler }));
 app.get('/__a2a_chaos/tasks', async (req, res) => {
-  const ids = [req.query.id ?? []].flat().flatMap((v) => String(v).split(',')).filter(Boolean);
+  const ids = [req.query.ids ?? [], req.query.id ?? []]
+    .flat()
+    .flatMap((v) => String(v).split(','))
+    .filter(Boolean);
   const tasks = {};
   for (const id of ids) {
     const task = await memory.load(id, dumpContext());
