@@ -344,6 +344,12 @@ impl Fleet {
         user_store: Option<UserStore>,
     ) -> Self {
         let fidelity = profile.fidelity.clone().unwrap_or_default();
+        // The model's arguments are for the peer it names, not for another preset.
+        let args = if command.0 == fidelity.peer {
+            fidelity.args
+        } else {
+            Vec::new()
+        };
         Fleet {
             command,
             model: profile.name.clone(),
@@ -351,7 +357,7 @@ impl Fleet {
             store: user_store
                 .as_ref()
                 .map_or(fidelity.store, |u| u.class.clone()),
-            args: fidelity.args,
+            args,
             user_store,
             ledger,
             db,

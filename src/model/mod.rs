@@ -570,7 +570,8 @@ pub struct FidelityKnobs {
     #[serde(default)]
     pub notes: BTreeMap<String, String>,
     /// Extra arguments the preset's replicas start with (`["--interrupted-task-timeout-s",
-    /// "1"]`: the configuration a test model describes); not used with `--peer COMMAND`.
+    /// "1"]`: the configuration a test model describes); not used with `--peer COMMAND` or
+    /// another preset.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
 }
