@@ -135,6 +135,14 @@ fn a_node_a2a_server_gets_verdicts_with_reproduce_commands() {
         text.contains(&format!("reproduce: a2a-chaos live {file} --peer a2a-js")),
         "{text}"
     );
+
+    // The same server taking its port, name and ledger from the environment `live` gives
+    // it: its effect reports arrive.
+    let from_env = "{a2a-js}/bin/node {root}/tests/peers/a2a-js/server.mjs \
+                    --port $A2A_CHAOS_PORT --name $A2A_CHAOS_REPLICA --ledger $A2A_CHAOS_LEDGER";
+    let (_, value, text) = live(&[file, "--peer", from_env, "--placement", "memory", "--json"]);
+    assert_eq!(verdict(&value, "no-lost-writes"), "fail", "{text}");
+    assert_eq!(verdict(&value, "exactly-once-effects"), "pass", "{text}");
 }
 
 /// A server started from a command of the user's own that reports nothing to the ledger:

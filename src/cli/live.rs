@@ -23,7 +23,9 @@ pub struct PeerArgs {
     /// How to start a replica: a preset, `a2a-python` (tests/peers/a2a-python/), `mastra`
     /// (tests/peers/mastra/) or `a2a-js` (tests/peers/a2a-js/), or a command template with
     /// {index} {name} {port} {ledger} {db} {model} {sdk} {store} {venv} {mastra} {a2a-js}
-    /// {root} (docs/PEERS.md). Default: the preset the model's [fidelity] table names.
+    /// {dir} {root} (docs/PEERS.md; also in the replica's environment as A2A_CHAOS_INDEX,
+    /// _REPLICA, _PORT, _LEDGER, _DB, _RUN_DIR). Default: the preset the model's [fidelity]
+    /// table names.
     #[arg(long)]
     pub peer: Option<String>,
     /// Your own task store for the a2a-python preset, as module:Class (an a2a-sdk TaskStore

@@ -6,7 +6,9 @@
 //! shared database's SQLAlchemy URL), `{model}`, `{sdk}` and `{store}` (from the model's
 //! `[fidelity]` table), `{venv}` (the peer's virtual environment for `{sdk}`) and `{root}` (the
 //! repository), `{mastra}` (where `tests/peers/mastra/setup.sh` installed Node and Mastra),
-//! `{a2a-js}` (where `tests/peers/a2a-js/setup.sh` installed Node and @a2a-js/sdk). The
+//! `{a2a-js}` (where `tests/peers/a2a-js/setup.sh` installed Node and @a2a-js/sdk), `{dir}`
+//! (the run's directory, which holds the logs); the same values are in the replica's
+//! environment as `A2A_CHAOS_*` ([`Fleet::environment`]). The
 //! preset `a2a-python` is the test peer under `tests/peers/a2a-python/`, run from the virtual
 //! environments `tests/peers/a2a-python/setup.sh` makes (under `target/peer-venv/`, or
 //! `$A2A_CHAOS_PEER_VENV`); the preset `mastra` is the one under `tests/peers/mastra/`, run
@@ -368,6 +370,20 @@ impl Fleet {
         }
     }
 
+    /// What replica `index` on `port` finds in its environment besides `live`'s own: what
+    /// the placeholders say, for a server (or the adapters, which read `A2A_CHAOS_LEDGER`
+    /// and `A2A_CHAOS_REPLICA`) that takes its settings from the environment.
+    pub fn environment(&self, index: usize, port: u16) -> Vec<(&'static str, String)> {
+        vec![
+            ("A2A_CHAOS_INDEX", index.to_string()),
+            ("A2A_CHAOS_REPLICA", format!("replica-{index}")),
+            ("A2A_CHAOS_PORT", port.to_string()),
+            ("A2A_CHAOS_LEDGER", self.ledger.clone()),
+            ("A2A_CHAOS_DB", self.db.clone()),
+            ("A2A_CHAOS_RUN_DIR", self.dir.display().to_string()),
+        ]
+    }
+
     /// The command line of replica `index` on `port`.
     pub fn command_line(&self, index: usize, port: u16) -> String {
         let venv = venv_base().join(format!("v{}", self.sdk));
@@ -385,6 +401,7 @@ impl Fleet {
             ("{root}", root().display().to_string()),
             ("{mastra}", mastra_base().display().to_string()),
             ("{a2a-js}", a2a_js_base().display().to_string()),
+            ("{dir}", self.dir.display().to_string()),
         ] {
             line = line.replace(key, &quote(&value));
         }
@@ -420,6 +437,7 @@ impl Fleet {
         command
             .arg("-c")
             .arg(format!("exec {line}"))
+            .envs(self.environment(index, port))
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(err);

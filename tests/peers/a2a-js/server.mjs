@@ -148,6 +148,7 @@ class TurnExecutor {
 
 // `--ledger none`: report nothing, as a server without the adapters (docs/PEERS.md: the
 // invariants that need reports are then `unknown`).
+if (args.ledger === 'none') delete process.env.A2A_CHAOS_LEDGER;
 const chaos = new Chaos({ ledger: args.ledger === 'none' ? '' : args.ledger, replica: args.name });
 const memory = new InMemoryTaskStore();
 const store = chaos.observeStore(memory);
