@@ -89,6 +89,7 @@ mod recovery;
 mod rpc;
 mod save;
 mod subscribe;
+mod tap;
 mod turn;
 
 pub use crate::protocol::{agent_card, parse_http_url};
@@ -253,6 +254,8 @@ struct ActiveTask {
     subscribers: Cell<usize>,
     /// The idle timer of `handler.parked_release_ms` last started (only that one releases).
     release_timer: Cell<u64>,
+    /// The taps of the subscriptions to the task here ([`tap`], `subscribe.stalled_tap`).
+    taps: RefCell<Vec<Rc<tap::Tap>>>,
 }
 
 /// What a replica process is connected to.
