@@ -397,6 +397,12 @@ pub struct HandlerKnobs {
     /// `interrupted_task_timeout`); unset: it stays parked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parked_release_ms: Option<u64>,
+    /// A blocking SendMessage is answered with the task after the turn's first event, and
+    /// the consumer of its events is closed then: the run goes on (its effect happens), but
+    /// nothing it emits later is saved, so the task never leaves `working`
+    /// (a2aproject/a2a-java#351); unset: a blocking send consumes its turn to the end.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub blocking_stops_consumer: bool,
 }
 
 /// Message deduplication knobs.

@@ -78,6 +78,7 @@ mod artifact;
 mod auth;
 mod busy;
 mod cancel;
+mod consumer;
 mod drain;
 mod follow_up;
 mod list;
@@ -256,6 +257,9 @@ struct ActiveTask {
     release_timer: Cell<u64>,
     /// The taps of the subscriptions to the task here ([`tap`], `subscribe.stalled_tap`).
     taps: RefCell<Vec<Rc<tap::Tap>>>,
+    /// A blocking send closed the consumer of the task's events here
+    /// ([`consumer`], `handler.blocking_stops_consumer`).
+    consumer_closed: Cell<bool>,
 }
 
 /// What a replica process is connected to.

@@ -47,6 +47,8 @@ impl Replica {
     ) -> Result<u64, SaveError> {
         // A stalled subscriber's full tap may hold the consumer before its next save.
         self.tap_gate(&task.id).await;
+        // A consumer a blocking answer closed saves nothing more.
+        self.consumer_gate(&task.id).await;
         let mut tries = 0;
         loop {
             // With an outbox, the push this state calls for is queued in the same write.
