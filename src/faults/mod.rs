@@ -303,6 +303,7 @@ pub const FAULTS: &[(&str, &dyn FaultKind)] = &[
     ("card-tampered", &card::CardTampered),
     ("card-foreign-origin", &card::CardForeignOrigin),
     ("rolling-restart", &rolling_restart::RollingRestart),
+    ("stall-readers", &stall::StallReadersFault),
 ];
 
 /// Whether any of these fault names changes the agent card (the run then simulates it).

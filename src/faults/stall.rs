@@ -9,14 +9,19 @@
 //! later evict the tap). Subscriptions opened later read normally, and a restart of the
 //! host ends them all.
 //!
-//! Scripted only (no `[faults]` rate draws it), and simulated only: a live run would need
-//! a client that stops reading a real socket.
+//! Rate: stalls per simulated second, each of a replica picked uniformly; a stalled reader
+//! never reads again (no stability window: it is a client that went away, which a heal does
+//! not bring back). Simulated only: a live run would need a client that stops reading a
+//! real socket. No experiment draws it unless its `[faults]` table names it.
 //!
 //! The action: [`StallReaders`] (`stall-readers = "replica-0"`).
 
 use std::fmt;
 
-use super::{step, ActionKind, Target};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+use super::{arrivals, step, ActionKind, FaultKind, PlanInput, Scheduled, Target};
 
 /// The readers of a replica's open subscriptions stop reading.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,5 +64,25 @@ impl ActionKind for StallReaders {
             ));
         }
         Ok(())
+    }
+}
+
+/// The `stall-readers` fault.
+pub struct StallReadersFault;
+
+impl FaultKind for StallReadersFault {
+    fn describe(&self) -> &'static str {
+        "stalls per simulated second: the readers of a replica's open subscriptions stop reading for good"
+    }
+
+    fn plan(&self, rate: f64, input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
+        arrivals(rate, input.window_ms, rng)
+            .into_iter()
+            .map(|at_ms| Scheduled {
+                at_ms,
+                action: StallReaders(format!("replica-{}", rng.random_range(0..input.replicas)))
+                    .into(),
+            })
+            .collect()
     }
 }
