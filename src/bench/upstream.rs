@@ -279,7 +279,14 @@ pub const UPSTREAM: &[Upstream] = &[
         profile: Some(include_str!(
             "../../tests/models/a2a-python-1.1.3-tap-queue-1.toml"
         )),
-        rates: &[("stall-readers", 0.5)],
+        // Stalls often, and no kill may strand a task instead.
+        rates: &[
+            ("stall-readers", 2.0),
+            ("kill", 0.0),
+            ("kill-at-point", 0.0),
+            ("kill-router", 0.0),
+            ("kill-store", 0.0),
+        ],
         pinned: "h08-stalled-subscriber-stops-the-task-a2a-python-1.1.3-tap-queue-1",
         shows: |run, f| {
             run.profile.subscribe.stalled_tap == Some(StalledTap::Blocks)
