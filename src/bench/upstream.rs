@@ -20,8 +20,9 @@ use crate::check::{Finding, Violation};
 use crate::client::history::{OpKind, Outcome};
 use crate::error::InputError;
 use crate::experiment::Experiment;
+use crate::faults::stall::StallReaders;
 use crate::faults::Action;
-use crate::model::{Profile, ResultSave};
+use crate::model::{Profile, ResultSave, StalledTap};
 use crate::store::holds_message;
 use crate::world::RunRecord;
 
@@ -164,6 +165,54 @@ fn cancel_reverted_by_a_stale_save(run: &RunRecord, findings: &[Finding]) -> boo
     reverted && failed(findings, "terminal-is-final").is_some()
 }
 
+/// A task left unsettled by its last saver, no kill to explain it, with a subscription to it
+/// on that replica opened before a `stall-readers` of the replica and still open then: the
+/// stalled reader's full tap stopped the task.
+fn stopped_by_a_stalled_reader(run: &RunRecord, findings: &[Finding]) -> bool {
+    unsettled(findings).any(|v| {
+        let (Some(task), Some(host), [_saved]) = (
+            &v.anchors.task,
+            v.anchors.hosts.first(),
+            v.anchors.times_ms.as_slice(),
+        ) else {
+            return false;
+        };
+        let mut stalls = run.faults.iter().filter_map(|(at, a)| match a {
+            Action::StallReaders(StallReaders(h)) if h == host => Some(*at),
+            _ => None,
+        });
+        stalls.any(|at| {
+            run.history.iter().any(|op| {
+                matches!(op.kind, OpKind::Subscribe { .. })
+                    && op.replica.as_deref() == Some(host.as_str())
+                    && op.invoke_ms < at
+                    && at < op.complete_ms
+                    && [&op.task, &op.streamed]
+                        .iter()
+                        .any(|t| t.as_ref().is_some_and(|t| t.id == *task))
+            })
+        })
+    })
+}
+
+/// A task left unsettled although a blocking send on it was answered `ok` with the task
+/// still working: the answer came before the turn's end, and the turn's end never landed.
+fn answered_before_the_end(run: &RunRecord, findings: &[Finding]) -> bool {
+    unsettled(findings).any(|v| {
+        let Some(task) = &v.anchors.task else {
+            return false;
+        };
+        run.history.iter().any(|op| {
+            matches!(op.kind, OpKind::Send { blocking: true, .. })
+                && op.outcome == Outcome::Ok
+                && op.task.as_ref().is_some_and(|t| {
+                    t.id == *task
+                        && matches!(t.state, a2a::TaskState::Working | a2a::TaskState::Submitted)
+                })
+        })
+    })
+}
+
 /// The upstream hazards, each with the model that shows it.
 pub const UPSTREAM: &[Upstream] = &[
     Upstream {
@@ -221,6 +270,38 @@ pub const UPSTREAM: &[Upstream] = &[
         shows: |run, f| {
             run.profile.handler.result_save == ResultSave::Overwrite
                 && cancel_reverted_by_a_stale_save(run, f)
+        },
+    },
+    Upstream {
+        id: "a2a-python#1136",
+        title: "a subscriber that stops reading stops the task for every caller",
+        model: "a2a-python-1.1.3-tap-queue-1",
+        profile: Some(include_str!(
+            "../../tests/models/a2a-python-1.1.3-tap-queue-1.toml"
+        )),
+        // Stalls often, and no kill may strand a task instead.
+        rates: &[
+            ("stall-readers", 2.0),
+            ("kill", 0.0),
+            ("kill-at-point", 0.0),
+            ("kill-router", 0.0),
+            ("kill-store", 0.0),
+        ],
+        pinned: "h08-stalled-subscriber-stops-the-task-a2a-python-1.1.3-tap-queue-1",
+        shows: |run, f| {
+            run.profile.subscribe.stalled_tap == Some(StalledTap::Blocks)
+                && stopped_by_a_stalled_reader(run, f)
+        },
+    },
+    Upstream {
+        id: "a2a-java#351",
+        title: "a blocking answer closes the consumer: the turn's end is never saved",
+        model: "a2a-java-main-351",
+        profile: Some(include_str!("../../tests/models/a2a-java-main-351.toml")),
+        rates: &[],
+        pinned: "h12-blocking-answer-stops-the-consumer-a2a-java-main-351",
+        shows: |run, f| {
+            run.profile.handler.blocking_stops_consumer && answered_before_the_end(run, f)
         },
     },
 ];
@@ -400,6 +481,7 @@ mod tests {
             let stem = u
                 .pinned
                 .rsplit_once("-a2a-python")
+                .or_else(|| u.pinned.rsplit_once("-a2a-java"))
                 .or_else(|| u.pinned.rsplit_once("-mastra"));
             let twin = format!("{}-reference", stem.expect("a model suffix").0);
             assert!(!shows(u, &twin), "{}: recognised on {twin}", u.id);

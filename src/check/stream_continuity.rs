@@ -9,7 +9,8 @@
 //! last fault that disturbed the subscription (a delay is not a loss; a stream still silent
 //! once the path is quiet is), and before its connection was cut (a partition of its path or
 //! a kill of the router or its replica: the simulated network has no retransmit, so a cut
-//! connection is dead and what changed later is owed to the next subscription); and no state
+//! connection is dead and what changed later is owed to the next subscription; nor after its
+//! reader stopped reading, a `stall-readers`); and no state
 //! may arrive twice in a row. Only the owner's subscriptions count (another principal's belong to
 //! `owner-isolation`). Exercised: subscriptions to tasks that exist.
 
@@ -17,12 +18,14 @@ use crate::check::{owners, Checker, Finding, Violation};
 use crate::client::history::{OpKind, Outcome};
 use crate::faults::kill::Kill;
 use crate::faults::partition::{Partition, PartitionOneway};
+use crate::faults::stall::StallReaders;
 use crate::faults::Action;
 use crate::world::RunRecord;
 
 /// When, between `from` and `to`, the connection of a stream served by `by` was cut: a
 /// partition of one of its links (client–router, router–`by`) both ways or in the direction
-/// its events travel, or a kill of the router or of `by`. The simulated network drops what a
+/// its events travel, or a kill of the router or of `by` (or its reader stopped reading: a
+/// `stall-readers` of `by`). The simulated network drops what a
 /// cut link carried and never retransmits, so such a connection is dead (real TCP would
 /// resend): what changed after the cut is owed to the client's next subscription, not to
 /// this one.
@@ -35,6 +38,8 @@ fn cut_at(run: &RunRecord, from: u64, to: u64, by: &str) -> Option<u64> {
             Action::Partition(Partition(a, b)) => carries(a, b) || carries(b, a),
             Action::PartitionOneway(PartitionOneway(a, b)) => carries(a, b),
             Action::Kill(Kill(host)) => host == "router" || host == by,
+            // Its reader stopped reading: nothing later reaches it, whatever the server does.
+            Action::StallReaders(StallReaders(host)) => host == by,
             _ => false,
         })
         .map(|(at, _)| *at)

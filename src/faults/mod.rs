@@ -39,6 +39,7 @@ mod link_partition;
 pub mod lost_reply;
 pub mod partition;
 mod rolling_restart;
+pub mod stall;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -87,6 +88,9 @@ pub trait Target {
     fn kill_at(&mut self, point: KillPoint, probability: f64);
     /// Change the agent card the router serves.
     fn card(&mut self, change: &CardChange);
+    /// The readers of a replica's open subscriptions stop reading (simulated only: the
+    /// live driver keeps this default, and `stall-readers` is refused live).
+    fn stall_readers(&mut self, _host: &str) {}
 }
 
 /// What an action does to the fault periods a timeline shades on a host's lane.
@@ -254,6 +258,8 @@ actions! {
     KillAt(kill_point::KillAt),
     /// Change the agent card the router serves (runs that simulate the card).
     Card(card::Card),
+    /// The readers of a replica's open subscriptions stop reading.
+    StallReaders(stall::StallReaders),
 }
 
 /// An action at a simulated time.
@@ -297,6 +303,7 @@ pub const FAULTS: &[(&str, &dyn FaultKind)] = &[
     ("card-tampered", &card::CardTampered),
     ("card-foreign-origin", &card::CardForeignOrigin),
     ("rolling-restart", &rolling_restart::RollingRestart),
+    ("stall-readers", &stall::StallReadersFault),
 ];
 
 /// Whether any of these fault names changes the agent card (the run then simulates it).

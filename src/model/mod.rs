@@ -205,6 +205,30 @@ pub struct SubscribeKnobs {
     /// that run there, not those other replicas save; unset: it follows the shared stream.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub held_taps_local: bool,
+    /// What a subscription's tap on this replica's ActiveTask does once its reader has
+    /// stopped reading (a `stall-readers` step) and `tap_queue` events are queued behind
+    /// it; unset: not modelled, a stalled reader holds nothing up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stalled_tap: Option<StalledTap>,
+    /// The bound of a tap's queue, in events (a2a-sdk's `DEFAULT_MAX_QUEUE_SIZE`, 1,024);
+    /// unset: 1,024. Needs `stalled_tap`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tap_queue: Option<u32>,
+}
+
+/// What a full tap does (`subscribe.stalled_tap`). The model counts one event per save of
+/// the task on the tap's replica (the SDK also queues two request markers per request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StalledTap {
+    /// The dispatcher waits on the full tap: the incoming queue (as long again) fills
+    /// behind it, and the task's next save waits until the reader reads, so once
+    /// `2 * tap_queue + 1` events are queued the task stops for every caller (a2a-sdk
+    /// 1.0.0-1.1.3).
+    Blocks,
+    /// The full tap is closed and dropped; its stream ends with no final state and the
+    /// task goes on (a2a-sdk 1.1.4 and later: `evict_on_full`).
+    Evicted,
 }
 
 /// Whether a subscription ends at an interrupted state.
@@ -373,6 +397,12 @@ pub struct HandlerKnobs {
     /// `interrupted_task_timeout`); unset: it stays parked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parked_release_ms: Option<u64>,
+    /// A blocking SendMessage is answered with the task after the turn's first event, and
+    /// the consumer of its events is closed then: the run goes on (its effect happens), but
+    /// nothing it emits later is saved, so the task never leaves `working`
+    /// (a2aproject/a2a-java#351); unset: a blocking send consumes its turn to the end.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub blocking_stops_consumer: bool,
 }
 
 /// Message deduplication knobs.
@@ -650,6 +680,12 @@ impl Profile {
             return Err(InputError::new(
                 origin,
                 "cancel.keeps_task needs handler.cache_snapshot: without a cached snapshot there is nothing for a cancel to leave behind",
+            ));
+        }
+        if profile.subscribe.tap_queue.is_some() && profile.subscribe.stalled_tap.is_none() {
+            return Err(InputError::new(
+                origin,
+                "subscribe.tap_queue needs subscribe.stalled_tap: the bound matters only to a tap whose reader stalls",
             ));
         }
         if profile.push.dispatch_as_anonymous && profile.push.shared_configs {

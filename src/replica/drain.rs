@@ -25,7 +25,8 @@ use tokio::sync::watch;
 use super::Replica;
 use crate::trace::now_ms;
 
-/// The drain state one replica slot shares with the driver, across the slot's boots.
+/// The drain state one replica slot shares with the driver, across the slot's boots (and
+/// the other client-side signal the driver gives a replica: `stall-readers`).
 pub struct DrainSignal {
     /// When SIGTERM came (simulated ms), this boot; `None` while the pod serves.
     begun: watch::Sender<Option<u64>>,
@@ -35,6 +36,9 @@ pub struct DrainSignal {
     connections: Cell<usize>,
     /// When this boot began its first stream (where a polling shutdown watcher starts).
     first_stream_ms: Cell<Option<u64>>,
+    /// When the readers of the subscriptions open then stopped reading, this boot
+    /// ([`crate::faults::stall`]); `None`: every reader reads.
+    readers_stalled_ms: Cell<Option<u64>>,
 }
 
 impl DrainSignal {
@@ -45,12 +49,25 @@ impl DrainSignal {
             boot: Cell::new(0),
             connections: Cell::new(0),
             first_stream_ms: Cell::new(None),
+            readers_stalled_ms: Cell::new(None),
         })
     }
 
     /// SIGTERM, at `now_ms`.
     pub fn begin(&self, now_ms: u64) {
         self.begun.send_replace(Some(now_ms));
+    }
+
+    /// The readers of the subscriptions open now stop reading (`stall-readers`, at `now_ms`).
+    pub fn stall_readers(&self, now_ms: u64) {
+        self.readers_stalled_ms.set(Some(now_ms));
+    }
+
+    /// Whether the reader of a subscription opened at `opened_ms` has stopped reading.
+    pub(super) fn reader_stalled(&self, opened_ms: u64) -> bool {
+        self.readers_stalled_ms
+            .get()
+            .is_some_and(|at| at >= opened_ms)
     }
 
     /// How many connections the pod still holds open.
@@ -63,6 +80,7 @@ impl DrainSignal {
         self.boot.set(boot);
         self.connections.set(0);
         self.first_stream_ms.set(None);
+        self.readers_stalled_ms.set(None);
         self.begun.send_replace(None);
     }
 

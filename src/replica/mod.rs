@@ -78,6 +78,7 @@ mod artifact;
 mod auth;
 mod busy;
 mod cancel;
+mod consumer;
 mod drain;
 mod follow_up;
 mod list;
@@ -89,6 +90,7 @@ mod recovery;
 mod rpc;
 mod save;
 mod subscribe;
+mod tap;
 mod turn;
 
 pub use crate::protocol::{agent_card, parse_http_url};
@@ -253,6 +255,11 @@ struct ActiveTask {
     subscribers: Cell<usize>,
     /// The idle timer of `handler.parked_release_ms` last started (only that one releases).
     release_timer: Cell<u64>,
+    /// The taps of the subscriptions to the task here ([`tap`], `subscribe.stalled_tap`).
+    taps: RefCell<Vec<Rc<tap::Tap>>>,
+    /// A blocking send closed the consumer of the task's events here
+    /// ([`consumer`], `handler.blocking_stops_consumer`).
+    consumer_closed: Cell<bool>,
 }
 
 /// What a replica process is connected to.

@@ -45,6 +45,10 @@ impl Replica {
         mode: SaveMode,
         based_on: Option<u64>,
     ) -> Result<u64, SaveError> {
+        // A stalled subscriber's full tap may hold the consumer before its next save.
+        self.tap_gate(&task.id).await;
+        // A consumer a blocking answer closed saves nothing more.
+        self.consumer_gate(&task.id).await;
         let mut tries = 0;
         loop {
             // With an outbox, the push this state calls for is queued in the same write.
@@ -63,6 +67,7 @@ impl Replica {
                     .entry(task.id.clone())
                     .or_default()
                     .push((*v, task.clone()));
+                self.tap_dispatched(&task.id);
             }
             match result {
                 Err(SaveError::Unavailable(e)) if tries < self.profile.store.transient_retries => {

@@ -4,7 +4,7 @@
 //!
 //! Knobs read: `subscribe.unknown_task`, `subscribe.poll_ms`, `subscribe.source`,
 //! `subscribe.interrupted`, `subscribe.failure`, `subscribe.terminal_code`,
-//! `subscribe.terminal_snapshot`,
+//! `subscribe.terminal_snapshot`, `subscribe.stalled_tap` (through [`super::tap`]),
 //! `subscribe.keeps_task`, `subscribe.registers_task`, `subscribe.held_taps_local`, and
 //! `cancel.keeps_task` (a finished ActiveTask a cancel left here).
 
@@ -118,6 +118,10 @@ impl Replica {
         // Attached to this replica's ActiveTask: its idle release waits for the stream's end.
         let attached =
             (held_here || self.profile.subscribe.registers_task).then(|| self.attach(&task_id));
+        // The reader's tap on this replica's ActiveTask (`subscribe.stalled_tap`), and when
+        // it opened: a `stall-readers` from then on stalls it.
+        let opened_ms = now_ms();
+        let tap = self.open_tap(&task_id, opened_ms);
         crate::activity::spawn(async move {
             let _attached = attached;
             let ends = |state: &TaskState, at_interrupted: bool| {
@@ -137,6 +141,12 @@ impl Replica {
             let poll = Duration::from_millis(me.profile.subscribe.poll_ms.max(1));
             loop {
                 tokio::time::sleep(poll).await;
+                if me.reader_stalled(opened_ms) {
+                    // Its reader reads nothing more: the stream ends only if its tap is
+                    // evicted.
+                    me.stalled_stream(tap.as_ref()).await;
+                    return;
+                }
                 if me.chaos.borrow_mut().buggify(Point::SlowEventPoll) {
                     let ms = me.chaos.borrow_mut().draw_ms(1000, 3000);
                     {

@@ -6,7 +6,8 @@
 //! Knobs read: `[dedup]` (`scope`, `lease_ms`, `ttl_ms`); `[handler]` (`cache_snapshot`,
 //! `unknown_task`, `context_mismatch`, `message_to_terminal_code`, `nonblocking_to_working`,
 //! `saves`, `after_effect_failure`, `input_timeout_ms`, `turn_in` through the turn's
-//! reading, `artifacts` and `resumed_follow_up` through their modules); `recovery.sweep_ms` and
+//! reading, `artifacts`, `resumed_follow_up` and `blocking_stops_consumer` through their
+//! modules); `recovery.sweep_ms` and
 //! `recovery.runner_lease_ms` (the runner lease); `cancel.fence_effects`;
 //! `ledger.idempotency_key`; `push.on`; `auth.owner` (a new task's owner).
 
@@ -57,7 +58,7 @@ impl Replica {
         match turn {
             Begun::Replay(task) => Ok(*task),
             Begun::Turn(turn) => {
-                if blocking {
+                if blocking && !self.closes_consumer(blocking, &turn.task.id) {
                     self.finish(turn, None).await
                 } else {
                     let snapshot = match self.profile.handler.nonblocking_answer {

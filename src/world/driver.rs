@@ -186,6 +186,12 @@ impl Target for Applying<'_, '_> {
         }
     }
 
+    fn stall_readers(&mut self, host: &str) {
+        if let Some(signal) = replica_index(host).and_then(|i| self.driver.drains.get(i)) {
+            signal.stall_readers(self.now);
+        }
+    }
+
     fn drain(&mut self, host: &str, grace_ms: u64) {
         let Some(signal) = replica_index(host).and_then(|i| self.driver.drains.get(i)) else {
             return;
