@@ -9,11 +9,18 @@
 //! spawned directly: they are the system at rest, and the settle rule asks instead whether
 //! they have anything left to do.
 //!
+//! A model timer that may change a task when it fires (an input wait's expiry, a task
+//! timeout) is spawned through [`spawn_timer`] with the simulated ms it fires at: it is
+//! counted apart, by its deadline, so the settle rule can tell a timer that would fire
+//! before the run's final read (work still to come) from one that would not (a run that
+//! stepped its bound out would not have seen it fire either).
+//!
 //! Outside a simulated run (live mode, `serve`) nothing is installed and a guard counts
 //! nothing. The count is read, never written, by the simulation's logic, so it changes no
 //! trace. The lowest layer: it depends on nothing in the crate.
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::rc::Rc;
 
@@ -21,9 +28,10 @@ thread_local! {
     static CURRENT: RefCell<Option<Activity>> = const { RefCell::new(None) };
 }
 
-/// The count of pieces of work in flight in one run.
+/// The count of pieces of work in flight in one run, and the model timers still waiting,
+/// by the simulated ms they fire at.
 #[derive(Debug, Clone, Default)]
-pub struct Activity(Rc<Cell<usize>>);
+pub struct Activity(Rc<Cell<usize>>, Rc<RefCell<BTreeMap<u64, usize>>>);
 
 impl Activity {
     /// Makes a fresh count the thread's current one until the returned handle is dropped.
@@ -33,9 +41,14 @@ impl Activity {
         Installed(activity)
     }
 
-    /// Pieces of work in flight now.
+    /// Pieces of work in flight now (model timers not included).
     pub fn busy(&self) -> usize {
         self.0.get()
+    }
+
+    /// Model timers still pending that fire at or before `until_ms` (simulated ms).
+    pub fn timers_due_by(&self, until_ms: u64) -> usize {
+        self.1.borrow().range(..=until_ms).map(|(_, n)| n).sum()
     }
 }
 
@@ -85,6 +98,51 @@ impl Drop for Guard {
     }
 }
 
+/// A model timer pending, counted on the activity current when it was made by the
+/// simulated ms it fires at, until it has fired and done its work (or its host died).
+#[derive(Debug)]
+pub struct TimerGuard(Option<Activity>, u64);
+
+impl TimerGuard {
+    /// Counts a timer firing at `at_ms` on the thread's current activity (none: nothing).
+    pub fn new(at_ms: u64) -> TimerGuard {
+        let activity = CURRENT.with(|c| c.borrow().clone());
+        if let Some(a) = &activity {
+            *a.1.borrow_mut().entry(at_ms).or_default() += 1;
+        }
+        TimerGuard(activity, at_ms)
+    }
+}
+
+impl Drop for TimerGuard {
+    fn drop(&mut self) {
+        if let Some(a) = &self.0 {
+            let mut timers = a.1.borrow_mut();
+            if let Some(n) = timers.get_mut(&self.1) {
+                *n -= 1;
+                if *n == 0 {
+                    timers.remove(&self.1);
+                }
+            }
+        }
+    }
+}
+
+/// `tokio::task::spawn_local` for a model timer that fires at `at_ms` (simulated ms) and
+/// may then change a task: counted by its deadline ([`Activity::timers_due_by`]) for as
+/// long as it lives, not as work in flight.
+pub fn spawn_timer<F>(at_ms: u64, work: F) -> tokio::task::JoinHandle<F::Output>
+where
+    F: Future + 'static,
+    F::Output: 'static,
+{
+    let guard = TimerGuard::new(at_ms);
+    tokio::task::spawn_local(async move {
+        let _guard = guard;
+        work.await
+    })
+}
+
 /// `tokio::task::spawn_local`, counting the task as work in flight for as long as it lives.
 pub fn spawn<F>(work: F) -> tokio::task::JoinHandle<F::Output>
 where
@@ -120,5 +178,22 @@ mod tests {
         assert_eq!(a.busy(), 0);
         drop((outside, after));
         assert_eq!(a.busy(), 0);
+    }
+
+    #[test]
+    fn timers_count_by_deadline_apart_from_work() {
+        let installed = Activity::install();
+        let a = installed.activity();
+        let early = TimerGuard::new(1_000);
+        let late = TimerGuard::new(600_000);
+        let twin = TimerGuard::new(600_000);
+        assert_eq!(a.busy(), 0);
+        assert_eq!(a.timers_due_by(999), 0);
+        assert_eq!(a.timers_due_by(1_000), 1);
+        assert_eq!(a.timers_due_by(600_000), 3);
+        drop((early, twin));
+        assert_eq!(a.timers_due_by(u64::MAX), 1);
+        drop(late);
+        assert_eq!(a.timers_due_by(u64::MAX), 0);
     }
 }

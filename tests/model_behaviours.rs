@@ -49,3 +49,80 @@ fn the_reference_waits_for_input() {
         TaskState::Completed
     );
 }
+
+/// A script of `steps` (TOML `[[step]]` tables) on `profile`, one replica, seed 0.
+fn run_steps(profile: Profile, steps: &str) -> a2a_chaos::world::RunRecord {
+    let script = Script::parse(
+        &format!("name = \"steps\"\nmodel = \"reference\"\nreplicas = 1\n{steps}"),
+        "steps.toml",
+    )
+    .unwrap();
+    let record = Sim::scenario_builder(&script)
+        .model(profile)
+        .routing("round-robin")
+        .seed(0)
+        .build()
+        .unwrap()
+        .run();
+    assert!(record.error.is_none(), "{:?}", record.error);
+    record
+}
+
+/// Sends turn `turn` of `c` after `wait_ms` of silence.
+fn send_after(c: &str, turn: u32, wait_ms: u64) -> String {
+    format!(
+        "[[step]]\nwait-ms = {wait_ms}\n\
+         [[step]]\nsend = {{ conversation = \"{c}\", turn = {turn}, to = \"replica-0\" }}\n"
+    )
+}
+
+/// A2A-BEHAVIOURS.md §4: Rasa's task timeout (600 s) is set when the task starts and later
+/// messages do not extend it; Cognigy's 5-minute input wait restarts with every answer.
+#[test]
+fn rasa_times_a_task_out_from_its_start_whatever_messages_came() {
+    let steps = [
+        send_after("c1", 1, 0),
+        send_after("c1", 2, 290_000),
+        send_after("c1", 3, 290_000),
+        send_after("c1", 4, 30_000),
+    ]
+    .concat();
+    let end = |model: &str| {
+        let record = run_steps(Profile::load(model).unwrap(), &steps);
+        let id = &record.conversations["c1"];
+        record.final_tasks[id].status.state.clone()
+    };
+    assert_eq!(end("rasa-3.17"), TaskState::Failed);
+    assert_eq!(end("cognigy"), TaskState::Completed);
+    assert_eq!(end("reference"), TaskState::Completed);
+}
+
+/// A2A-BEHAVIOURS.md §4: a context waiting for input keeps its `max_contexts` slot, so
+/// parked conversations refuse a new one while nothing runs; a completed one frees its slot.
+#[test]
+fn rasa_parked_contexts_keep_their_max_contexts_slots() {
+    use a2a_chaos::client::history::{OpKind, Outcome};
+    let mut profile = Profile::load("rasa-3.17").unwrap();
+    assert_eq!(profile.handler.max_contexts, Some(1000));
+    profile.handler.max_contexts = Some(2);
+    let steps = [
+        send_after("c1", 1, 0),
+        send_after("c2", 1, 0),
+        send_after("c3", 1, 0),
+        send_after("c1", 2, 0),
+        send_after("c3", 1, 0),
+        send_after("c2", 2, 0),
+    ]
+    .concat();
+    let record = run_steps(profile, &steps);
+    let c3: Vec<&Outcome> = record
+        .history
+        .iter()
+        .filter(|op| matches!(&op.kind, OpKind::Send { conversation, .. } if conversation == "c3"))
+        .map(|op| &op.outcome)
+        .collect();
+    assert!(
+        matches!(c3[..], [Outcome::Fail { code: -32603, .. }, Outcome::Ok]),
+        "{c3:?}"
+    );
+}

@@ -26,6 +26,7 @@ mod push_egress;
 mod stream_continuity;
 mod terminal_final;
 pub mod versions;
+mod wait_honoured;
 
 use std::collections::BTreeMap;
 
@@ -214,6 +215,7 @@ pub const CHECKERS: &[&dyn Checker] = &[
     &credential_audience::CredentialAudience,
     &card_freshness::CardFreshness,
     &auth_grant::AuthGrant,
+    &wait_honoured::WaitHonoured,
 ];
 
 /// Names of the built-in invariants.

@@ -403,6 +403,18 @@ pub struct HandlerKnobs {
     /// (a2aproject/a2a-java#351); unset: a blocking send consumes its turn to the end.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub blocking_stops_consumer: bool,
+    /// A task not terminal this long (simulated ms) after it was created fails, whatever
+    /// messages came since: the timer is set per task when it starts and later messages do
+    /// not extend it (Rasa's task timeout, 600 s by default). The timer lives in the replica
+    /// that created the task; unset: no such timeout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_timeout_ms: Option<u64>,
+    /// How many contexts one replica holds at once: a context is held while any of its
+    /// tasks there is not terminal, so one waiting for input (or authorisation) keeps its
+    /// slot; a first message of a new context beyond the cap is refused (Rasa's
+    /// `max_contexts`); unset: no cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_contexts: Option<usize>,
 }
 
 /// Message deduplication knobs.

@@ -50,6 +50,8 @@
 //! - `recovery`: the takeover sweeper and orphan retirement (`[recovery]`), and input-wait
 //!   expiry (`handler.input_timeout_ms`);
 //! - `parked`: the idle release of a parked task (`handler.parked_release_ms`);
+//! - `timeout`: a new task's admission: the context cap (`handler.max_contexts`) and the
+//!   per-task timeout armed when the task starts (`handler.task_timeout_ms`);
 //! - `drain`: graceful shutdown after SIGTERM (a `drain` fault): refused connections, streams
 //!   cut after `handler.sse_grace_ms`, the exit once no connection is left.
 
@@ -91,6 +93,7 @@ mod rpc;
 mod save;
 mod subscribe;
 mod tap;
+mod timeout;
 mod turn;
 
 pub use crate::protocol::{agent_card, parse_http_url};

@@ -27,7 +27,8 @@ impl Replica {
         let generation = active.release_timer.get() + 1;
         active.release_timer.set(generation);
         let (me, id, active) = (self.clone(), task_id.to_string(), active.clone());
-        crate::activity::spawn(async move {
+        let at = crate::trace::now_ms() + ms;
+        crate::activity::spawn_timer(at, async move {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             let idle = active.release_timer.get() == generation
                 && active.parked.get()

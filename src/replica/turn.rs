@@ -5,9 +5,10 @@
 //!
 //! Knobs read: `[dedup]` (`scope`, `lease_ms`, `ttl_ms`); `[handler]` (`cache_snapshot`,
 //! `unknown_task`, `context_mismatch`, `message_to_terminal_code`, `nonblocking_to_working`,
-//! `saves`, `after_effect_failure`, `input_timeout_ms`, `turn_in` through the turn's
-//! reading, `artifacts`, `resumed_follow_up` and `blocking_stops_consumer` through their
-//! modules); `recovery.sweep_ms` and
+//! `saves`, `after_effect_failure`, `input_timeout_ms`, (through `admit`, `timeout.rs`)
+//! `task_timeout_ms` and `max_contexts`, `turn_in` through the turn's reading, `artifacts`,
+//! `resumed_follow_up` and `blocking_stops_consumer` through their modules);
+//! `recovery.sweep_ms` and
 //! `recovery.runner_lease_ms` (the runner lease); `cancel.fence_effects`;
 //! `ledger.idempotency_key`; `push.on`; `auth.owner` (a new task's owner).
 
@@ -359,6 +360,8 @@ impl Replica {
         // request is a marker in the task, so a takeover of the answer knows it too).
         let answering_auth = auth_pending(&task);
         let new_task = version.is_none();
+        self.admit(&task, new_task, dedup_store.as_ref(), &dedup_key)
+            .await?;
         let mut version = version;
         let user_message = message.clone();
         let reply_in = self.profile.handler.reply_in.unwrap_or(ReplyIn::History);
@@ -753,7 +756,8 @@ impl Replica {
         if next_state == TaskState::InputRequired && self.profile.handler.input_timeout_ms > 0 {
             let (me, id) = (self.clone(), task.id.clone());
             let messages = task.history.as_ref().map_or(0, Vec::len);
-            crate::activity::spawn(async move { me.expire_input(&id, messages).await });
+            let at = now_ms() + self.profile.handler.input_timeout_ms;
+            crate::activity::spawn_timer(at, async move { me.expire_input(&id, messages).await });
         }
         Ok(task.clone())
     }
@@ -787,7 +791,7 @@ pub(super) struct Turn {
 }
 
 /// Gives up a dedup claim (the request did not run), so a retry may take it.
-async fn release_claim(dedup: Option<&TaskStore>, key: &str) {
+pub(super) async fn release_claim(dedup: Option<&TaskStore>, key: &str) {
     if let Some(d) = dedup {
         let _ = d.finish(key, None, 0).await;
     }

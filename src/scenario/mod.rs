@@ -108,6 +108,10 @@ pub struct ScenarioFile {
     /// [`check_tick_ms`]).
     #[serde(default = "default_tick_ms")]
     pub tick_ms: u64,
+    /// How long the agent thinks (its model call) before each turn's effect, drawn from this
+    /// range, simulated ms (default 20-60): a slow remote agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think_ms: Option<[u64; 2]>,
     /// `[card]`: simulate the agent card (also on when a step changes it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub card: Option<crate::card::CardSetup>,

@@ -260,6 +260,7 @@ fn base_file(
         request_timeout_ms: timeout_ms,
         await_effect_ms: crate::scenario::default_await_effect(),
         tick_ms,
+        think_ms: None,
         card: None,
         step: Vec::new(),
         expect: Expect::default(),
@@ -315,6 +316,9 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
         .map(|v| v.detail.clone())
         .unwrap_or_default();
     let mut base = base_file(&request.name, &model, &routing, seed, (timeout_ms, tick_ms));
+    if let Source::Scenario { script, .. } = &request.source {
+        base.think_ms = script.file.think_ms;
+    }
     if record.cards.enabled {
         base.card = Some(crate::card::CardSetup {
             max_age_s: record.cards.max_age_ms / 1000,

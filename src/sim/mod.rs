@@ -408,6 +408,12 @@ impl Sim {
             .routing(&script.file.routing)
             .seed(script.file.seed)
             .script(script.clone());
+        if let Some([lo, hi]) = script.file.think_ms {
+            b.timing(Timing {
+                think_ms: (lo, hi.max(lo)),
+                ..Timing::default()
+            });
+        }
         b
     }
 

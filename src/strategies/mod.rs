@@ -575,6 +575,7 @@ fn base(config: &ScenarioConfig, replicas: usize, seed: u64) -> ScenarioFile {
         request_timeout_ms: config.request_timeout_ms,
         await_effect_ms: config.await_effect_ms,
         tick_ms: crate::scenario::default_tick_ms(),
+        think_ms: None,
         card: None,
         step: Vec::new(),
         expect: Expect::default(),

@@ -8,8 +8,15 @@
 //! as soon as it has stayed settled for [`HOLD_MS`]:
 //!
 //! - no piece of work is in flight ([`crate::activity`]): no request is being served or
-//!   answered anywhere, no background turn, push, stream or model timer (an input wait's
-//!   expiry, a retry's back-off) is still alive;
+//!   answered anywhere, no background turn, push, stream or retry back-off is still alive;
+//! - no model timer that may still change a task (an input wait's expiry, Rasa's per-task
+//!   timeout, an idle release) fires before the final reads are over: one due at or before
+//!   the end of the liveness bound plus one more bound ([`Settle::timers_horizon`]; the
+//!   final reads take time after the bound) keeps the run going, one due later does not,
+//!   since a run that stepped its bound out would not have seen it fire either. So a
+//!   Rasa task's 600 s timeout pending at the heal of a seconds-long run changes nothing,
+//!   while in a long-horizon run whose bound reaches it the run steps on until it has
+//!   fired (and its failure has been saved and pushed);
 //! - in a model whose replicas take over abandoned tasks (`recovery.sweep_ms` > 0), every
 //!   task, in the shared store and in every live pod's memory, is terminal or waiting for
 //!   input (`input-required`, `auth-required`): a task still `working` or `submitted` may
@@ -61,9 +68,21 @@ pub(super) struct Settle {
 }
 
 impl Settle {
-    /// Whether nothing in the world can change any task any more.
-    pub(super) fn settled(&self) -> bool {
-        if !self.enabled || self.activity.busy() > 0 || self.faults_pending.get() > 0 {
+    /// The latest simulated ms a pending model timer may fire at and still keep a run whose
+    /// bound ends at `until` going: the bound's end plus one more bound (the final reads
+    /// are made after it).
+    pub(super) fn timers_horizon(&self, until: u64) -> u64 {
+        until + until.saturating_sub(self.healed_at_ms)
+    }
+
+    /// Whether nothing in the world can change any task before the run's final reads (its
+    /// bound ends at `until`).
+    pub(super) fn settled(&self, until: u64) -> bool {
+        if !self.enabled
+            || self.activity.busy() > 0
+            || self.activity.timers_due_by(self.timers_horizon(until)) > 0
+            || self.faults_pending.get() > 0
+        {
             return false;
         }
         let at_rest = |s: &SharedState| !self.takeover || s.borrow().all_at_rest();
@@ -84,7 +103,7 @@ impl Settle {
             if now >= until {
                 return;
             }
-            if now >= self.healed_at_ms && self.settled() {
+            if now >= self.healed_at_ms && self.settled(until) {
                 let from = *since.get_or_insert(now);
                 if now - from >= HOLD_MS {
                     self.settled_at.set(Some(now));

@@ -1,0 +1,109 @@
+//! `wait-honoured`: a task waiting for input is failed by the server only after it has waited,
+//! with no message, at least as long as it already waited before for an earlier answer.
+//!
+//! A server may give up on a conversation whose user went away (Cognigy fails an input wait
+//! after 5 minutes with no follow-up, A2A-BEHAVIOURS.md §5): such an idle timeout restarts
+//! with every message, so it never fires sooner after the last answer than an earlier answer
+//! took to come. A timeout that later messages do not extend (Rasa's per-task timeout, set
+//! when the task starts, §4) does: the user answered the first question after 5 minutes and
+//! the second only 1 minute after it was asked, yet the task failed. Read from the saves
+//! alone, with no knob: a wait begins at a save that leaves the task input-required or
+//! auth-required, a message ends it (the next save's history is longer), and a save that
+//! makes the task FAILED with no new message in its history is the server giving up on the
+//! wait. Exercised: waits the server gave up on.
+
+use std::collections::BTreeMap;
+
+use a2a::TaskState;
+
+use crate::check::{Checker, Finding, Violation};
+use crate::store::SaveRecord;
+use crate::world::RunRecord;
+
+/// The wait-honoured checker.
+pub struct WaitHonoured;
+
+fn waiting(state: &TaskState) -> bool {
+    matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
+}
+
+impl Checker for WaitHonoured {
+    fn name(&self) -> &'static str {
+        "wait-honoured"
+    }
+
+    fn describe(&self) -> &'static str {
+        "a task waiting for input is failed by the server only after waiting, with no message, as long as an earlier answer took"
+    }
+
+    fn check(&self, run: &RunRecord) -> Finding {
+        let mut by_task: BTreeMap<&str, Vec<&SaveRecord>> = BTreeMap::new();
+        for s in &run.saves {
+            by_task.entry(&s.task_id).or_default().push(s);
+        }
+        let conversation_of: BTreeMap<&str, &str> = run
+            .conversations
+            .iter()
+            .map(|(c, t)| (t.as_str(), c.as_str()))
+            .collect();
+        let mut violations = Vec::new();
+        let mut exercised = 0;
+        for (task, saves) in by_task {
+            // The wait in progress: when it began and how long the history was then.
+            let mut wait: Option<(u64, usize)> = None;
+            // The longest wait an answer ended, and when that answer came.
+            let mut longest: Option<(u64, u64)> = None;
+            for s in saves {
+                if let Some((since, len)) = wait {
+                    if s.history.len() > len {
+                        let took = s.at_ms.saturating_sub(since);
+                        if longest.is_none_or(|(l, _)| took > l) {
+                            longest = Some((took, s.at_ms));
+                        }
+                        wait = None;
+                    } else if s.state == TaskState::Failed {
+                        exercised += 1;
+                        wait = None;
+                        let idle = s.at_ms.saturating_sub(since);
+                        let Some((survived, answered_at)) = longest.filter(|(l, _)| idle < *l)
+                        else {
+                            continue;
+                        };
+                        let who = conversation_of
+                            .get(task)
+                            .map(|c| format!(" ({c})"))
+                            .unwrap_or_default();
+                        let mut v = Violation::new(
+                            "cut-short",
+                            format!(
+                                "task {task}{who} waited for input from {since} ms and {} failed it at {} ms, after {idle} ms with no message, though an earlier answer that came {survived} ms into its wait (at {answered_at} ms) was taken: a timeout the conversation's messages did not extend",
+                                s.replica, s.at_ms
+                            ),
+                        )
+                        .task(task)
+                        .host(&s.replica)
+                        .at(since)
+                        .at(s.at_ms);
+                        if let Some(c) = conversation_of.get(task) {
+                            v = v.names_turn(c);
+                        }
+                        violations.push(v);
+                        continue;
+                    } else if waiting(&s.state) {
+                        continue;
+                    } else {
+                        wait = None;
+                    }
+                }
+                if waiting(&s.state) {
+                    wait = Some((s.at_ms, s.history.len()));
+                }
+            }
+        }
+        Finding {
+            invariant: "wait-honoured",
+            violations,
+            exercised,
+        }
+    }
+}
