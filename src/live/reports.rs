@@ -12,7 +12,7 @@
 //! |---|---|---|
 //! | effects | `exactly-once-effects` | `unknown` (its violations are absences of effects) |
 //! | effects | `no-effect-after-cancel`, `dedup-contract`, `context-match` | a `fail` on the answers stays; otherwise `unknown` |
-//! | saves | `versions-monotonic`, `stream-continuity` | a `fail` stays; otherwise `unknown` |
+//! | saves | `versions-monotonic`, `stream-continuity`, `wait-honoured` | a `fail` stays; otherwise `unknown` |
 //! | saves | `terminal-is-final`, `liveness` | as checked, noted as judged on answers and final tasks alone |
 //!
 //! Which reports a peer sends ([`Reports`], `live --reports`): the repository's presets
@@ -107,6 +107,7 @@ const NEEDS: &[(&str, bool, Without)] = &[
     ("context-match", true, Without::FailOnly),
     ("versions-monotonic", false, Without::FailOnly),
     ("stream-continuity", false, Without::FailOnly),
+    ("wait-honoured", false, Without::FailOnly),
     ("terminal-is-final", false, Without::Partial),
     ("liveness", false, Without::Partial),
 ];
