@@ -51,6 +51,16 @@ pub struct WireKnobs {
     pub versions: VersionMatch,
     /// What an error carries.
     pub error_data: ErrorData,
+    /// Whether every status a replica saves carries `timestamp`, the simulated time of the
+    /// save (the fixed epoch plus simulated ms; a2a-sdk's `TaskUpdater` stamps every status
+    /// event). Unset: no timestamp, as before the knob.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_timestamp: Option<bool>,
+    /// Whether the user message a turn appends to the history carries the task's `taskId`
+    /// and `contextId` when the client left them out (a2a-sdk's `RequestContext` fills both
+    /// in). Unset: the message is kept as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_ids: Option<bool>,
 }
 
 impl Default for WireKnobs {
@@ -60,11 +70,23 @@ impl Default for WireKnobs {
             version_check: VersionCheck::First,
             versions: VersionMatch::Exact,
             error_data: ErrorData::None,
+            status_timestamp: None,
+            history_ids: None,
         }
     }
 }
 
 impl WireKnobs {
+    /// Whether saved statuses carry a timestamp (`status_timestamp`).
+    pub fn stamps_status(&self) -> bool {
+        self.status_timestamp == Some(true)
+    }
+
+    /// Whether appended user messages get the task's ids (`history_ids`).
+    pub fn fills_history_ids(&self) -> bool {
+        self.history_ids == Some(true)
+    }
+
     /// Whether a request's `A2A-Version` value (trimmed; empty when absent) is served as 1.0.
     pub fn serves(&self, version: &str) -> bool {
         match self.versions {

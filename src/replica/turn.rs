@@ -359,6 +359,13 @@ impl Replica {
         let answering_auth = auth_pending(&task);
         let new_task = version.is_none();
         let mut version = version;
+        let mut message = message;
+        if self.profile.wire().fills_history_ids() {
+            message.task_id.get_or_insert_with(|| task.id.clone());
+            message
+                .context_id
+                .get_or_insert_with(|| task.context_id.clone());
+        }
         let user_message = message.clone();
         let reply_in = self.profile.handler.reply_in.unwrap_or(ReplyIn::History);
         let mut first_saved = None;
@@ -704,7 +711,9 @@ impl Replica {
                     ));
                     let mut fresh = (*t).clone();
                     reply_with(&mut fresh, &reply, next_state.clone(), reply_in);
-                    let saved = self.persist(&fresh, self.save_mode(Some(v)), Some(v)).await;
+                    let saved = self
+                        .persist(&mut fresh, self.save_mode(Some(v)), Some(v))
+                        .await;
                     if saved.is_ok() && self.profile.push.on == PushOn::EverySave {
                         self.push(&fresh).await;
                     }
