@@ -1,6 +1,7 @@
 //! The `[wire]` knob group: how a replica's JSON-RPC layer answers, where real servers
 //! differ on details a client can see but no simulated workload depends on (the order of
-//! the version check, which `A2A-Version` values are served, what an error carries).
+//! the version check, which `A2A-Version` values are served, what an error carries, status
+//! timestamps, the ids of history messages, proto field names in params, the card's ETag).
 //!
 //! The group is optional: a profile without it answers as the replica did before the group
 //! existed (version checked first, only `1.0` served, errors with code and message only).
@@ -61,6 +62,15 @@ pub struct WireKnobs {
     /// in). Unset: the message is kept as sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_ids: Option<bool>,
+    /// Whether params may use the proto field names (`task_id`, `history_length`) beside
+    /// the JSON names, as protobuf JSON parsers accept (`protocol::camel_case_fields`).
+    /// Unset: only the JSON names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proto_names: Option<bool>,
+    /// Whether the replica's agent card carries a weak `ETag` (`protocol::card_etag`) and a
+    /// matching `If-None-Match` gets `304`. Unset: neither.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card_etag: Option<bool>,
 }
 
 impl Default for WireKnobs {
@@ -72,6 +82,8 @@ impl Default for WireKnobs {
             error_data: ErrorData::None,
             status_timestamp: None,
             history_ids: None,
+            proto_names: None,
+            card_etag: None,
         }
     }
 }
@@ -80,6 +92,16 @@ impl WireKnobs {
     /// Whether saved statuses carry a timestamp (`status_timestamp`).
     pub fn stamps_status(&self) -> bool {
         self.status_timestamp == Some(true)
+    }
+
+    /// Whether the card carries an `ETag` (`card_etag`).
+    pub fn tags_card(&self) -> bool {
+        self.card_etag == Some(true)
+    }
+
+    /// Whether params may use proto field names (`proto_names`).
+    pub fn reads_proto_names(&self) -> bool {
+        self.proto_names == Some(true)
     }
 
     /// Whether appended user messages get the task's ids (`history_ids`).

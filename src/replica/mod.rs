@@ -292,6 +292,9 @@ pub struct Replica {
     /// The push configs this replica took, whole (id, token, authentication), by task: what
     /// Get, List and Delete answer from.
     push_details: RefCell<BTreeMap<String, Vec<a2a::TaskPushNotificationConfig>>>,
+    /// Push configs sent inline with a message (SendMessage's configuration), by message id,
+    /// until the turn registers them for its task.
+    inline_push: RefCell<BTreeMap<String, a2a::TaskPushNotificationConfig>>,
     /// The run's resolver and push logs.
     push_world: SharedPush,
     /// Versions of tasks this replica saved itself (the local registry a subscriber on this
@@ -336,6 +339,7 @@ impl Replica {
             active: RefCell::default(),
             push_configs: RefCell::default(),
             push_details: RefCell::default(),
+            inline_push: RefCell::default(),
             push_world,
             local_events: RefCell::default(),
             run_text: RefCell::default(),
@@ -442,7 +446,7 @@ impl Replica {
             }
         };
         if is_card {
-            return self.with_headers(net::json_response(StatusCode::OK, &self.card()));
+            return self.with_headers(self.card_response(req.headers()));
         }
         let version = req
             .headers()

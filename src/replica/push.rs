@@ -50,18 +50,35 @@ impl Replica {
             Ok(None) => return Err(rpc(-32001, format!("task {} not found", cfg.task_id))),
             Err(e) => return Err(rpc(-32603, e)),
         }
+        self.check_at_registration(&cfg.task_id, &cfg.url)?;
+        self.add_push_url(cfg, caller).await
+    }
+
+    /// The check of a push URL when a config is taken (`push.validate` at registration):
+    /// `-32602` for a refused target.
+    pub(super) fn check_at_registration(&self, task_id: &str, url: &str) -> Result<(), Refusal> {
         if matches!(
-            knobs.validate,
+            self.profile.push.validate,
             PushValidate::Registration | PushValidate::RegistrationAndSend
         ) {
-            if let Err(why) = self.check_target(&cfg.url) {
+            if let Err(why) = self.check_target(url) {
                 self.record_as(
                     Tone::Bad,
-                    format!("push config for {} refused: {why}", cfg.task_id),
+                    format!("push config for {task_id} refused: {why}"),
                 );
                 return Err(rpc(-32602, format!("push URL refused: {why}")));
             }
         }
+        Ok(())
+    }
+
+    /// Registers a checked config's URL for delivery (per pod, or in the shared store).
+    pub(super) async fn add_push_url(
+        &self,
+        cfg: &a2a::TaskPushNotificationConfig,
+        caller: &Caller,
+    ) -> Result<(), Refusal> {
+        let knobs = &self.profile.push;
         if knobs.shared_configs {
             self.store
                 .add_push(&cfg.task_id, &cfg.url)

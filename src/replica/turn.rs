@@ -357,6 +357,8 @@ impl Replica {
         // A message to a task that waits for authorisation answers that request (the
         // request is a marker in the task, so a takeover of the answer knows it too).
         let answering_auth = auth_pending(&task);
+        self.take_inline_push(&message.message_id, &task.id, caller)
+            .await;
         let new_task = version.is_none();
         let mut version = version;
         let mut message = message;
