@@ -501,6 +501,20 @@ fn set_marker(task: &mut Task, field: &str, value: Option<Value>) {
     }
 }
 
+impl Replica {
+    /// The user message as its task keeps it: with the task's `taskId` and `contextId` when
+    /// the client left them out and the model fills them in (`wire.history_ids`).
+    fn with_task_ids(&self, mut message: Message, task: &Task) -> Message {
+        if self.profile.wire().fills_history_ids() {
+            message.task_id.get_or_insert_with(|| task.id.clone());
+            message
+                .context_id
+                .get_or_insert_with(|| task.context_id.clone());
+        }
+        message
+    }
+}
+
 fn status(state: TaskState) -> TaskStatus {
     TaskStatus {
         state,

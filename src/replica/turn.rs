@@ -361,13 +361,7 @@ impl Replica {
             .await;
         let new_task = version.is_none();
         let mut version = version;
-        let mut message = message;
-        if self.profile.wire().fills_history_ids() {
-            message.task_id.get_or_insert_with(|| task.id.clone());
-            message
-                .context_id
-                .get_or_insert_with(|| task.context_id.clone());
-        }
+        let message = self.with_task_ids(message, &task);
         let user_message = message.clone();
         let reply_in = self.profile.handler.reply_in.unwrap_or(ReplyIn::History);
         let mut first_saved = None;
