@@ -3,7 +3,9 @@
 //! The replica runs a model's behaviour exactly as in a simulation (same code, same
 //! profile), with real time and real TCP: any A2A 1.0 client can talk to it. Its store
 //! (when the model's store is shared), ledger and webhook run in the same process on
-//! loopback ports of their own. It serves until interrupted (Ctrl-C or SIGTERM).
+//! loopback ports of their own. Pushes go to the real URLs that push configs name (never to
+//! a private address; to loopback only with `--allow-loopback-push`). It serves until
+//! interrupted (Ctrl-C or SIGTERM).
 
 use std::cell::RefCell;
 use std::io::Write as _;
@@ -12,6 +14,7 @@ use std::rc::Rc;
 
 use crate::error::InputError;
 use crate::ground::ledger::{self, LedgerState};
+use crate::ground::push::{PushWorld, RealEgress};
 use crate::ground::webhook::{self, WebhookMode, WebhookState};
 use crate::model::{Placement, Profile};
 use crate::net::{self, RealNet};
@@ -31,6 +34,10 @@ pub struct ServeArgs {
     /// Seeds the agent's think and compose times and its ids.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Lets pushes go to loopback URLs (`http://127.0.0.1:PORT/...`, a test's receiver).
+    /// Without it, as with every other private address, they are refused.
+    #[arg(long)]
+    pub allow_loopback_push: bool,
 }
 
 pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
@@ -71,7 +78,13 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
             profile: profile.clone(),
             timing,
             store: task_store,
-            push_world: Rc::default(),
+            // Pushes go to the real URLs that configs name (ground::push::RealEgress).
+            push_world: Rc::new(RefCell::new(PushWorld {
+                real: Some(RealEgress {
+                    allow_loopback: args.allow_loopback_push,
+                }),
+                ..PushWorld::default()
+            })),
             trace: trace.clone(),
             chaos: chaos.clone(),
             card: None,

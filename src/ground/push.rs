@@ -12,6 +12,9 @@
 //!   which catches any sender that checks one answer and connects with another;
 //! - literal private, loopback and link-local addresses are what they are.
 //!
+//! In `a2a-chaos serve` ([`RealEgress`]) the machine resolves names instead and the push
+//! goes to the real URL; loopback targets only with `--allow-loopback-push`.
+//!
 //! Two logs come out of a run. The sender log is what the system says about its pushes
 //! (nothing, for a sender that drops failures silently). The egress log is what the
 //! simulator saw leave a replica: every connection a push opened and where it went.
@@ -96,8 +99,48 @@ pub struct Egress {
 }
 
 /// The logs and the resolver a run's replicas share.
+/// Pushes to real URLs (`a2a-chaos serve`): the target's host is resolved by the machine,
+/// and the POST goes to it over real TCP. Loopback targets pass only when asked for
+/// (`serve --allow-loopback-push`, e.g. a test's receiver); other private, link-local and
+/// unspecified addresses never do, whatever the model checks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RealEgress {
+    /// Loopback targets count as public.
+    pub allow_loopback: bool,
+}
+
+impl RealEgress {
+    /// Resolves `host` (an IP literal, or a name the machine resolves) to its first address;
+    /// `private` is set for loopback (unless allowed), private, link-local and unspecified
+    /// addresses. `host` of the answer stays `None`: the address is a real one.
+    pub fn resolve(&self, host: &str, port: u16) -> Option<Address> {
+        use std::net::{IpAddr, ToSocketAddrs};
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let ip: IpAddr = match bare.parse() {
+            Ok(ip) => ip,
+            Err(_) => (bare, port).to_socket_addrs().ok()?.next()?.ip(),
+        };
+        let loopback = ip.is_loopback();
+        let private = match ip {
+            IpAddr::V4(v4) => v4.is_private() || v4.is_link_local() || v4.is_unspecified(),
+            IpAddr::V6(v6) => {
+                let first = v6.segments()[0];
+                v6.is_unspecified() || (first & 0xfe00) == 0xfc00 || (first & 0xffc0) == 0xfe80
+            }
+        };
+        Some(Address {
+            ip: ip.to_string(),
+            private: private || (loopback && !self.allow_loopback),
+            host: None,
+        })
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct PushWorld {
+    /// Set by `serve`: pushes go to the real URLs (see [`RealEgress`]); unset in a
+    /// simulation, where the simulated resolver and hosts answer.
+    pub real: Option<RealEgress>,
     pub resolver: Resolver,
     pub reports: Vec<PushReport>,
     pub egress: Vec<Egress>,
@@ -122,6 +165,21 @@ mod tests {
         assert!(r.resolve("rebind.example").unwrap().private);
         assert!(!r.resolve("rebind.example").unwrap().private);
         assert!(!r.resolve("hooks.example").unwrap().private);
+    }
+
+    #[test]
+    fn real_egress_lets_loopback_through_only_when_allowed() {
+        let strict = RealEgress::default();
+        let open = RealEgress {
+            allow_loopback: true,
+        };
+        assert!(strict.resolve("127.0.0.1", 80).unwrap().private);
+        assert!(!open.resolve("127.0.0.1", 80).unwrap().private);
+        assert!(!open.resolve("[::1]", 80).unwrap().private);
+        assert!(open.resolve("10.1.2.3", 80).unwrap().private);
+        assert!(open.resolve("169.254.169.254", 80).unwrap().private);
+        assert!(open.resolve("fd00::1", 80).unwrap().private);
+        assert!(!strict.resolve("203.0.113.9", 80).unwrap().private);
     }
 
     #[test]

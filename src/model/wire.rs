@@ -1,6 +1,7 @@
 //! The `[wire]` knob group: how a replica's JSON-RPC layer answers, where real servers
 //! differ on details a client can see but no simulated workload depends on (the order of
-//! the version check, which `A2A-Version` values are served, what an error carries).
+//! the version check, which `A2A-Version` values are served, what an error carries, status
+//! timestamps, the ids of history messages, proto field names in params, the card's ETag).
 //!
 //! The group is optional: a profile without it answers as the replica did before the group
 //! existed (version checked first, only `1.0` served, errors with code and message only).
@@ -51,6 +52,25 @@ pub struct WireKnobs {
     pub versions: VersionMatch,
     /// What an error carries.
     pub error_data: ErrorData,
+    /// Whether every status a replica saves carries `timestamp`, the simulated time of the
+    /// save (the fixed epoch plus simulated ms; a2a-sdk's `TaskUpdater` stamps every status
+    /// event). Unset: no timestamp, as before the knob.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_timestamp: Option<bool>,
+    /// Whether the user message a turn appends to the history carries the task's `taskId`
+    /// and `contextId` when the client left them out (a2a-sdk's `RequestContext` fills both
+    /// in). Unset: the message is kept as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_ids: Option<bool>,
+    /// Whether params may use the proto field names (`task_id`, `history_length`) beside
+    /// the JSON names, as protobuf JSON parsers accept (`protocol::camel_case_fields`).
+    /// Unset: only the JSON names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proto_names: Option<bool>,
+    /// Whether the replica's agent card carries a weak `ETag` (`protocol::card_etag`) and a
+    /// matching `If-None-Match` gets `304`. Unset: neither.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card_etag: Option<bool>,
 }
 
 impl Default for WireKnobs {
@@ -60,11 +80,35 @@ impl Default for WireKnobs {
             version_check: VersionCheck::First,
             versions: VersionMatch::Exact,
             error_data: ErrorData::None,
+            status_timestamp: None,
+            history_ids: None,
+            proto_names: None,
+            card_etag: None,
         }
     }
 }
 
 impl WireKnobs {
+    /// Whether saved statuses carry a timestamp (`status_timestamp`).
+    pub fn stamps_status(&self) -> bool {
+        self.status_timestamp == Some(true)
+    }
+
+    /// Whether the card carries an `ETag` (`card_etag`).
+    pub fn tags_card(&self) -> bool {
+        self.card_etag == Some(true)
+    }
+
+    /// Whether params may use proto field names (`proto_names`).
+    pub fn reads_proto_names(&self) -> bool {
+        self.proto_names == Some(true)
+    }
+
+    /// Whether appended user messages get the task's ids (`history_ids`).
+    pub fn fills_history_ids(&self) -> bool {
+        self.history_ids == Some(true)
+    }
+
     /// Whether a request's `A2A-Version` value (trimmed; empty when absent) is served as 1.0.
     pub fn serves(&self, version: &str) -> bool {
         match self.versions {

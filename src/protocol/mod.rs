@@ -3,9 +3,13 @@
 //! - the ports and headers every host of a run agrees on;
 //! - [`agent_card`]: the agent card document a replica (and the card publisher) serves;
 //! - [`parse_http_url`]: the `http://host:port/path` URLs of cards and push targets;
+//! - [`card_etag`]: the weak `ETag` a2a-sdk puts on its agent card;
+//! - [`camel_case_fields`]: params written with the proto field names (`task_id`) read as
+//!   their JSON names (`taskId`);
 //! - [`at_rest`]: the task states a turn ends in (terminal, or waiting for the client);
 //! - [`sse`]: the server-sent-events framing of the streaming methods.
 
+pub mod sha256;
 pub mod sse;
 
 use serde_json::{json, Value};
@@ -77,4 +81,138 @@ pub fn parse_http_url(url: &str) -> Option<(String, u16, String)> {
         None => (authority, 80),
     };
     (!host.is_empty()).then(|| (host.to_string(), port, path))
+}
+
+/// The weak `ETag` of an agent card as a2a-sdk 1.3.0 computes it
+/// (`server/routes/agent_card_routes.py` `_etag_for`): `W/"<sha256>"` of the card without
+/// `signatures`, as Python's `json.dumps(card, sort_keys=True, separators=(',', ':'))`
+/// writes it (keys sorted at every depth, no spaces, non-ASCII as `\uXXXX`).
+pub fn card_etag(card: &Value) -> String {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(map) => {
+                let keyed: std::collections::BTreeMap<&String, Value> =
+                    map.iter().map(|(k, v)| (k, sorted(v))).collect();
+                let mut out = serde_json::Map::new();
+                for (k, v) in keyed {
+                    out.insert(k.clone(), v);
+                }
+                Value::Object(out)
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    let mut unsigned = sorted(card);
+    if let Value::Object(map) = &mut unsigned {
+        map.remove("signatures");
+    }
+    let text = serde_json::to_string(&unsigned).expect("a card serialises");
+    let mut ascii = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_ascii() {
+            ascii.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                ascii.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    format!("W/\"{}\"", sha256::hex(ascii.as_bytes()))
+}
+
+/// Whether an `If-None-Match` header selects the entity tagged `etag` (RFC 9110 §13.1.2,
+/// the weak comparison: `W/"x"` and `"x"` match; `*` matches anything).
+pub fn if_none_match_hits(header: &str, etag: &str) -> bool {
+    let bare = etag.trim_start_matches("W/");
+    header
+        .split(',')
+        .map(str::trim)
+        .any(|c| c == "*" || c.trim_start_matches("W/") == bare)
+}
+
+/// Renames the proto field names of JSON-RPC params (`task_id`, `history_length`) to their
+/// JSON names (`taskId`, `historyLength`), at every depth, as a protobuf JSON parser accepts
+/// both (a2a-sdk 1.3.0 parses params with `json_format.ParseDict`, which looks a key up by
+/// its JSON name and then by its proto name). A key already given in camelCase wins. The
+/// free-form values of `data` (a data part) and `metadata` (a `Struct`) keep their keys.
+pub fn camel_case_fields(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let snake: Vec<String> = map.keys().filter(|k| k.contains('_')).cloned().collect();
+            for key in snake {
+                let camel = camel_case(&key);
+                if !map.contains_key(&camel) {
+                    if let Some(v) = map.remove(&key) {
+                        map.insert(camel, v);
+                    }
+                }
+            }
+            for (key, v) in map.iter_mut() {
+                if key != "data" && key != "metadata" {
+                    camel_case_fields(v);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(camel_case_fields),
+        _ => {}
+    }
+}
+
+/// `history_length` → `historyLength` (protobuf's `ToJsonName`).
+fn camel_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut upper = false;
+    for c in name.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn card_etag_is_the_sdks() {
+        // What a2a-sdk 1.3.0's _etag_for gives for this dict (python3: hashlib.sha256(
+        // json.dumps(d, sort_keys=True, separators=(',', ':')).encode()).hexdigest()).
+        let card = json!({"name": "é", "b": [1, {"z": 1, "a": 2}], "signatures": [{"x": 1}]});
+        assert_eq!(
+            card_etag(&card),
+            "W/\"e0b6c2d415d5958bc3668e51a5adc65c00af12ad73626ce7e21c736d75d0ce00\""
+        );
+        assert!(if_none_match_hits("W/\"abc\"", "W/\"abc\""));
+        assert!(if_none_match_hits("\"x\", \"abc\"", "W/\"abc\""));
+        assert!(if_none_match_hits("*", "W/\"abc\""));
+        assert!(!if_none_match_hits("W/\"abd\"", "W/\"abc\""));
+    }
+
+    #[test]
+    fn proto_names_become_json_names_outside_data_and_metadata() {
+        let mut params = json!({
+            "task_id": "t1", "history_length": 1, "historyLength": 2,
+            "message": {"message_id": "m", "parts": [{"data": {"turn_no": 1}}],
+                        "metadata": {"a_b": 1}},
+            "configuration": {"task_push_notification_config": {"task_id": "t1"}}
+        });
+        camel_case_fields(&mut params);
+        assert_eq!(
+            params,
+            json!({
+                "taskId": "t1", "history_length": 1, "historyLength": 2,
+                "message": {"messageId": "m", "parts": [{"data": {"turn_no": 1}}],
+                            "metadata": {"a_b": 1}},
+                "configuration": {"taskPushNotificationConfig": {"taskId": "t1"}}
+            })
+        );
+    }
 }

@@ -109,7 +109,7 @@ impl Replica {
                 set_marker(&mut canceled, "effectPending", None);
                 set_marker(&mut canceled, "runnerUntilMs", None);
                 match self
-                    .persist(&canceled, SaveMode::Cas(Some(version)), Some(version))
+                    .persist(&mut canceled, SaveMode::Cas(Some(version)), Some(version))
                     .await
                 {
                     Ok(v) => {
@@ -131,7 +131,7 @@ impl Replica {
                 (_, true) => SaveMode::Cas(Some(version)),
                 (_, false) => SaveMode::Overwrite,
             };
-            return match self.persist(&canceled, mode, Some(version)).await {
+            return match self.persist(&mut canceled, mode, Some(version)).await {
                 Ok(v) => {
                     self.record(format!("canceled {task_id} v{v}"));
                     self.cache_cancel(task_id, &canceled, v, parked_here);

@@ -302,6 +302,9 @@ pub struct Replica {
     /// The push configs this replica took, whole (id, token, authentication), by task: what
     /// Get, List and Delete answer from.
     push_details: RefCell<BTreeMap<String, Vec<a2a::TaskPushNotificationConfig>>>,
+    /// Push configs sent inline with a message (SendMessage's configuration), by message id,
+    /// until the turn registers them for its task.
+    inline_push: RefCell<BTreeMap<String, a2a::TaskPushNotificationConfig>>,
     /// The run's resolver and push logs.
     push_world: SharedPush,
     /// Versions of tasks this replica saved itself (the local registry a subscriber on this
@@ -346,6 +349,7 @@ impl Replica {
             active: RefCell::default(),
             push_configs: RefCell::default(),
             push_details: RefCell::default(),
+            inline_push: RefCell::default(),
             push_world,
             local_events: RefCell::default(),
             run_text: RefCell::default(),
@@ -364,6 +368,26 @@ impl Replica {
         let n = self.next_id.get();
         self.next_id.set(n + 1);
         format!("{kind}-{}-{n}", self.id_prefix)
+    }
+
+    /// A new task for a message that names none: a server-chosen id, the message's context
+    /// (or a new one), submitted, owned by the caller when the model scopes tasks to owners.
+    fn fresh_task(&self, message: &Message, caller: &Caller) -> Task {
+        let mut task = Task {
+            id: self.new_id("task"),
+            context_id: message
+                .context_id
+                .clone()
+                .unwrap_or_else(|| self.new_id("ctx")),
+            status: status(TaskState::Submitted),
+            artifacts: None,
+            history: None,
+            metadata: None,
+        };
+        if self.profile.auth.owner != crate::model::OwnerScope::None {
+            set_marker(&mut task, "owner", Some(serde_json::json!(caller.owner())));
+        }
+        task
     }
 
     /// Whether this replica holds `task_id`: a turn of it runs here, or the last one here
@@ -452,7 +476,7 @@ impl Replica {
             }
         };
         if is_card {
-            return self.with_headers(net::json_response(StatusCode::OK, &self.card()));
+            return self.with_headers(self.card_response(req.headers()));
         }
         let version = req
             .headers()
@@ -504,6 +528,20 @@ fn set_marker(task: &mut Task, field: &str, value: Option<Value>) {
     }
     if task.metadata.as_ref().is_some_and(|m| m.is_empty()) {
         task.metadata = None;
+    }
+}
+
+impl Replica {
+    /// The user message as its task keeps it: with the task's `taskId` and `contextId` when
+    /// the client left them out and the model fills them in (`wire.history_ids`).
+    fn with_task_ids(&self, mut message: Message, task: &Task) -> Message {
+        if self.profile.wire().fills_history_ids() {
+            message.task_id.get_or_insert_with(|| task.id.clone());
+            message
+                .context_id
+                .get_or_insert_with(|| task.context_id.clone());
+        }
+        message
     }
 }
 

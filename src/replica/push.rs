@@ -50,18 +50,35 @@ impl Replica {
             Ok(None) => return Err(rpc(-32001, format!("task {} not found", cfg.task_id))),
             Err(e) => return Err(rpc(-32603, e)),
         }
+        self.check_at_registration(&cfg.task_id, &cfg.url)?;
+        self.add_push_url(cfg, caller).await
+    }
+
+    /// The check of a push URL when a config is taken (`push.validate` at registration):
+    /// `-32602` for a refused target.
+    pub(super) fn check_at_registration(&self, task_id: &str, url: &str) -> Result<(), Refusal> {
         if matches!(
-            knobs.validate,
+            self.profile.push.validate,
             PushValidate::Registration | PushValidate::RegistrationAndSend
         ) {
-            if let Err(why) = self.check_target(&cfg.url) {
+            if let Err(why) = self.check_target(url) {
                 self.record_as(
                     Tone::Bad,
-                    format!("push config for {} refused: {why}", cfg.task_id),
+                    format!("push config for {task_id} refused: {why}"),
                 );
                 return Err(rpc(-32602, format!("push URL refused: {why}")));
             }
         }
+        Ok(())
+    }
+
+    /// Registers a checked config's URL for delivery (per pod, or in the shared store).
+    pub(super) async fn add_push_url(
+        &self,
+        cfg: &a2a::TaskPushNotificationConfig,
+        caller: &Caller,
+    ) -> Result<(), Refusal> {
+        let knobs = &self.profile.push;
         if knobs.shared_configs {
             self.store
                 .add_push(&cfg.task_id, &cfg.url)
@@ -83,18 +100,51 @@ impl Replica {
 
     /// Resolves a URL's host once and refuses private, loopback and link-local targets.
     fn check_target(&self, url: &str) -> Result<crate::ground::push::Address, String> {
-        let (host, _, _) =
+        let (host, port, _) =
             crate::ground::push::parse_url(url).ok_or_else(|| format!("not an http URL: {url}"))?;
         let address = self
-            .push_world
-            .borrow_mut()
-            .resolver
-            .resolve(&host)
+            .resolve(&host, port)
             .ok_or_else(|| format!("{host} does not resolve"))?;
         if address.private {
             return Err(format!("{host} resolves to private address {}", address.ip));
         }
         Ok(address)
+    }
+
+    /// A push target's address: the machine's answer under `serve` (real egress), the
+    /// simulated resolver's otherwise.
+    fn resolve(&self, host: &str, port: u16) -> Option<crate::ground::push::Address> {
+        let mut world = self.push_world.borrow_mut();
+        match world.real {
+            Some(real) => real.resolve(host, port),
+            None => world.resolver.resolve(host),
+        }
+    }
+
+    /// The headers a2a-sdk 1.3.0's `BasePushNotificationSender` sends with a push to `url`
+    /// for `task_id`, from the config that named it: `X-A2A-Notification-Token` (its
+    /// `token`) and `Authorization` (its `authentication` scheme and credentials).
+    fn push_headers(&self, task_id: &str, url: &str) -> Vec<(&'static str, String)> {
+        let details = self.push_details.borrow();
+        let Some(cfg) = details
+            .get(task_id)
+            .and_then(|l| l.iter().rev().find(|c| c.url == url))
+        else {
+            return Vec::new();
+        };
+        let mut headers = Vec::new();
+        if let Some(token) = cfg.token.as_deref().filter(|t| !t.is_empty()) {
+            headers.push(("x-a2a-notification-token", token.to_string()));
+        }
+        if let Some(auth) = &cfg.authentication {
+            if let (false, Some(credentials)) = (
+                auth.scheme.is_empty(),
+                auth.credentials.as_deref().filter(|c| !c.is_empty()),
+            ) {
+                headers.push(("authorization", format!("{} {credentials}", auth.scheme)));
+            }
+        }
+        headers
     }
 
     /// Pushes `task`'s state, inline (awaited by the turn) or in the background, as the
@@ -241,7 +291,7 @@ impl Replica {
             // answer (the rebinding window).
             let address = match (checked, knobs.pin_dns) {
                 (Some(a), true) => Some(a),
-                _ => self.push_world.borrow_mut().resolver.resolve(&host),
+                _ => self.resolve(&host, port),
             };
             let Some(address) = address else {
                 return (false, format!("failed: {host} does not resolve"));
@@ -253,15 +303,34 @@ impl Replica {
                 url: url.to_string(),
                 address: address.clone(),
             });
-            let Some(target) = address.host else {
-                return (false, format!("failed: nothing answers at {}", address.ip));
+            let real = self.push_world.borrow().real.is_some();
+            if real && address.private {
+                // Whatever the model checks, serve sends nothing to a private address.
+                return (
+                    false,
+                    format!(
+                        "refused: {host} is the private address {} (serve sends pushes to loopback only with --allow-loopback-push)",
+                        address.ip
+                    ),
+                );
+            }
+            let target = match (address.host, real) {
+                (Some(simulated), _) => simulated.to_string(),
+                // The checked address itself: what was resolved is what is connected to.
+                (None, true) => address.ip.clone(),
+                (None, false) => {
+                    return (false, format!("failed: nothing answers at {}", address.ip))
+                }
             };
             let body = serde_json::to_vec(&json!({"statusUpdate": {
                 "taskId": task.id, "contextId": task.context_id, "status": task.status
             }}))
             .expect("push bodies serialise");
             let timeout = Duration::from_millis(knobs.timeout_ms);
-            let call = net::Call::post_json(target, port, &path, body, timeout);
+            let mut call = net::Call::post_json(target, port, &path, body, timeout);
+            if real {
+                call.headers = self.push_headers(&task.id, url);
+            }
             match net::send(&call).await {
                 Ok(r) if r.status.is_success() => {
                     (true, format!("delivered ({})", r.status.as_u16()))

@@ -9,6 +9,9 @@
 //! that took them; delivery reads the URLs that [`Replica::register_push`] registered (per
 //! pod, or in the shared store), and Delete unregisters a URL no other config still names.
 //!
+//! A config may also come inline, in SendMessage's configuration: held by message id until
+//! the turn knows its task, then registered like a created one.
+//!
 //! Knobs read: `push.supported`, `push.shared_configs`, and through `register_push` the
 //! rest of its registration knobs.
 
@@ -27,6 +30,59 @@ impl Replica {
             cfg.id = Some(cfg.task_id.clone());
         }
         self.register_push(&cfg, caller).await?;
+        self.keep_push_config(cfg).await
+    }
+
+    /// A config sent inline, in SendMessage's `configuration.taskPushNotificationConfig`:
+    /// checked as a registration would be (`-32602` for a refused URL) and held until the
+    /// turn knows its task, when [`Replica::take_inline_push`] registers it. Ignored when the
+    /// model has no push (a2a-sdk 1.3.0 `DefaultRequestHandlerV2`: only with a config
+    /// store).
+    pub(super) fn hold_inline_push(
+        &self,
+        message_id: &str,
+        cfg: TaskPushNotificationConfig,
+    ) -> Result<(), Refusal> {
+        if !self.profile.push.supported {
+            return Ok(());
+        }
+        self.check_at_registration(cfg.task_id.as_str(), &cfg.url)?;
+        self.inline_push
+            .borrow_mut()
+            .insert(message_id.to_string(), cfg);
+        Ok(())
+    }
+
+    /// Registers the inline config a turn's message carried, for the turn's task (its id
+    /// the task's when it has none), before the turn's first save: a2a-sdk 1.3.0 sets it
+    /// in the config store before the task runs.
+    pub(super) async fn take_inline_push(&self, message_id: &str, task_id: &str, caller: &Caller) {
+        let Some(mut cfg) = self.inline_push.borrow_mut().remove(message_id) else {
+            return;
+        };
+        cfg.task_id = task_id.to_string();
+        if cfg.id.as_deref().is_none_or(str::is_empty) {
+            cfg.id = Some(task_id.to_string());
+        }
+        let kept = match self.add_push_url(&cfg, caller).await {
+            Ok(()) => self.keep_push_config(cfg).await,
+            Err(r) => Err(r),
+        };
+        if let Err(r) = kept {
+            self.record_as(
+                crate::trace::Tone::Bad,
+                format!("inline push config for {task_id} not kept: {r:?}"),
+            );
+        }
+    }
+
+    /// Keeps a registered config whole (what Get, List and Delete answer, and the headers
+    /// its pushes carry); one with the same id is replaced, its URL unregistered when no
+    /// other config names it.
+    async fn keep_push_config(
+        &self,
+        cfg: TaskPushNotificationConfig,
+    ) -> Result<TaskPushNotificationConfig, Refusal> {
         let replaced = {
             let mut details = self.push_details.borrow_mut();
             let list = details.entry(cfg.task_id.clone()).or_default();

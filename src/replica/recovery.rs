@@ -118,7 +118,7 @@ impl Replica {
             timestamp: None,
         };
         if let Ok(v) = self
-            .persist(&task, SaveMode::Cas(Some(version)), Some(version))
+            .persist(&mut task, SaveMode::Cas(Some(version)), Some(version))
             .await
         {
             self.record(format!(
@@ -154,7 +154,7 @@ impl Replica {
             timestamp: None,
         };
         if let Ok(v) = self
-            .persist(&task, self.save_mode(Some(version)), Some(version))
+            .persist(&mut task, self.save_mode(Some(version)), Some(version))
             .await
         {
             self.record(format!("{task_id} waited too long for input: failed v{v}"));

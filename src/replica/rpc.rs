@@ -6,7 +6,8 @@
 //! enforces), `historyLength` on answers, and the server-sent-events response of the
 //! streaming methods.
 //!
-//! Knobs read: `[wire]` (`version_check`, `versions`, `error_data`), `push.supported` (the
+//! Knobs read: `[wire]` (`version_check`, `versions`, `error_data`, `proto_names`,
+//! `card_etag`), `push.supported` (the
 //! card's capability), `auth.bearer` (the card's security scheme),
 //! `handler.after_effect_failure` (how a failure after the effect is answered); in runs that
 //! simulate the card, the publisher's latest card decides whether the streaming methods are
@@ -91,6 +92,33 @@ impl Replica {
             card["securityRequirements"] = json!([{"schemes": {"bearer": {}}}]);
         }
         card
+    }
+
+    /// The card's answer: with a weak `ETag` when the model sends one (`wire.card_etag`),
+    /// and `304` with no body to an `If-None-Match` that names it (a2a-sdk 1.3.0
+    /// `agent_card_routes.py`).
+    pub(super) fn card_response(&self, headers: &http::HeaderMap) -> Response<BoxBody> {
+        let card = self.card();
+        if !self.profile.wire().tags_card() {
+            return net::json_response(StatusCode::OK, &card);
+        }
+        let etag = crate::protocol::card_etag(&card);
+        let hit = headers
+            .get("if-none-match")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|h| crate::protocol::if_none_match_hits(h, &etag));
+        let mut resp = if hit {
+            Response::builder()
+                .status(StatusCode::NOT_MODIFIED)
+                .body(net::full(Bytes::new()))
+                .expect("static response parts are valid")
+        } else {
+            net::json_response(StatusCode::OK, &card)
+        };
+        if let Ok(value) = http::HeaderValue::from_str(&etag) {
+            resp.headers_mut().insert("etag", value);
+        }
+        resp
     }
 
     pub(super) fn rpc_error(&self, id: Value, refusal: Refusal) -> Response<BoxBody> {
@@ -222,7 +250,10 @@ impl Replica {
                 rpc(-32600, "invalid request: jsonrpc 2.0 and method required"),
             );
         };
-        let params = request.get("params").cloned().unwrap_or(Value::Null);
+        let mut params = request.get("params").cloned().unwrap_or(Value::Null);
+        if self.profile.wire().reads_proto_names() {
+            crate::protocol::camel_case_fields(&mut params);
+        }
         // The order of the checks is the model's (`wire.version_check`).
         let checked = match self.profile.wire().version_check {
             VersionCheck::First => self
@@ -242,7 +273,19 @@ impl Replica {
     }
 
     /// Runs one parsed call.
-    async fn run(self: Rc<Self>, id: Value, call: Call, caller: &Caller) -> Response<BoxBody> {
+    async fn run(self: Rc<Self>, id: Value, mut call: Call, caller: &Caller) -> Response<BoxBody> {
+        if let Call::Send(p) | Call::Stream(p) = &mut call {
+            // An inline push config is held for the turn, which registers it for its task.
+            let inline = p
+                .configuration
+                .as_mut()
+                .and_then(|c| c.task_push_notification_config.take());
+            if let Some(cfg) = inline {
+                if let Err(r) = self.hold_inline_push(&p.message.message_id, cfg) {
+                    return self.rpc_error(id, r);
+                }
+            }
+        }
         match call {
             Call::Send(p) => {
                 let configuration = p.configuration.as_ref();

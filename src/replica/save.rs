@@ -38,10 +38,11 @@ impl Replica {
     }
 
     /// Saves a task, trying again on no answer (`store.transient_retries`); a conflict is
-    /// returned at once.
+    /// returned at once. A status not stamped yet gets the simulated time of this save
+    /// (`wire.status_timestamp`), in the caller's copy too.
     pub(super) async fn persist(
         &self,
-        task: &Task,
+        task: &mut Task,
         mode: SaveMode,
         based_on: Option<u64>,
     ) -> Result<u64, SaveError> {
@@ -49,6 +50,10 @@ impl Replica {
         self.tap_gate(&task.id).await;
         // A consumer a blocking answer closed saves nothing more.
         self.consumer_gate(&task.id).await;
+        if self.profile.wire().stamps_status() && task.status.timestamp.is_none() {
+            task.status.timestamp = Some(crate::trace::wall_clock());
+        }
+        let task = &*task;
         let mut tries = 0;
         loop {
             // With an outbox, the push this state calls for is queued in the same write.
@@ -135,8 +140,9 @@ impl Replica {
                         } else if let Ok(Some((mut fresh, v))) = self.load(&task.id).await {
                             if !fresh.status.state.is_terminal() {
                                 fresh.status = status(TaskState::Failed);
-                                let _ =
-                                    self.persist(&fresh, self.save_mode(Some(v)), Some(v)).await;
+                                let _ = self
+                                    .persist(&mut fresh, self.save_mode(Some(v)), Some(v))
+                                    .await;
                             }
                         }
                         return Err(rpc(

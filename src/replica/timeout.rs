@@ -104,7 +104,7 @@ impl Replica {
             timestamp: None,
         };
         if let Ok(v) = self
-            .persist(&task, self.save_mode(Some(version)), Some(version))
+            .persist(&mut task, self.save_mode(Some(version)), Some(version))
             .await
         {
             self.record_as(

@@ -32,8 +32,8 @@ use super::{
 use crate::faults::{KillPoint, Point};
 use crate::ground::ledger::{self, EffectRequest};
 use crate::model::{
-    AfterEffect, DedupScope, MismatchRule, NonBlockingAnswer, NonBlockingToWorking, OwnerScope,
-    PushOn, QueuedTerminal, ReplyIn, Saves, StreamStart, SubscribeUnknown, UnknownTask,
+    AfterEffect, DedupScope, MismatchRule, NonBlockingAnswer, NonBlockingToWorking, PushOn,
+    QueuedTerminal, ReplyIn, Saves, StreamStart, SubscribeUnknown, UnknownTask,
 };
 use crate::net::BoxBody;
 use crate::store::{Claim, TaskStore};
@@ -359,10 +359,13 @@ impl Replica {
         // A message to a task that waits for authorisation answers that request (the
         // request is a marker in the task, so a takeover of the answer knows it too).
         let answering_auth = auth_pending(&task);
+        self.take_inline_push(&message.message_id, &task.id, caller)
+            .await;
         let new_task = version.is_none();
         self.admit(&task, new_task, dedup_store.as_ref(), &dedup_key)
             .await?;
         let mut version = version;
+        let message = self.with_task_ids(message, &task);
         let user_message = message.clone();
         let reply_in = self.profile.handler.reply_in.unwrap_or(ReplyIn::History);
         let mut first_saved = None;
@@ -443,26 +446,6 @@ impl Replica {
             first_saved: first_saved.unwrap_or_else(|| task.clone()),
             task,
         })))
-    }
-
-    /// A new task for a message that names none: a server-chosen id, the message's context
-    /// (or a new one), submitted.
-    fn fresh_task(&self, message: &Message, caller: &Caller) -> Task {
-        let mut task = Task {
-            id: self.new_id("task"),
-            context_id: message
-                .context_id
-                .clone()
-                .unwrap_or_else(|| self.new_id("ctx")),
-            status: status(TaskState::Submitted),
-            artifacts: None,
-            history: None,
-            metadata: None,
-        };
-        if self.profile.auth.owner != OwnerScope::None {
-            set_marker(&mut task, "owner", Some(json!(caller.owner())));
-        }
-        task
     }
 
     /// The outcome of a save made before the turn's effect: its version, or, once the
@@ -708,7 +691,9 @@ impl Replica {
                     ));
                     let mut fresh = (*t).clone();
                     reply_with(&mut fresh, &reply, next_state.clone(), reply_in);
-                    let saved = self.persist(&fresh, self.save_mode(Some(v)), Some(v)).await;
+                    let saved = self
+                        .persist(&mut fresh, self.save_mode(Some(v)), Some(v))
+                        .await;
                     if saved.is_ok() && self.profile.push.on == PushOn::EverySave {
                         self.push(&fresh).await;
                     }

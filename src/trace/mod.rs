@@ -83,6 +83,17 @@ impl Trace {
     }
 }
 
+/// The fixed simulated epoch: 2026-01-01T00:00:00Z.
+pub const EPOCH_SECS: u64 = 1_767_225_600;
+
+/// The simulated wall clock: the fixed epoch plus [`now`] (in `serve` and live runs, the
+/// epoch plus the real time since the process's network was made), to the millisecond. It
+/// is what a status timestamp says, so it replays with the seed.
+pub fn wall_clock() -> chrono::DateTime<chrono::Utc> {
+    let ms = EPOCH_SECS * 1000 + now_ms();
+    chrono::DateTime::from_timestamp_millis(ms as i64).unwrap_or_default()
+}
+
 /// Simulated time since the start of the run, in milliseconds, on the calling host.
 /// Outside a simulation it is the real time since the thread's [`crate::net::RealNet`] was
 /// made (a live run), or zero.

@@ -44,8 +44,7 @@ pub use record::{RunRecord, RunSpec, Workload};
 use client::client_future;
 use driver::Driver;
 
-/// The fixed simulated epoch: 2026-01-01T00:00:00Z.
-pub const EPOCH_SECS: u64 = 1_767_225_600;
+pub use crate::trace::EPOCH_SECS;
 
 /// Simulated time one step advances, by default (`tick-ms` sets another).
 pub const TICK: Duration = Duration::from_millis(1);

@@ -4,7 +4,7 @@
 # everything it started when it exits (trap EXIT, by process id), even on failure.
 #
 # Targets:
-#   --serve BIN --model M       `BIN serve --model M --listen 127.0.0.1:0` (an a2a-chaos
+#   --serve BIN --model M       `BIN serve --model M --listen 127.0.0.1:0 --allow-loopback-push` (an a2a-chaos
 #                               binary; the Bearer token it prints is passed as --token)
 #   --sdk STORE                 the real a2a-sdk 1.3.0 peer, tests/peers/a2a-python/server.py
 #                               with --store plain|versioned, a fresh SQLite file and
@@ -111,7 +111,7 @@ fg() {
 
 token=""
 if [ "$kind" = serve ]; then
-  "$bin" serve --model "$model" --listen 127.0.0.1:0 >"$out/target.log" 2>&1 &
+  "$bin" serve --model "$model" --listen 127.0.0.1:0 --allow-loopback-push >"$out/target.log" 2>&1 &
   pids+=($!)
   wait_line "$out/target.log" "^serving " || exit 1
   base="$(head -1 "$out/target.log" | grep -o 'http://127\.0\.0\.1:[0-9]*/' | head -1)"
