@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::cli::check_cmd::expectations_line;
 use crate::error::InputError;
+use crate::live::peer::shell_word;
 use crate::live::{self, LiveOptions, PeerCommand};
 use crate::model::{Placement, Profile};
 use crate::output::report;
@@ -58,20 +59,10 @@ pub struct PeerArgs {
 impl PeerArgs {
     /// The `a2a-chaos live` command that runs `file` again with these flags, shell-quoted.
     pub fn reproduce(&self, file: &str) -> String {
-        let quote = |text: &str| {
-            let plain = text
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_./:=+,@".contains(c));
-            if plain && !text.is_empty() {
-                text.to_string()
-            } else {
-                format!("'{}'", text.replace('\'', "'\\''"))
-            }
-        };
-        let mut words = vec!["a2a-chaos".to_string(), "live".into(), quote(file)];
+        let mut words = vec!["a2a-chaos".to_string(), "live".into(), shell_word(file)];
         let mut flag = |name: &str, value: &str| {
             words.push(format!("--{name}"));
-            words.push(quote(value));
+            words.push(shell_word(value));
         };
         if let Some(p) = &self.peer {
             flag("peer", p);

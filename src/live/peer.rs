@@ -215,6 +215,20 @@ fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }
 
+/// `text` as one shell word: as it is when nothing in it is special to the shell, else
+/// [`quote`]d (how a reproduce command prints its flags).
+pub fn shell_word(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=+,@".contains(c));
+    if plain {
+        text.to_string()
+    } else {
+        quote(text)
+    }
+}
+
 /// Whether `url` is a SQLAlchemy URL of a PostgreSQL database (`postgresql://`,
 /// `postgresql+asyncpg://`, ...).
 pub fn is_postgres(url: &str) -> bool {

@@ -197,7 +197,7 @@ impl Pool {
         net::uninstall_real();
         let record = result?;
         let mut findings = crate::check::check_all(&record);
-        let preset = self.options.peer_for(&self.profile).is_preset();
+        let preset = self.fleet.borrow().command().is_preset();
         let notes = super::reports::apply(self.options.reports, preset, &record, &mut findings);
         let mut summary = summarise(&record, &findings, started.elapsed().as_millis() as u64);
         for i in &mut summary.invariants {
@@ -406,13 +406,14 @@ impl Pool {
     /// read outside its handlers when it serves that path (the Mastra and a2a-js presets
     /// do; a user's server is asked too), else with a GetTask per id.
     async fn read_replica(&self, host: &str, ids: &[String]) -> Result<Vec<a2a::Task>, String> {
-        let preset = self.fleet.borrow().command().clone();
-        if preset.serves_tasks() || !preset.is_preset() {
-            match super::tasks_from(host, ids).await {
-                Ok(Some(tasks)) => return Ok(tasks),
-                Ok(None) if !preset.serves_tasks() => {}
-                Ok(None) => return Err(format!("{host} does not serve /__a2a_chaos/tasks")),
-                Err(e) => return Err(e),
+        let command = self.fleet.borrow().command().clone();
+        // The a2a-python peer serves no such path (its database is dumped instead).
+        if !command.is_a2a_python() {
+            match (super::tasks_from(host, ids).await?, command.serves_tasks()) {
+                (Some(tasks), _) => return Ok(tasks),
+                (None, true) => return Err(format!("{host} does not serve /__a2a_chaos/tasks")),
+                // A user's server without the path: read with GetTask.
+                (None, false) => {}
             }
         }
         let mut tasks = Vec::new();

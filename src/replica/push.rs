@@ -136,11 +136,8 @@ impl Replica {
         if let Some(token) = cfg.token.as_deref().filter(|t| !t.is_empty()) {
             headers.push(("x-a2a-notification-token", token.to_string()));
         }
-        if let Some(auth) = &cfg.authentication {
-            if let (false, Some(credentials)) = (
-                auth.scheme.is_empty(),
-                auth.credentials.as_deref().filter(|c| !c.is_empty()),
-            ) {
+        if let Some(auth) = cfg.authentication.as_ref().filter(|a| !a.scheme.is_empty()) {
+            if let Some(credentials) = auth.credentials.as_deref().filter(|c| !c.is_empty()) {
                 headers.push(("authorization", format!("{} {credentials}", auth.scheme)));
             }
         }
