@@ -86,8 +86,7 @@ fn stranded_by_a_drain(run: &RunRecord, findings: &[Finding]) -> bool {
             on_task
                 && op.replica.as_deref() == Some(host.as_str())
                 && (drained..=exit + CUT_SLACK_MS).contains(&op.complete_ms)
-                && matches!(&op.outcome, Outcome::Info { why }
-                    if why.contains("stream ended before a final state"))
+                && op.outcome.ended_before_final()
         })
     })
 }
@@ -213,6 +212,33 @@ fn answered_before_the_end(run: &RunRecord, findings: &[Finding]) -> bool {
     })
 }
 
+/// A subscription that got only its snapshot, of a task not yet at rest, and then a clean
+/// end of stream, reported `closed-early` by stream-continuity, while its task came to rest
+/// after the subscription was made and before the stream ended: the task finished between
+/// the snapshot and the tap.
+fn finished_between_snapshot_and_tap(run: &RunRecord, findings: &[Finding]) -> bool {
+    violations(findings, "stream-continuity")
+        .filter(|v| v.kind == "closed-early")
+        .any(|v| {
+            let Some(task) = &v.anchors.task else {
+                return false;
+            };
+            run.history.iter().any(|op| {
+                matches!(op.kind, OpKind::Subscribe { .. })
+                    && op.outcome.ended_before_final()
+                    && op.stream_snapshot_first
+                    && op.stream_states.len() == 1
+                    && op.task.as_ref().is_some_and(|t| t.id == *task)
+                    && run.saves.iter().any(|s| {
+                        s.task_id == *task
+                            && crate::protocol::at_rest(&s.state)
+                            && op.invoke_ms < s.at_ms
+                            && s.at_ms <= op.complete_ms
+                    })
+            })
+        })
+}
+
 /// The upstream hazards, each with the model that shows it.
 pub const UPSTREAM: &[Upstream] = &[
     Upstream {
@@ -302,6 +328,21 @@ pub const UPSTREAM: &[Upstream] = &[
         pinned: "h12-blocking-answer-stops-the-consumer-a2a-java-main-351",
         shows: |run, f| {
             run.profile.handler.blocking_stops_consumer && answered_before_the_end(run, f)
+        },
+    },
+    Upstream {
+        // No upstream issue: read from the legacy handler's code (README hazard table).
+        id: "a2a-python code",
+        title: "a task that finishes between a subscription's snapshot and its tap ends the stream with no final event",
+        model: "a2a-python-legacy-handler",
+        profile: Some(include_str!(
+            "../../tests/models/a2a-python-legacy-handler.toml"
+        )),
+        rates: &[],
+        pinned: "h08-snapshot-then-follow-race-a2a-python-legacy-handler",
+        shows: |run, f| {
+            run.profile.subscribe.tap_after_snapshot_ms.is_some()
+                && finished_between_snapshot_and_tap(run, f)
         },
     },
 ];

@@ -10,9 +10,13 @@
 //! once the path is quiet is), and before its connection was cut (a partition of its path or
 //! a kill of the router or its replica: the simulated network has no retransmit, so a cut
 //! connection is dead and what changed later is owed to the next subscription; nor after its
-//! reader stopped reading, a `stall-readers`); and no state
-//! may arrive twice in a row. Only the owner's subscriptions count (another principal's belong to
-//! `owner-isolation`). Exercised: subscriptions to tasks that exist.
+//! reader stopped reading, a `stall-readers`); a stream its server ends cleanly before a final
+//! state must not end while the task is already at rest (`closed-early`: the snapshot-then-
+//! follow race, where the task finishes between the snapshot and the tap and the stream ends
+//! 80 ms later, well inside the 700 ms the rule above allows; see [`closed_early`]); and no
+//! state may arrive twice in a row. Only the owner's subscriptions count (another principal's
+//! belong to `owner-isolation`). Exercised: subscriptions to tasks that exist (all rules; the
+//! `closed-early` rule bites on those among them that ended cleanly before a final state).
 
 use crate::check::{owners, Checker, Finding, Violation};
 use crate::client::history::{OpKind, Outcome};
@@ -43,6 +47,62 @@ fn cut_at(run: &RunRecord, from: u64, to: u64, by: &str) -> Option<u64> {
             _ => false,
         })
         .map(|(at, _)| *at)
+}
+
+/// `closed-early`: a stream its server ended cleanly (the body ended with no error, before
+/// the client gave up) on a state that is not at rest, over a connection nothing cut (see
+/// [`cut_at`]), while the task was already at rest: the last save of the task at or before
+/// the close is terminal or interrupted, and no fault touched the stream's path (the
+/// router, the client or the serving replica) between that save and the close (a delay
+/// there could bring the close after a save the server had not seen). Such a stream left
+/// the client with a state the task no longer had and no reason to ask again: the final
+/// event was lost (the snapshot-then-follow race: a tap opened after the task finished).
+/// A stream that closed before the task came to rest owes nothing (a drain that cuts a
+/// running task's stream is `liveness`'s business when the task never ends).
+fn closed_early(
+    run: &RunRecord,
+    op: &crate::client::history::Op,
+    saves: &[&crate::store::SaveRecord],
+    by: &str,
+    task_id: &str,
+) -> Option<Violation> {
+    if !op.outcome.ended_before_final() || cut_at(run, op.invoke_ms, op.complete_ms, by).is_some() {
+        return None;
+    }
+    let at_close = saves.iter().rev().find(|s| s.at_ms <= op.complete_ms)?;
+    if !crate::protocol::at_rest(&at_close.state) {
+        return None;
+    }
+    let on_path = |action: &Action| {
+        action
+            .hosts()
+            .iter()
+            .any(|h| *h == "router" || *h == "client" || *h == by)
+    };
+    let disturbed = run
+        .faults
+        .iter()
+        .any(|(at, action)| (at_close.at_ms..=op.complete_ms).contains(at) && on_path(action));
+    if disturbed {
+        return None;
+    }
+    let shown = op
+        .stream_states
+        .last()
+        .map_or_else(|| "nothing".to_string(), |s| format!("{s:?}"));
+    Some(
+        Violation::new(
+            "closed-early",
+            format!(
+                "the stream for {task_id} on {by} ended at {} ms on {shown}, but the task was already {:?} (v{} by {} at {} ms): the stream ended without it",
+                op.complete_ms, at_close.state, at_close.version, at_close.replica, at_close.at_ms
+            ),
+        )
+        .task(task_id)
+        .host(by)
+        .host(&at_close.replica)
+        .at(at_close.at_ms),
+    )
 }
 
 /// The stream-continuity checker.
@@ -150,8 +210,10 @@ impl Checker for StreamContinuity {
                     && s.at_ms.max(quiet_from) + SLACK_MS < end
                     && last_before.is_none_or(|b| b.state != s.state)
             });
+            let mut never_advanced = false;
             if op.stream_states.len() == 1 {
                 if let Some(s) = changed {
+                    never_advanced = true;
                     violations.push(
                         Violation::new(
                             "never-advanced",
@@ -165,6 +227,11 @@ impl Checker for StreamContinuity {
                         .host(&s.replica)
                         .at(s.at_ms),
                     );
+                }
+            }
+            if !never_advanced {
+                if let Some(v) = closed_early(run, op, &saves, by, task_id) {
+                    violations.push(v);
                 }
             }
             for pair in op.stream_states.windows(2).skip(1) {

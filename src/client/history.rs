@@ -62,6 +62,10 @@ impl OpKind {
     }
 }
 
+/// The [`Outcome::Info`] of a stream whose server ended it cleanly (the body ended, no
+/// error) before a final state: the last state it carried was not at rest.
+pub const ENDED_BEFORE_FINAL: &str = "stream ended before a final state";
+
 /// How an operation ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -81,6 +85,12 @@ impl Outcome {
             Outcome::Fail { .. } => "fail",
             Outcome::Info { .. } => "info",
         }
+    }
+
+    /// Whether this is a stream its server ended cleanly before a final state
+    /// ([`ENDED_BEFORE_FINAL`]).
+    pub fn ended_before_final(&self) -> bool {
+        matches!(self, Outcome::Info { why } if why == ENDED_BEFORE_FINAL)
     }
 }
 

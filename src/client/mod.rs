@@ -407,7 +407,7 @@ impl Client {
                     Outcome::Ok
                 }
                 _ => Outcome::Info {
-                    why: "stream ended before a final state".into(),
+                    why: crate::client::history::ENDED_BEFORE_FINAL.into(),
                 },
             },
         };

@@ -214,6 +214,14 @@ pub struct SubscribeKnobs {
     /// unset: 1,024. Needs `stalled_tap`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tap_queue: Option<u32>,
+    /// How long after its read of the task a subscription taps the task's events, the
+    /// snapshot written in between (a2a-python's legacy request handler: read, yield the
+    /// snapshot, then tap the event queue). What is saved in between never reaches the
+    /// stream, and a task that reached a state that ends a stream in between (its queue
+    /// closed) ends the stream right after the snapshot, with no final event; unset: the
+    /// tap opens with the read, nothing falls between.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tap_after_snapshot_ms: Option<u64>,
 }
 
 /// What a full tap does (`subscribe.stalled_tap`). The model counts one event per save of

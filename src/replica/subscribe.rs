@@ -5,7 +5,7 @@
 //! Knobs read: `subscribe.unknown_task`, `subscribe.poll_ms`, `subscribe.source`,
 //! `subscribe.interrupted`, `subscribe.failure`, `subscribe.terminal_code`,
 //! `subscribe.terminal_snapshot`, `subscribe.stalled_tap` (through [`super::tap`]),
-//! `subscribe.keeps_task`, `subscribe.registers_task`, `subscribe.held_taps_local`, and
+//! `subscribe.tap_after_snapshot_ms`, `subscribe.keeps_task`, `subscribe.registers_task`, `subscribe.held_taps_local`, and
 //! `cancel.keeps_task` (a finished ActiveTask a cancel left here).
 
 use std::rc::Rc;
@@ -23,6 +23,29 @@ use crate::net::BoxBody;
 use crate::trace::now_ms;
 
 impl Replica {
+    /// The versions of `task_id` after `seen` that `source` holds now, oldest first (none
+    /// when the store does not answer: the next poll asks again).
+    async fn events_since(
+        &self,
+        source: SubscribeSource,
+        task_id: &str,
+        seen: u64,
+    ) -> Vec<(u64, Task)> {
+        match source {
+            SubscribeSource::StoreEvents => self
+                .store
+                .events_after(task_id, seen)
+                .await
+                .unwrap_or_default(),
+            SubscribeSource::LocalOnly => self
+                .local_events
+                .borrow()
+                .get(task_id)
+                .map(|evs| evs.iter().filter(|(v, _)| *v > seen).cloned().collect())
+                .unwrap_or_default(),
+        }
+    }
+
     /// The cached copy of this replica's ActiveTask for the task while it is alive (a turn
     /// of the task runs here, or the last one parked it here), with `handler.cache_snapshot`.
     fn live_cached_copy(&self, task_id: &str) -> Option<(Task, u64)> {
@@ -138,6 +161,25 @@ impl Replica {
             me.chaos.borrow_mut().reached(&me.name, KillPoint::Stream);
             let mut seen = version;
             let mut last = task;
+            if let Some(ms) = me.profile.subscribe.tap_after_snapshot_ms {
+                // The tap opens only now: what was saved since the read is not in it, and a
+                // task whose stream-ending state fell in between left a closed queue.
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                let missed = me.events_since(source, &task_id, seen).await;
+                if let Some((v, _)) = missed.last() {
+                    seen = *v;
+                }
+                if let Some((v, closed)) = missed
+                    .iter()
+                    .find(|(_, t)| ends(&t.status.state, later_ends))
+                {
+                    me.record(format!(
+                        "subscribe to {task_id}: tapped {ms} ms after its snapshot, after v{v} ({:?}) closed the queue: the stream ends",
+                        closed.status.state
+                    ));
+                    return;
+                }
+            }
             let poll = Duration::from_millis(me.profile.subscribe.poll_ms.max(1));
             loop {
                 tokio::time::sleep(poll).await;
@@ -158,21 +200,7 @@ impl Replica {
                     ));
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                 }
-                let events = match source {
-                    SubscribeSource::StoreEvents => {
-                        match me.store.events_after(&task_id, seen).await {
-                            Ok(events) => events,
-                            Err(_) => continue,
-                        }
-                    }
-                    SubscribeSource::LocalOnly => me
-                        .local_events
-                        .borrow()
-                        .get(&task_id)
-                        .map(|evs| evs.iter().filter(|(v, _)| *v > seen).cloned().collect())
-                        .unwrap_or_default(),
-                };
-                for (v, snapshot) in events {
+                for (v, snapshot) in me.events_since(source, &task_id, seen).await {
                     seen = v;
                     let state = snapshot.status.state.clone();
                     let cut = failure_cuts && state == TaskState::Failed;

@@ -350,7 +350,7 @@ impl Builder {
                 Some(_) => match states.last() {
                     Some(s) if crate::protocol::at_rest(s) => Outcome::Ok,
                     _ => Outcome::Info {
-                        why: "stream ended before a final state".into(),
+                        why: crate::client::history::ENDED_BEFORE_FINAL.into(),
                     },
                 },
             }
