@@ -10,7 +10,8 @@
 #              runs.csv, summary.csv, chart.svg and timelines are removed first, so no
 #              timeline of an earlier first-failing seed stays behind); the old summary.csv
 #              of each is kept in target/regenerate/before/<name>/ and compared with the new
-#              one (experiments/compare-summaries.py); every row of the `reference` model
+#              one (experiments/compare-summaries.py, then experiments/violation-changes.py
+#              for every count that changed); every row of the `reference` model
 #              must stay at 0 violations (a violation there is a finding: a reference-model
 #              or checker bug, reported, never hidden)
 #   matrix     experiments/hazard-matrix.sh > results/hazard-matrix.csv
@@ -68,6 +69,8 @@ for step in "${steps[@]}"; do
         status=1
       fi
     done
+    say "violated-run counts that changed, per experiment (experiments/violation-changes.py):"
+    python3 experiments/violation-changes.py "$before" results >&2
     ;;
   matrix)
     say "hazard matrix -> results/hazard-matrix.csv"
