@@ -100,3 +100,39 @@ async fn subscribe(conv: &mut Conversation, task_id: &str, rng: &RefCell<ChaCha8
         tokio::time::sleep(Duration::from_millis(spec.retry_backoff_ms)).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+
+    use super::*;
+
+    /// Every drawn subscription watches a turn (never turn 1, which creates the task), and a
+    /// conversation of one turn draws none. Fails on a draw from `1..=turns`.
+    #[test]
+    fn a_subscription_is_drawn_on_a_turn_it_can_watch() {
+        for turns in 1..=4 {
+            let spec = WorkloadSpec {
+                subscribe_rate: 1.0,
+                turns,
+                ..WorkloadSpec::default()
+            };
+            for seed in 0..200 {
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                let Some(plan) = Subscribe.draw(&spec, &mut rng) else {
+                    assert_eq!(turns, 1, "seed {seed}: nothing drawn at {turns} turns");
+                    continue;
+                };
+                let watched: Vec<u32> = (1..=turns)
+                    .filter(|&t| {
+                        let mut shape = Shape::default();
+                        plan.shape(t, &mut shape);
+                        shape.watched
+                    })
+                    .collect();
+                assert_eq!(watched.len(), 1, "seed {seed}, {turns} turns: {watched:?}");
+                assert!(watched[0] >= 2, "seed {seed}: {watched:?}");
+            }
+        }
+    }
+}
