@@ -206,14 +206,26 @@ pub fn discover_all(
     searches
 }
 
+/// The width of the model column of the discovery tables ([`documented_table`] and
+/// [`super::upstream_table`]): the longest model they name (`a2a-python-1.1.3-tap-queue-1`,
+/// 28 characters) and two spaces.
+pub(super) const MODEL_COLUMN: usize = 30;
+
 /// Per model, each documented hazard (§6) found: first seed, runs and wall-seconds; then
 /// the hazards no model showed, and the ones the simulator cannot show, with the reason.
 pub fn documented_table(searches: &[Search]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<26} {:<4} {:>6} {:>6} {:>8} {:>7}  {:<17} hazard",
-        "model", "§6", "seed", "runs", "wall s", "CPU s", "routing"
+        "{:<w$} {:<4} {:>6} {:>6} {:>8} {:>7}  {:<17} hazard",
+        "model",
+        "§6",
+        "seed",
+        "runs",
+        "wall s",
+        "CPU s",
+        "routing",
+        w = MODEL_COLUMN
     );
     let mut seen = std::collections::BTreeSet::new();
     for s in searches {
@@ -223,14 +235,23 @@ pub fn documented_table(searches: &[Search]) -> String {
             let cpu = d.cpu_s.map_or("-".to_string(), |c| format!("{c:.2}"));
             let _ = writeln!(
                 out,
-                "{:<26} {:<4} {:>6} {:>6} {:>8.2} {cpu:>7}  {:<17} {title}",
-                s.model, d.number, d.seed, d.runs, d.wall_s, d.routing
+                "{:<w$} {:<4} {:>6} {:>6} {:>8.2} {cpu:>7}  {:<17} {title}",
+                s.model,
+                d.number,
+                d.seed,
+                d.runs,
+                d.wall_s,
+                d.routing,
+                w = MODEL_COLUMN
             );
         }
         let _ = writeln!(
             out,
-            "{:<26} searched {} seeds x routings in {:.1} s",
-            s.model, s.seeds, s.wall_s
+            "{:<w$} searched {} seeds x routings in {:.1} s",
+            s.model,
+            s.seeds,
+            s.wall_s,
+            w = MODEL_COLUMN
         );
     }
     for h in crate::check::hazards::HAZARDS {

@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-use super::discovery::each_run;
+use super::discovery::{each_run, MODEL_COLUMN};
 use super::sysinfo::Stopwatch;
 use crate::check::hazards::{failed, violations};
 use crate::check::{Finding, Violation};
@@ -444,8 +444,15 @@ pub fn upstream_table(searches: &[UpstreamSearch]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<26} {:<16} {:>6} {:>6} {:>8} {:>7}  {:<17} hazard",
-        "model", "upstream", "seed", "runs", "wall s", "CPU s", "routing"
+        "{:<w$} {:<16} {:>6} {:>6} {:>8} {:>7}  {:<17} hazard",
+        "model",
+        "upstream",
+        "seed",
+        "runs",
+        "wall s",
+        "CPU s",
+        "routing",
+        w = MODEL_COLUMN
     );
     for s in searches {
         let title = UPSTREAM
@@ -454,21 +461,33 @@ pub fn upstream_table(searches: &[UpstreamSearch]) -> String {
             .map_or("", |u| u.title);
         match (&s.found, &s.error) {
             (_, Some(e)) => {
-                let _ = writeln!(out, "{:<26} {:<16} not searched: {e}", s.model, s.id);
+                let _ = writeln!(
+                    out,
+                    "{:<w$} {:<16} not searched: {e}",
+                    s.model,
+                    s.id,
+                    w = MODEL_COLUMN
+                );
             }
             (Some((seed, routing, runs, wall_s, cpu_s)), None) => {
                 let cpu = cpu_s.map_or("-".to_string(), |c| format!("{c:.2}"));
                 let _ = writeln!(
                     out,
-                    "{:<26} {:<16} {seed:>6} {runs:>6} {wall_s:>8.2} {cpu:>7}  {routing:<17} {title}",
-                    s.model, s.id
+                    "{:<w$} {:<16} {seed:>6} {runs:>6} {wall_s:>8.2} {cpu:>7}  {routing:<17} {title}",
+                    s.model,
+                    s.id,
+                    w = MODEL_COLUMN
                 );
             }
             (None, None) => {
                 let _ = writeln!(
                     out,
-                    "{:<26} {:<16} not shown in {} seeds x routings ({:.1} s): {title}",
-                    s.model, s.id, s.seeds, s.wall_s
+                    "{:<w$} {:<16} not shown in {} seeds x routings ({:.1} s): {title}",
+                    s.model,
+                    s.id,
+                    s.seeds,
+                    s.wall_s,
+                    w = MODEL_COLUMN
                 );
             }
         }
@@ -481,6 +500,18 @@ mod tests {
     use super::UPSTREAM;
     use crate::scenario::Script;
     use crate::sim::Sim;
+
+    /// Every model the discovery tables name fits their model column with a space to spare.
+    #[test]
+    fn every_model_fits_the_tables_model_column() {
+        let names = UPSTREAM
+            .iter()
+            .map(|u| u.model)
+            .chain(crate::model::names());
+        for name in names {
+            assert!(name.len() < super::MODEL_COLUMN, "{name}");
+        }
+    }
 
     fn shows(u: &super::Upstream, scenario: &str) -> bool {
         let path = format!(

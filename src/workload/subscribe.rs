@@ -8,8 +8,9 @@
 //! subscribed turn is not polled.
 //!
 //! Draws, when the conversation is drawn: `random_bool(subscribe-rate)` (only when the rate
-//! is above 0), then the turn in `1..=turns`. After a cut stream, unless it was the last
-//! attempt: `random_bool(resubscribe-rate)` (only when that rate is above 0).
+//! is above 0), then, when there are 2 turns or more, the turn in `2..=turns`. After a cut
+//! stream, unless it was the last attempt: `random_bool(resubscribe-rate)` (only when that
+//! rate is above 0).
 
 use std::cell::RefCell;
 use std::time::Duration;
@@ -30,8 +31,13 @@ impl Behaviour for Subscribe {
     }
 
     fn draw(&self, spec: &WorkloadSpec, rng: &mut ChaCha8Rng) -> Option<Box<dyn Plan>> {
-        let at = (spec.subscribe_rate > 0.0 && rng.random_bool(spec.subscribe_rate))
-            .then(|| rng.random_range(1..=spec.turns))?;
+        // Turn 1 is never watched (it creates the task the subscription names), so the turn
+        // is drawn from 2..=turns: drawn from 1..=turns, a third of the draws (half when a
+        // seed's shape has 2 turns) subscribed to nothing, and a watched turn, which hazard
+        // 8 on the a2a-python 1.3 shared stores needs, came in 115 of seeds 0-299 instead of
+        // 152 (issue 20).
+        let drawn = spec.subscribe_rate > 0.0 && rng.random_bool(spec.subscribe_rate);
+        let at = (drawn && spec.turns >= 2).then(|| rng.random_range(2..=spec.turns))?;
         // Whether a cut stream is resubscribed comes from the same stream.
         Some(Box::new(SubscribeAt(at, RefCell::new(rng.clone()))))
     }
@@ -92,5 +98,41 @@ async fn subscribe(conv: &mut Conversation, task_id: &str, rng: &RefCell<ChaCha8
             return;
         }
         tokio::time::sleep(Duration::from_millis(spec.retry_backoff_ms)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+
+    use super::*;
+
+    /// Every drawn subscription watches a turn (never turn 1, which creates the task), and a
+    /// conversation of one turn draws none. Fails on a draw from `1..=turns`.
+    #[test]
+    fn a_subscription_is_drawn_on_a_turn_it_can_watch() {
+        for turns in 1..=4 {
+            let spec = WorkloadSpec {
+                subscribe_rate: 1.0,
+                turns,
+                ..WorkloadSpec::default()
+            };
+            for seed in 0..200 {
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                let Some(plan) = Subscribe.draw(&spec, &mut rng) else {
+                    assert_eq!(turns, 1, "seed {seed}: nothing drawn at {turns} turns");
+                    continue;
+                };
+                let watched: Vec<u32> = (1..=turns)
+                    .filter(|&t| {
+                        let mut shape = Shape::default();
+                        plan.shape(t, &mut shape);
+                        shape.watched
+                    })
+                    .collect();
+                assert_eq!(watched.len(), 1, "seed {seed}, {turns} turns: {watched:?}");
+                assert!(watched[0] >= 2, "seed {seed}: {watched:?}");
+            }
+        }
     }
 }
