@@ -49,6 +49,19 @@ fn cut_at(run: &RunRecord, from: u64, to: u64, by: &str) -> Option<u64> {
         .map(|(at, _)| *at)
 }
 
+/// Whether `action` can delay what a stream served by `by` carries: a fault of no particular
+/// host (a rate, a BUGGIFY point, the heal), or one that touches the stream's path: the
+/// client, the router, the serving replica or the store its event poll reads. A fault of
+/// another replica or of the ledger cannot: a change is owed from its save on, and from
+/// there it travels store → `by` → router → client.
+fn disturbs_path(action: &Action, by: &str) -> bool {
+    let hosts = action.hosts();
+    hosts.is_empty()
+        || hosts
+            .iter()
+            .any(|h| ["client", "router", "store", by].contains(h))
+}
+
 /// `closed-early`: a stream its server ended cleanly (the body ended with no error, before
 /// the client gave up) on a state that is not at rest, over a connection nothing cut (see
 /// [`cut_at`]), while the task was already at rest: the last save of the task at or before
@@ -191,16 +204,20 @@ impl Checker for StreamContinuity {
                 );
                 continue;
             }
-            // Progress is owed once the path is quiet: a fault during the subscription (a
-            // cut, a kill, a held link) or a slowed event poll may delay a change, not lose
-            // it, so the clock starts at the later of the change and the last disturbance.
-            // Once the stream's own connection is cut, nothing later is owed to it.
+            // Progress is owed once the path is quiet: a fault on the stream's path during
+            // the subscription (a cut, a kill, a held link; see [`disturbs_path`]) or a
+            // slowed event poll may delay a change, not lose it, so the clock starts at the
+            // later of the change and the last disturbance. A fault elsewhere (another
+            // replica, the ledger) delays nothing this stream carries. Once the stream's own
+            // connection is cut, nothing later is owed to it.
             let end = cut_at(run, op.invoke_ms, op.complete_ms, by).unwrap_or(op.complete_ms);
             let mut quiet_from = run
                 .faults
                 .iter()
+                .filter(|(at, action)| {
+                    (op.invoke_ms..=end).contains(at) && disturbs_path(action, by)
+                })
                 .map(|(at, _)| *at)
-                .filter(|at| (op.invoke_ms..=end).contains(at))
                 .max()
                 .unwrap_or(0);
             // A slowed event poll (a BUGGIFY point) delays every stream until it ends.
