@@ -4,9 +4,9 @@
 //! `google.rpc.ErrorInfo` data where the model sends it), the 401 and 413 answers, the
 //! response headers, the agent card ([`agent_card`], declaring the Bearer scheme the replica
 //! enforces), `historyLength` on answers, and the server-sent-events response of the
-//! streaming methods.
+//! streaming methods. A 0.3 request goes to the 0.3 edge (`wire03.rs`) first.
 //!
-//! Knobs read: `[wire]` (`version_check`, `versions`, `error_data`, `proto_names`,
+//! Knobs read: `[wire]` (`v03`, `version_check`, `versions`, `error_data`, `proto_names`,
 //! `card_etag`), `push.supported` (the
 //! card's capability), `auth.bearer` (the card's security scheme),
 //! `handler.after_effect_failure` (how a failure after the effect is answered); in runs that
@@ -21,6 +21,7 @@ use http::{Response, StatusCode};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use super::wire03::Route03;
 use super::{Caller, Replica, REPLICA_HEADER};
 use crate::model::{AfterEffect, BearerRule, ErrorData, VersionCheck};
 use crate::net::{self, BoxBody, ChannelBody};
@@ -211,7 +212,7 @@ impl Replica {
 
     /// Refuses a streaming method once the card turned streaming off: a client still
     /// holding the older card is told so, and nothing runs (A2A-BEHAVIOURS.md §1: -32004).
-    fn check_streaming(&self, method: &str) -> Result<(), Refusal> {
+    pub(super) fn check_streaming(&self, method: &str) -> Result<(), Refusal> {
         if !a2a::jsonrpc::methods::is_streaming(method) || self.streams() {
             return Ok(());
         }
@@ -251,6 +252,14 @@ impl Replica {
             );
         };
         let mut params = request.get("params").cloned().unwrap_or(Value::Null);
+        // The 0.3 wire, where the model serves it, is translated at the edge (wire03.rs).
+        match self.route03(method, version) {
+            Route03::V1 => {}
+            Route03::V03(v1) => {
+                return self.dispatch_v03(id, v1, version, params, caller).await;
+            }
+            Route03::Refuse(code, message) => return self.rpc_error(id, rpc(code, message)),
+        }
         if self.profile.wire().reads_proto_names() {
             crate::protocol::camel_case_fields(&mut params);
         }
@@ -273,7 +282,12 @@ impl Replica {
     }
 
     /// Runs one parsed call.
-    async fn run(self: Rc<Self>, id: Value, mut call: Call, caller: &Caller) -> Response<BoxBody> {
+    pub(super) async fn run(
+        self: Rc<Self>,
+        id: Value,
+        mut call: Call,
+        caller: &Caller,
+    ) -> Response<BoxBody> {
         if let Call::Send(p) | Call::Stream(p) = &mut call {
             // An inline push config is held for the turn, which registers it for its task.
             let inline = p
@@ -371,7 +385,7 @@ impl Replica {
 }
 
 /// A call of a known method with its params parsed.
-enum Call {
+pub(super) enum Call {
     Send(SendMessageRequest),
     Stream(SendMessageRequest),
     Get(a2a::GetTaskRequest),
@@ -386,7 +400,7 @@ enum Call {
 
 impl Call {
     /// The method looked up (`-32601` when unknown), then its params parsed (`-32602`).
-    fn parse(method: &str, params: Value) -> Result<Call, Refusal> {
+    pub(super) fn parse(method: &str, params: Value) -> Result<Call, Refusal> {
         fn typed<T: serde::de::DeserializeOwned>(params: Value) -> Result<T, Refusal> {
             serde_json::from_value(params).map_err(|e| rpc(-32602, format!("invalid params: {e}")))
         }
