@@ -358,6 +358,7 @@ fn the_official_clients_drive_serve_as_they_drive_the_sdk() {
 
 /// The steps of the official 0.3 client (`STEPS` in tests/conformance/v03_client.py).
 const V03_STEPS: &[&str] = &[
+    "v03-card",
     "v03-send",
     "v03-continue",
     "v03-stream",

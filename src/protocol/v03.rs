@@ -632,6 +632,104 @@ pub fn result_to_v1(r: &Value) -> Value {
     }
 }
 
+/// The 0.3 fields a2a-sdk 1.3.0 adds to a 1.0 card (`response_helpers.agent_card_to_dict`
+/// merging `conversions.to_compat_agent_card`) once the card declares a 0.3 interface: a
+/// second `supportedInterfaces` entry, JSON-RPC `protocolVersion: "0.3"` at the 1.0 URL (the
+/// SDK adds the 0.3 fields only for an interface whose version is empty or in [0.3, 1.0);
+/// `enable_v0_3_compat` alone leaves the card 1.0-only, so a deployer that wants 0.3 clients
+/// to find the agent declares one, as tests/conformance/sdk_peer.py `--v03-compat` does);
+/// then `url`, `preferredTransport` and `protocolVersion` of that interface, and each
+/// security scheme and requirement also in its 0.3 form (`{type: http, scheme,
+/// bearerFormat}`, `{name: []}`), merged into the 1.0 objects. Measured against the SDK
+/// peer in docs/CONFORMANCE.md. A card with no interface is left as it is.
+pub fn card_with_v03_interface(card: &mut Value) {
+    let Some(url) = card.pointer("/supportedInterfaces/0/url").cloned() else {
+        return;
+    };
+    if let Some(list) = card["supportedInterfaces"].as_array_mut() {
+        list.push(json!({"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}));
+    }
+    if let Some(schemes) = card
+        .get_mut("securitySchemes")
+        .and_then(Value::as_object_mut)
+    {
+        for scheme in schemes.values_mut() {
+            let http = scheme["httpAuthSecurityScheme"].clone();
+            if let (Some(obj), Some(h)) = (scheme.as_object_mut(), http.as_object()) {
+                obj.insert("type".into(), json!("http"));
+                for key in ["scheme", "bearerFormat", "description"] {
+                    if let Some(v) = h.get(key) {
+                        obj.insert(key.into(), v.clone());
+                    }
+                }
+            }
+        }
+    }
+    let security: Vec<Value> = card["securityRequirements"]
+        .as_array()
+        .map(|reqs| {
+            reqs.iter()
+                .map(|r| {
+                    let names = r["schemes"].as_object().cloned().unwrap_or_default();
+                    Value::Object(names.into_iter().map(|(k, _)| (k, json!([]))).collect())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(obj) = card.as_object_mut() {
+        obj.insert("url".into(), url);
+        obj.insert("preferredTransport".into(), json!("JSONRPC"));
+        obj.insert("protocolVersion".into(), json!("0.3"));
+        if !security.is_empty() {
+            obj.insert("security".into(), Value::Array(security));
+        }
+    }
+}
+
+/// The card of a natively 0.3 server, in the shape Mastra (`@mastra/server` 1.69.0,
+/// `getAgentCardByIdHandler`) serves it, measured on tests/peers/mastra in
+/// docs/CONFORMANCE.md: the 0.3 fields only (no `supportedInterfaces`): `url` (the 1.0
+/// card's interface URL), `protocolVersion: "0.3.0"`, `additionalInterfaces: []`,
+/// `supportsAuthenticatedExtendedCard: false`, `security` and `securitySchemes` (empty when
+/// the card declares none; in 0.3 form otherwise), capabilities with
+/// `stateTransitionHistory: false` and `extensions: []`, text-only input and output modes.
+/// Name, description, version and skills are the 1.0 card's; Mastra's `provider` (itself)
+/// is left out.
+pub fn card_native(v1: &Value) -> Value {
+    let mut compat = v1.clone();
+    card_with_v03_interface(&mut compat);
+    let mut schemes = Map::new();
+    if let Some(list) = v1["securitySchemes"].as_object() {
+        for (name, scheme) in list {
+            let h = &scheme["httpAuthSecurityScheme"];
+            let mut s = Map::new();
+            s.insert("type".into(), json!("http"));
+            copy(h, &mut s, &["scheme", "bearerFormat", "description"]);
+            schemes.insert(name.clone(), Value::Object(s));
+        }
+    }
+    json!({
+        "name": v1["name"],
+        "description": v1["description"],
+        "url": compat["url"],
+        "version": v1["version"],
+        "protocolVersion": "0.3.0",
+        "additionalInterfaces": [],
+        "supportsAuthenticatedExtendedCard": false,
+        "security": compat.get("security").cloned().unwrap_or_else(|| json!([])),
+        "securitySchemes": schemes,
+        "capabilities": {
+            "streaming": v1.pointer("/capabilities/streaming").cloned().unwrap_or(json!(false)),
+            "pushNotifications": v1.pointer("/capabilities/pushNotifications").cloned().unwrap_or(json!(false)),
+            "stateTransitionHistory": false,
+            "extensions": []
+        },
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": v1["skills"],
+    })
+}
+
 #[cfg(test)]
 #[path = "v03_tests.rs"]
 mod tests;

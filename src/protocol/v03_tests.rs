@@ -186,3 +186,65 @@ fn methods_map_both_ways_and_list_tasks_has_no_0_3_name() {
     assert_eq!(v1_method("SendMessage"), None);
     assert!(known_code(-32001) && !known_code(-32009));
 }
+
+fn card_v1(secured: bool) -> Value {
+    let mut card = crate::protocol::agent_card("d", "0.1.0", "http://127.0.0.1:9/", true, true);
+    if secured {
+        card["securitySchemes"] = json!({"bearer": {"httpAuthSecurityScheme": {
+            "scheme": "Bearer", "bearerFormat": "simjwt"}}});
+        card["securityRequirements"] = json!([{"schemes": {"bearer": {}}}]);
+    }
+    card
+}
+
+#[test]
+fn a_sdk_compat_card_declares_a_0_3_interface_and_the_0_3_fields_as_the_sdk_merges_them() {
+    let mut card = card_v1(true);
+    card_with_v03_interface(&mut card);
+    // As a2a-sdk 1.3.0 served it (sdk_peer.py --v03-compat --require-bearer, measured).
+    assert_eq!(
+        card["supportedInterfaces"],
+        json!([
+            {"url": "http://127.0.0.1:9/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+            {"url": "http://127.0.0.1:9/", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}
+        ])
+    );
+    assert_eq!(card["url"], "http://127.0.0.1:9/");
+    assert_eq!(card["preferredTransport"], "JSONRPC");
+    assert_eq!(card["protocolVersion"], "0.3");
+    assert_eq!(card["security"], json!([{"bearer": []}]));
+    assert_eq!(
+        card["securitySchemes"]["bearer"],
+        json!({"httpAuthSecurityScheme": {"scheme": "Bearer", "bearerFormat": "simjwt"},
+               "type": "http", "scheme": "Bearer", "bearerFormat": "simjwt"})
+    );
+    assert_eq!(
+        card["securityRequirements"],
+        json!([{"schemes": {"bearer": {}}}])
+    );
+    let mut open = card_v1(false);
+    card_with_v03_interface(&mut open);
+    assert!(open.get("security").is_none() && open.get("securitySchemes").is_none());
+}
+
+#[test]
+fn a_native_card_is_mastras_0_3_card() {
+    let card = card_native(&card_v1(false));
+    assert!(card.get("supportedInterfaces").is_none());
+    assert_eq!(card["url"], "http://127.0.0.1:9/");
+    assert_eq!(card["protocolVersion"], "0.3.0");
+    assert_eq!(card["additionalInterfaces"], json!([]));
+    assert_eq!(card["security"], json!([]));
+    assert_eq!(card["securitySchemes"], json!({}));
+    assert_eq!(
+        card["capabilities"],
+        json!({"streaming": true, "pushNotifications": true,
+               "stateTransitionHistory": false, "extensions": []})
+    );
+    let secured = card_native(&card_v1(true));
+    assert_eq!(secured["security"], json!([{"bearer": []}]));
+    assert_eq!(
+        secured["securitySchemes"],
+        json!({"bearer": {"type": "http", "scheme": "Bearer", "bearerFormat": "simjwt"}})
+    );
+}

@@ -3,7 +3,8 @@
 //! of the A2A methods to their handlers, error and result responses ([`Refusal`], with
 //! `google.rpc.ErrorInfo` data where the model sends it), the 401 and 413 answers, the
 //! response headers, the agent card ([`agent_card`], declaring the Bearer scheme the replica
-//! enforces), `historyLength` on answers, and the server-sent-events response of the
+//! enforces; a model serving 0.3 adds its 0.3 interface or serves a 0.3 card, as its real
+//! system does), `historyLength` on answers, and the server-sent-events response of the
 //! streaming methods. A 0.3 request goes to the 0.3 edge (`wire03.rs`) first.
 //!
 //! Knobs read: `[wire]` (`v03`, `version_check`, `versions`, `error_data`, `proto_names`,
@@ -92,7 +93,16 @@ impl Replica {
             }}});
             card["securityRequirements"] = json!([{"schemes": {"bearer": {}}}]);
         }
-        card
+        // A model that serves 0.3 says so in its card, in its real system's shape, so a 0.3
+        // client's card resolver finds the agent (`protocol::v03`).
+        match self.profile.wire().v03() {
+            crate::model::V03Wire::Off => card,
+            crate::model::V03Wire::SdkCompat => {
+                crate::protocol::v03::card_with_v03_interface(&mut card);
+                card
+            }
+            crate::model::V03Wire::Native => crate::protocol::v03::card_native(&card),
+        }
     }
 
     /// The card's answer: with a weak `ETag` when the model sends one (`wire.card_etag`),

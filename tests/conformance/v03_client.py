@@ -1,13 +1,16 @@
 """Drives an A2A server over the 0.3 wire with the official 0.3 Python client (PyPI a2a-sdk 0.3.26).
 
 Part of the conformance harness (tests/conformance/, see docs/CONFORMANCE.md). It uses the
-0.3 SDK's own ``JsonRpcTransport`` as shipped (slash method names, no ``A2A-Version``
-header, the SDK's pydantic types validating every answer), given the server's URL directly:
-a 1.0 card need not carry 0.3's ``url``. Three push-config calls the 0.3 transport has no
+0.3 SDK as shipped: its ``A2ACardResolver`` reads the card at BASE_URL (validated as a 0.3
+``AgentCard``: ``url``, ``protocolVersion``, ...), its ``ClientFactory`` picks the transport
+and URL from the card (``preferredTransport``, ``url``, ``additionalInterfaces``), and the
+resulting ``JsonRpcTransport`` makes every call (slash method names, no ``A2A-Version``
+header, the SDK's pydantic types validating every answer). Three push-config calls the 0.3 transport has no
 method for (``list``, ``delete``) are sent as the SDK's own request models and their answers
 validated with its response models.
 
 Steps (each must do what A2A 0.3 says; ``value`` is a short measured answer):
+  v03-card             the card resolver's card and the factory's client: its URL, version
   v03-send             message/send, text only: a Task (kind task), its state
   v03-continue         message/send on that task (taskId, contextId): the task, its state
   v03-stream           message/stream, a new task: the events' kinds, the last state, final
@@ -40,6 +43,9 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
+from a2a.client.card_resolver import A2ACardResolver
+from a2a.client.client import ClientConfig
+from a2a.client.client_factory import ClientFactory
 from a2a.client.errors import A2AClientJSONRPCError
 from a2a.client.transports.jsonrpc import JsonRpcTransport
 from a2a.types import (
@@ -68,6 +74,7 @@ CLIENT = "python-0.3"
 CALL_TIMEOUT_S = 15.0
 RUN_TIMEOUT_S = 90.0
 STEPS = [
+    "v03-card",
     "v03-send",
     "v03-continue",
     "v03-stream",
@@ -124,7 +131,8 @@ class Run:
         self.args = args
         headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
         self.http = httpx.AsyncClient(timeout=CALL_TIMEOUT_S, headers=headers)
-        self.t = JsonRpcTransport(self.http, url=args.base_url)
+        self.t = None  # the transport the factory picks from the card (v03-card)
+        self.url = None  # the URL it calls
         self.receiver = Receiver()
         self.results = []
         self.ok = set()
@@ -155,6 +163,19 @@ class Run:
     async def send(self, message, blocking=True):
         cfg = MessageSendConfiguration(blocking=blocking, accepted_output_modes=["text/plain"])
         return await self.t.send_message(MessageSendParams(message=message, configuration=cfg))
+
+    async def s_card(self):
+        card = await A2ACardResolver(self.http, self.args.base_url).get_agent_card()
+        factory = ClientFactory(ClientConfig(httpx_client=self.http, streaming=True))
+        client = factory.create(card)
+        self.t = client._transport  # the SDK's own choice; the steps call it directly
+        if not isinstance(self.t, JsonRpcTransport):
+            return False, f"the factory chose {type(self.t).__name__}", type(self.t).__name__
+        self.url = self.t.url
+        detail = (f"url {card.url}, protocolVersion {card.protocol_version}, "
+                  f"preferredTransport {card.preferred_transport}, "
+                  f"{len(card.additional_interfaces or [])} additional interfaces")
+        return True, detail, f"protocolVersion {card.protocol_version}"
 
     async def s_send(self):
         r = await self.send(text_message("hello over 0.3"))
@@ -220,7 +241,7 @@ class Run:
         return r.push_notification_config.url == self.receiver.url, f"url {r.push_notification_config.url}", r.push_notification_config.id
 
     async def raw(self, request, response_model):
-        resp = await self.http.post(self.args.base_url, json=request.model_dump(mode="json", exclude_none=True))
+        resp = await self.http.post(self.url or self.args.base_url, json=request.model_dump(mode="json", exclude_none=True))
         resp.raise_for_status()
         return response_model.model_validate(resp.json()).root
 
@@ -264,24 +285,25 @@ class Run:
         return False, f"answered {r.status.state.value}", r.status.state.value
 
     async def s_unknown(self):
-        resp = await self.http.post(self.args.base_url, json={"jsonrpc": "2.0", "id": 7, "method": "tasks/list", "params": {}})
+        resp = await self.http.post(self.url or self.args.base_url, json={"jsonrpc": "2.0", "id": 7, "method": "tasks/list", "params": {}})
         body = resp.json()
         code = body.get("error", {}).get("code")
         return code is not None, f"HTTP {resp.status_code}, error {code}", f"error {code}"
 
     async def main(self):
         plan = {
-            "v03-send": (self.s_send, ()),
+            "v03-card": (self.s_card, ()),
+            "v03-send": (self.s_send, ("v03-card",)),
             "v03-continue": (self.s_continue, ("v03-send",)),
-            "v03-stream": (self.s_stream, ()),
+            "v03-stream": (self.s_stream, ("v03-card",)),
             "v03-get": (self.s_get, ("v03-send",)),
-            "v03-resubscribe": (self.s_resubscribe, ()),
-            "v03-push-set": (self.s_push_set, ()),
+            "v03-resubscribe": (self.s_resubscribe, ("v03-card",)),
+            "v03-push-set": (self.s_push_set, ("v03-card",)),
             "v03-push-get": (self.s_push_get, ("v03-push-set",)),
             "v03-push-list": (self.s_push_list, ("v03-push-set",)),
             "v03-push-delivered": (self.s_push_delivered, ("v03-push-set",)),
             "v03-push-delete": (self.s_push_delete, ("v03-push-set",)),
-            "v03-cancel": (self.s_cancel, ()),
+            "v03-cancel": (self.s_cancel, ("v03-card",)),
             "v03-cancel-again": (self.s_cancel_again, ("v03-cancel",)),
             "v03-unknown-method": (self.s_unknown, ()),
         }
