@@ -3,7 +3,7 @@
 //! The Python client (PyPI `a2a-sdk` 1.3.0, in the peer venv that
 //! `tests/peers/a2a-python/setup.sh` installs under `target/peer-venv/`) and the JS client
 //! (npm `@a2a-js/sdk` 1.3.0, installed by `tests/conformance/setup.sh` under
-//! `target/conformance-node/`) each run the 31 named steps of `tests/conformance/` against
+//! `target/conformance-node/`) each run the 32 named steps of `tests/conformance/` against
 //! `serve --model a2a-python-1.3-versioned`: card discovery and auth from the card (the SDKs'
 //! own helpers send the token because the card declares the Bearer scheme), blocking and
 //! streaming sends, a continuation, GetTask with `historyLength`, ListTasks, SubscribeToTask,
@@ -215,6 +215,7 @@ const STEPS: &[&str] = &[
     "raw-version-1.1",
     "raw-version-2.0",
     "raw-error-data",
+    "field-violations",
     "raw-8mb-body",
 ];
 

@@ -157,6 +157,29 @@ fn serve_answers_a_real_a2a_client_over_tcp() {
     let other = post_as(&addr, get, Some("bob"));
     let other: serde_json::Value = serde_json::from_slice(&other.body).unwrap();
     assert_eq!(other["error"]["code"], -32001, "{other}");
+
+    // Missing REQUIRED fields are named, as a2a-sdk 1.3.0 names them (`wire.required_fields`):
+    // `-32602 "Validation failed"`, ErrorInfo `metadata.errors` and a google.rpc.BadRequest.
+    let invalid = post(
+        &addr,
+        serde_json::json!({"jsonrpc": "2.0", "id": 5, "method": "SendMessage",
+                           "params": {"message": {"messageId": "m9", "role": "ROLE_USER", "parts": []}}}),
+    );
+    assert_eq!(invalid["error"]["code"], -32602, "{invalid}");
+    assert_eq!(
+        invalid["error"]["message"], "Validation failed",
+        "{invalid}"
+    );
+    assert_eq!(
+        invalid["error"]["data"][1],
+        serde_json::json!({"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": [
+            {"field": "message.parts", "description": "Field must contain at least one element."}]}),
+        "{invalid}"
+    );
+    assert_eq!(
+        invalid["error"]["data"][0]["metadata"]["errors"][0]["field"],
+        "message.parts"
+    );
 }
 
 #[test]

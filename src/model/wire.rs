@@ -97,6 +97,13 @@ pub struct WireKnobs {
     /// Whether the 0.3 wire is served, and how ([`V03Wire`]). Unset: not served.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub v03: Option<V03Wire>,
+    /// Whether params missing a field the proto marks REQUIRED are refused after the
+    /// version check with `-32602 "Validation failed"`, naming every such field (and, with
+    /// `error_data = "error-info"`, as `ErrorInfo` metadata and a `google.rpc.BadRequest`;
+    /// `protocol::required`). Unset: the params parse refuses the first missing field it
+    /// meets, before the version check, and an empty `parts` list is accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required_fields: Option<bool>,
 }
 
 impl Default for WireKnobs {
@@ -111,6 +118,7 @@ impl Default for WireKnobs {
             proto_names: None,
             card_etag: None,
             v03: None,
+            required_fields: None,
         }
     }
 }
@@ -119,6 +127,11 @@ impl WireKnobs {
     /// Whether saved statuses carry a timestamp (`status_timestamp`).
     pub fn stamps_status(&self) -> bool {
         self.status_timestamp == Some(true)
+    }
+
+    /// Whether missing REQUIRED fields are refused by name (`required_fields`).
+    pub fn checks_required_fields(&self) -> bool {
+        self.required_fields == Some(true)
     }
 
     /// Whether the card carries an `ETag` (`card_etag`).

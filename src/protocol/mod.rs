@@ -8,8 +8,10 @@
 //!   their JSON names (`taskId`);
 //! - [`at_rest`]: the task states a turn ends in (terminal, or waiting for the client);
 //! - [`sse`]: the server-sent-events framing of the streaming methods;
+//! - [`required`]: the REQUIRED fields of the params, checked as a2a-sdk checks them;
 //! - [`v03`]: the A2A 0.3 wire, translated to and from 1.0 at the edge.
 
+pub mod required;
 pub mod sha256;
 pub mod sse;
 pub mod v03;

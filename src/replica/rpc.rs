@@ -34,6 +34,8 @@ use crate::trace::{Event, Tone};
 pub enum Refusal {
     Rpc(i32, String),
     Http(u16, String),
+    /// Params missing REQUIRED fields (`wire.required_fields`): `-32602 "Validation failed"`.
+    Fields(Vec<crate::protocol::required::FieldViolation>),
 }
 
 pub(super) fn rpc(code: i32, message: impl Into<String>) -> Refusal {
@@ -138,6 +140,19 @@ impl Replica {
                 let mut error = json!({"code": code, "message": message});
                 if let Some(data) = self.error_data(code) {
                     error["data"] = data;
+                }
+                net::json_response(
+                    StatusCode::OK,
+                    &json!({"jsonrpc": "2.0", "id": id, "error": error}),
+                )
+            }
+            Refusal::Fields(found) => {
+                let mut error = json!({
+                    "code": a2a::errors::error_code::INVALID_PARAMS,
+                    "message": "Validation failed"
+                });
+                if self.profile.wire().error_data == ErrorData::ErrorInfo {
+                    error["data"] = crate::protocol::required::error_details(&found);
                 }
                 net::json_response(
                     StatusCode::OK,
@@ -273,13 +288,27 @@ impl Replica {
         if self.profile.wire().reads_proto_names() {
             crate::protocol::camel_case_fields(&mut params);
         }
+        // Missing REQUIRED fields, where the model names them (`wire.required_fields`), are
+        // refused by the handler, after the version check (a2a-sdk 1.3.0
+        // `@validate_request_params`), not by the params parse.
+        let missing = self
+            .profile
+            .wire()
+            .checks_required_fields()
+            .then(|| crate::protocol::required::violations(method, &params))
+            .flatten()
+            .filter(|found| !found.is_empty());
         // The order of the checks is the model's (`wire.version_check`).
-        let checked = match self.profile.wire().version_check {
-            VersionCheck::First => self
+        let checked = match (self.profile.wire().version_check, missing) {
+            (_, Some(found)) => self
+                .check_version(version)
+                .and_then(|()| self.check_streaming(method))
+                .and(Err(Refusal::Fields(found))),
+            (VersionCheck::First, None) => self
                 .check_version(version)
                 .and_then(|()| self.check_streaming(method))
                 .and_then(|()| Call::parse(method, params)),
-            VersionCheck::AfterParams => Call::parse(method, params).and_then(|call| {
+            (VersionCheck::AfterParams, None) => Call::parse(method, params).and_then(|call| {
                 self.check_version(version)?;
                 self.check_streaming(method)?;
                 Ok(call)
