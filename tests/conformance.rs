@@ -3,7 +3,7 @@
 //! The Python client (PyPI `a2a-sdk` 1.3.0, in the peer venv that
 //! `tests/peers/a2a-python/setup.sh` installs under `target/peer-venv/`) and the JS client
 //! (npm `@a2a-js/sdk` 1.3.0, installed by `tests/conformance/setup.sh` under
-//! `target/conformance-node/`) each run the 31 named steps of `tests/conformance/` against
+//! `target/conformance-node/`) each run the 32 named steps of `tests/conformance/` against
 //! `serve --model a2a-python-1.3-versioned`: card discovery and auth from the card (the SDKs'
 //! own helpers send the token because the card declares the Bearer scheme), blocking and
 //! streaming sends, a continuation, GetTask with `historyLength`, ListTasks, SubscribeToTask,
@@ -17,6 +17,11 @@
 //! compatibility on; about 30 s more), and the test also fails when a step passes there and
 //! fails on `serve` (outside the known gaps). `serve` runs with `--allow-loopback-push`, so
 //! its pushes reach the clients' loopback receivers.
+//!
+//! A second test drives the 0.3 wire with the official 0.3 client (PyPI `a2a-sdk` 0.3.26,
+//! tests/conformance/v03_client.py) against `serve --model mastra` and the real Mastra peer,
+//! and against `serve --model a2a-python-1.3-versioned --enable-v0-3-compat` and the real
+//! SDK with `enable_v0_3_compat` on (docs/CONFORMANCE.md, "The 0.3 wire").
 //!
 //! When the clients cannot be installed (no node/npm, no python3 or no registry), the test
 //! fails saying so, unless `A2A_CHAOS_SKIP_LIVE=1` (then it prints that it skipped). Everything
@@ -210,6 +215,7 @@ const STEPS: &[&str] = &[
     "raw-version-1.1",
     "raw-version-2.0",
     "raw-error-data",
+    "field-violations",
     "raw-8mb-body",
 ];
 
@@ -348,5 +354,129 @@ fn the_official_clients_drive_serve_as_they_drive_the_sdk() {
         failures.join("\n"),
         runs[0].output,
         runs[1].output
+    );
+}
+
+/// The steps of the official 0.3 client (`STEPS` in tests/conformance/v03_client.py).
+const V03_STEPS: &[&str] = &[
+    "v03-card",
+    "v03-send",
+    "v03-continue",
+    "v03-stream",
+    "v03-get",
+    "v03-resubscribe",
+    "v03-push-set",
+    "v03-push-get",
+    "v03-push-list",
+    "v03-push-delivered",
+    "v03-push-delete",
+    "v03-cancel",
+    "v03-cancel-again",
+    "v03-unknown-method",
+];
+
+/// One `run.sh ... --v03-client` run: the official 0.3 client (a2a-sdk 0.3.26) against the
+/// target `args` names; its steps.
+fn v03_run(out: &Path, name: &str, args: &[&str]) -> ClientRun {
+    let dir = out.join(name);
+    let status = Command::new("timeout")
+        .args(["150", "bash"])
+        .arg(root().join("tests/conformance/run.sh"))
+        .args(args)
+        .args(["--v03-client", "--out"])
+        .arg(&dir)
+        .current_dir(root())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run.sh runs");
+    assert!(
+        status.success(),
+        "run.sh {} --v03-client failed (its output: {})",
+        args.join(" "),
+        dir.display()
+    );
+    ClientRun::read(&dir.join("v03.jsonl"))
+}
+
+/// The 0.3 wire (issue 18): the official 0.3 client drives `serve --model mastra` and the
+/// real Mastra peer (which serves 0.3 natively), and `serve --model
+/// a2a-python-1.3-versioned --enable-v0-3-compat` and the real a2a-sdk 1.3.0 peer with
+/// `enable_v0_3_compat=True` (`run.sh --sdk-full`), through send, continue, stream, get,
+/// resubscribe, the push-config family with a delivered push, cancel and an unknown method.
+/// Every step must pass on serve, and the test fails when a step passes on the real peer and
+/// fails on serve.
+#[test]
+fn the_official_0_3_client_drives_serve_as_it_drives_the_real_0_3_servers() {
+    let mastra = Command::new("bash")
+        .arg(root().join("tests/peers/mastra/setup.sh"))
+        .current_dir(root())
+        .output();
+    if let Err(why) = install().and_then(|()| match mastra {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(String::from_utf8_lossy(&o.stderr).into_owned()),
+        Err(e) => Err(e.to_string()),
+    }) {
+        let needs = "the official 0.3 client (tests/conformance/setup.sh) or the Mastra peer (tests/peers/mastra/setup.sh) could not be installed";
+        if std::env::var("A2A_CHAOS_SKIP_LIVE").is_ok_and(|v| v == "1") {
+            eprintln!("skipped: {needs} (A2A_CHAOS_SKIP_LIVE=1): {why}");
+            return;
+        }
+        panic!("{needs}; set A2A_CHAOS_SKIP_LIVE=1 to skip this test.\n{why}");
+    }
+    let out = root().join("target/conformance/cargo-test-v03");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).expect("target/ is writable");
+    let bin = env!("CARGO_BIN_EXE_a2a-chaos");
+    let pairs = [
+        (
+            "mastra",
+            v03_run(&out, "serve-mastra", &["--serve", bin, "--model", "mastra"]),
+            v03_run(&out, "mastra-peer", &["--mastra"]),
+        ),
+        (
+            "a2a-python compat",
+            v03_run(
+                &out,
+                "serve-a2a-python-compat",
+                &["--serve", bin, "--model", MODEL, "--v03-compat"],
+            ),
+            v03_run(&out, "sdk-peer-compat", &["--sdk-full", "versioned"]),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (label, serve, peer) in &pairs {
+        for step in V03_STEPS {
+            let here = serve.steps.get(*step);
+            let there = peer.steps.get(*step);
+            match (here, there) {
+                (None, _) => failures.push(format!("{label}: {step} did not run on serve")),
+                (_, None) => failures.push(format!("{label}: {step} did not run on the peer")),
+                (Some((false, v)), Some((true, _))) => failures.push(format!(
+                    "{label}: {step} passes on the real peer and fails on serve: {v}"
+                )),
+                (Some((false, v)), Some((false, pv))) => failures.push(format!(
+                    "{label}: {step} fails on serve ({v}) as on the real peer ({pv})"
+                )),
+                (Some((true, _)), Some((false, pv))) => {
+                    eprintln!("note: {label}: {step} passes on serve, fails on the real peer: {pv}")
+                }
+                _ => {}
+            }
+        }
+        eprintln!(
+            "conformance 0.3: {label}: serve {}/{}, real peer {}/{}",
+            serve.steps.values().filter(|(ok, _)| *ok).count(),
+            V03_STEPS.len(),
+            peer.steps.values().filter(|(ok, _)| *ok).count(),
+            V03_STEPS.len()
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "{}\n\nserve output (mastra):\n{}\nserve output (a2a-python compat):\n{}",
+        failures.join("\n"),
+        pairs[0].1.output,
+        pairs[1].1.output
     );
 }

@@ -372,6 +372,15 @@ fn oracle(body: &[u8], version: Option<&str>, profile: &Profile) -> Expect {
             id_null: false,
         };
     };
+    // Missing REQUIRED fields, where the model names them (`wire.required_fields`, as
+    // a2a-sdk 1.3.0's handler does), are refused after the version check, whatever else the
+    // params hold.
+    if wire.checks_required_fields()
+        && a2a_chaos::protocol::required::violations(method, &params)
+            .is_some_and(|found| !found.is_empty())
+    {
+        return version_refused.unwrap_or(invalid);
+    }
     let params_ok = match method {
         "SendMessage" | "SendStreamingMessage" => {
             serde_json::from_value::<a2a::SendMessageRequest>(params).is_ok()

@@ -157,6 +157,29 @@ fn serve_answers_a_real_a2a_client_over_tcp() {
     let other = post_as(&addr, get, Some("bob"));
     let other: serde_json::Value = serde_json::from_slice(&other.body).unwrap();
     assert_eq!(other["error"]["code"], -32001, "{other}");
+
+    // Missing REQUIRED fields are named, as a2a-sdk 1.3.0 names them (`wire.required_fields`):
+    // `-32602 "Validation failed"`, ErrorInfo `metadata.errors` and a google.rpc.BadRequest.
+    let invalid = post(
+        &addr,
+        serde_json::json!({"jsonrpc": "2.0", "id": 5, "method": "SendMessage",
+                           "params": {"message": {"messageId": "m9", "role": "ROLE_USER", "parts": []}}}),
+    );
+    assert_eq!(invalid["error"]["code"], -32602, "{invalid}");
+    assert_eq!(
+        invalid["error"]["message"], "Validation failed",
+        "{invalid}"
+    );
+    assert_eq!(
+        invalid["error"]["data"][1],
+        serde_json::json!({"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": [
+            {"field": "message.parts", "description": "Field must contain at least one element."}]}),
+        "{invalid}"
+    );
+    assert_eq!(
+        invalid["error"]["data"][0]["metadata"]["errors"][0]["field"],
+        "message.parts"
+    );
 }
 
 #[test]
@@ -174,6 +197,74 @@ fn live_refuses_steps_real_processes_cannot_do() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("unsupported in live mode"), "{err}");
+}
+
+/// Push delivery on real peers (issue 18): a `set-push` step is refused in live without
+/// `--allow-loopback-push` (its target is the run's webhook on loopback, which the models
+/// refuse as private); with it, the real a2a-sdk 1.3.0 peer (server.py --push) delivers the
+/// task's pushes to the run's webhook, which records them, and the simulation's own
+/// `push-accounted` passes on them. The same flag on h09 (the config registered on the other
+/// pod) shows the real SDK dropping the push as the simulation says it does.
+#[test]
+fn live_push_reaches_the_runs_webhook_from_the_real_a2a_python_peer() {
+    let dir = std::env::temp_dir().join(format!("a2a-chaos-live-push-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("push.toml");
+    std::fs::write(
+        &file,
+        "name = \"live-push\"\nmodel = \"a2a-python-1.3-versioned\"\nreplicas = 1\n\
+         [[step]]\nsend = { conversation = \"c1\", turn = 1 }\n\
+         [[step]]\nset-push = { conversation = \"c1\", url = \"http://hooks.example:7200/ok/c1\" }\n\
+         [[step]]\nsend = { conversation = \"c1\", turn = 2 }\n\
+         [expect]\nviolations = []\n",
+    )
+    .unwrap();
+    let refused = Command::new(bin()).arg("live").arg(&file).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("--allow-loopback-push"), "{err}");
+
+    let _one = SUITE.lock().unwrap_or_else(|e| e.into_inner());
+    if !install_peer() {
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
+    let out = Command::new(bin())
+        .arg("live")
+        .arg(&file)
+        .args(["--allow-loopback-push", "--trace"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report = format!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    assert!(
+        stdout.contains("webhook    delivery to /ok/c1: answered 200"),
+        "no delivery reached the webhook:\n{report}"
+    );
+    let accounted = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("push-accounted"))
+        .unwrap_or_default();
+    assert!(
+        accounted.contains("pass") && accounted.contains("exercised 1"),
+        "push-accounted: `{accounted}`\n{report}"
+    );
+
+    let h09 = Command::new(bin())
+        .args([
+            "live",
+            "tests/scenarios/h09-push-config-on-another-pod-a2a-python-1.3-versioned.toml",
+            "--allow-loopback-push",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&h09.stdout);
+    assert_eq!(h09.status.code(), Some(0), "h09 live:\n{stdout}");
+    assert!(stdout.contains("got: [push-accounted]"), "{stdout}");
 }
 
 /// The fidelity tests run one at a time: `setup.sh` is not safe to run twice at once, and

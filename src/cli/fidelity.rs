@@ -171,7 +171,7 @@ pub fn cmd_fidelity(dir: &Path, peer: &PeerArgs) -> Result<i32, InputError> {
     for path in &files {
         let origin = path.display().to_string();
         let script = Script::load(path)?;
-        live::validate(&script, &origin)?;
+        live::validate(&script, &origin, options.allow_loopback_push)?;
         let profile = Profile::load(&script.file.model)?;
         check_peer(&profile, &options, &origin)?;
         scripts.push((origin, script, profile));

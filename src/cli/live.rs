@@ -54,6 +54,12 @@ pub struct PeerArgs {
     /// Where runs keep peer logs and their SQLite file (default target/live-runs).
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
+    /// Let set-push steps run: their push configs name this run's webhook on 127.0.0.1
+    /// (the scenario's `webhook` or `hooks.example` host, same path), a loopback address
+    /// the models refuse as private, and the a2a-python preset starts with push on
+    /// (server.py --push). Without it a scenario with set-push is refused (exit 2).
+    #[arg(long)]
+    pub allow_loopback_push: bool,
 }
 
 impl PeerArgs {
@@ -81,6 +87,9 @@ impl PeerArgs {
         }
         if let Some(kinds) = self.reports.declared() {
             flag("reports", &kinds);
+        }
+        if self.allow_loopback_push {
+            words.push("--allow-loopback-push".into());
         }
         words.join(" ")
     }
@@ -126,6 +135,7 @@ impl PeerArgs {
             user_store,
             reports: self.reports,
             placement,
+            allow_loopback_push: self.allow_loopback_push,
         })
     }
 }
@@ -202,9 +212,9 @@ pub fn check_peer(
 pub fn cmd_live(path: &Path, peer: &PeerArgs, json: bool, trace: bool) -> Result<i32, InputError> {
     let file = path.display().to_string();
     let script = Script::load(path)?;
-    live::validate(&script, &file)?;
-    let profile = Profile::load(&script.file.model)?;
     let options = peer.options()?;
+    live::validate(&script, &file, options.allow_loopback_push)?;
+    let profile = Profile::load(&script.file.model)?;
     check_peer(&profile, &options, &file)?;
     let peer_name = options.peer_for(&profile).0;
     let (summary, record) = live::run_scenario(&script, profile, &options)?;

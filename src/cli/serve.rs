@@ -38,10 +38,21 @@ pub struct ServeArgs {
     /// Without it, as with every other private address, they are refused.
     #[arg(long)]
     pub allow_loopback_push: bool,
+    /// Serves the A2A 0.3 wire beside 1.0 as a2a-sdk's server option
+    /// `enable_v0_3_compat=True` does (`[wire] v03 = "sdk-compat"`), for a model that does
+    /// not serve it already (Mastra serves 0.3 natively).
+    #[arg(long)]
+    pub enable_v0_3_compat: bool,
 }
 
 pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
-    let profile = Rc::new(Profile::load(&args.model)?);
+    let mut profile = Profile::load(&args.model)?;
+    if args.enable_v0_3_compat && profile.wire().v03() == crate::model::V03Wire::Off {
+        let mut wire = profile.wire();
+        wire.v03 = Some(crate::model::V03Wire::SdkCompat);
+        profile.wire = Some(wire);
+    }
+    let profile = Rc::new(profile);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -96,8 +107,12 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
     let mut out = std::io::stdout();
     let _ = writeln!(
         out,
-        "serving replica-0 (model {}) on http://{listen}/ (A2A 1.0 JSON-RPC; card at http://{listen}/.well-known/agent-card.json); ledger on http://{ledger_addr}/",
-        profile.name
+        "serving replica-0 (model {}) on http://{listen}/ (A2A 1.0{} JSON-RPC; card at http://{listen}/.well-known/agent-card.json); ledger on http://{ledger_addr}/",
+        profile.name,
+        match profile.wire().v03() {
+            crate::model::V03Wire::Off => "",
+            _ => " and 0.3",
+        }
     );
     if profile.auth.bearer == crate::model::BearerRule::Required {
         let _ = writeln!(

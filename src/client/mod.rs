@@ -9,6 +9,12 @@
 //! carries the principal's bearer token as every call does. A call the card client refuses (no card passes its checks, or the card
 //! says the agent does not stream) is a `fail` that sent nothing; a streaming send to an
 //! agent whose card says it does not stream becomes a plain `SendMessage`.
+//!
+//! A client may speak the A2A 0.3 wire instead ([`Dialect::V03`], a scenario's
+//! `client-wire = "0.3"`): every call is written as 1.0 and translated on its way out
+//! (slash method names, 0.3 params, no `A2A-Version` header), and a `kind`-tagged 0.3 answer
+//! is read back as 1.0 (`protocol::v03`), so the history and the checkers see the same
+//! operations whichever wire carried them.
 
 pub mod history;
 
@@ -41,6 +47,18 @@ pub(crate) fn turn_as_text(message: &mut Value) {
     *parts = vec![json!({ "text": turn.to_string() })];
 }
 
+/// The JSON-RPC wire a client speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Dialect {
+    /// A2A 1.0 (the default): PascalCase methods, `A2A-Version: 1.0`.
+    #[default]
+    #[serde(rename = "1.0")]
+    V1,
+    /// A2A 0.3: slash methods, no version header, `kind`-tagged shapes.
+    #[serde(rename = "0.3")]
+    V03,
+}
+
 /// How to reach the cluster.
 pub struct Client {
     pub history: History,
@@ -54,6 +72,8 @@ pub struct Client {
     grants: Grants,
     /// How a user message carries its turn (the model's `handler.turn_in`).
     turn_in: Cell<TurnIn>,
+    /// The wire it speaks.
+    dialect: Cell<Dialect>,
 }
 
 /// What a call returned.
@@ -84,12 +104,18 @@ impl Client {
             cards,
             grants,
             turn_in: Cell::new(TurnIn::DataPart),
+            dialect: Cell::new(Dialect::V1),
         })
     }
 
     /// Sends every turn as `turn_in` says (default: a data part).
     pub fn set_turn_in(&self, turn_in: TurnIn) {
         self.turn_in.set(turn_in);
+    }
+
+    /// Speaks `dialect` from now on (default: 1.0).
+    pub fn set_dialect(&self, dialect: Dialect) {
+        self.dialect.set(dialect);
     }
 
     /// The user `principal` authorises the paused action of `conversation`'s task
@@ -203,6 +229,11 @@ impl Client {
                 turn_as_text(message);
             }
         }
+        let v03 = self.dialect.get() == Dialect::V03;
+        let (method, params) = match crate::protocol::v03::v03_method(method) {
+            Some(name) if v03 => (name, crate::protocol::v03::params_to_v03(method, &params)),
+            _ => (method, params),
+        };
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let (host, port, path) = match route {
             Some(r) => (r.host.as_str(), r.port, r.path.as_str()),
@@ -214,8 +245,10 @@ impl Client {
             path,
             serde_json::to_vec(&body).expect("requests serialise"),
             self.timeout,
-        )
-        .header("a2a-version", "1.0");
+        );
+        if !v03 {
+            call = call.header("a2a-version", "1.0");
+        }
         if let Some(c) = context {
             call = call.header(CONTEXT_HEADER, c);
         }
@@ -383,7 +416,8 @@ impl Client {
                                 why: format!("bad event: {e}"),
                             })?;
                         if snapshot_first.is_none() {
-                            snapshot_first = Some(value["result"].get("task").is_some());
+                            let r = &value["result"];
+                            snapshot_first = Some(r.get("task").is_some() || r["kind"] == "task");
                         }
                         apply_event(&value["result"], &mut task, &mut streamed, &mut states);
                     }
@@ -461,6 +495,8 @@ fn apply_event(
     streamed: &mut Option<Task>,
     states: &mut Vec<TaskState>,
 ) {
+    let translated = as_v1(result);
+    let result = translated.as_ref().unwrap_or(result);
     if let Some(t) = result
         .get("task")
         .and_then(|v| serde_json::from_value::<Task>(v.clone()).ok())
@@ -507,6 +543,15 @@ fn named<'a>(event: &Value, streamed: &'a mut Option<Task>) -> Option<&'a mut Ta
     streamed.as_mut()
 }
 
+/// A 0.3 result or event (recognised by its `kind` tag, which no 1.0 result has) in its
+/// 1.0 form; `None` for a 1.0 one.
+fn as_v1(result: &Value) -> Option<Value> {
+    result
+        .get("kind")
+        .is_some()
+        .then(|| crate::protocol::v03::result_to_v1(result))
+}
+
 /// Classifies an HTTP answer from the router.
 fn classify(status: u16, body: &[u8]) -> (Outcome, Option<Task>) {
     if status >= 500 {
@@ -548,7 +593,8 @@ fn classify(status: u16, body: &[u8]) -> (Outcome, Option<Task>) {
             None,
         );
     }
-    let result = &value["result"];
+    let translated = as_v1(&value["result"]);
+    let result = translated.as_ref().unwrap_or(&value["result"]);
     let task = result
         .get("task")
         .or(Some(result))

@@ -215,7 +215,7 @@ mod tests {
         // What a live run can do, and nothing else.
         for seed in 0..64 {
             let s = generated("a2a-python-1.3-versioned", seed);
-            live::validate(&s, "generated").unwrap();
+            live::validate(&s, "generated", false).unwrap();
             assert!(!s.to_toml().contains("partition"), "{}", s.to_toml());
         }
     }

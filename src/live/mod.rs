@@ -14,6 +14,10 @@
 //!   next reply, as in the simulation.
 //!   Partitions and latency cannot be made on loopback: a scenario with them is refused
 //!   (exit 2) before anything starts.
+//! - `set-push` runs only with `--allow-loopback-push` ([`LiveOptions::allow_loopback_push`]):
+//!   its target moves to the run's webhook on loopback ([`push_target`]), the a2a-python
+//!   preset starts with push on, and what the webhook receives is the run's deliveries, read
+//!   by the same push checkers as a simulated run's.
 //!
 //! Time is real: [`crate::trace::now_ms`] counts milliseconds since the run began. A live
 //! run is not deterministic, so it has no trace hash to compare; its verdicts are what
@@ -67,6 +71,10 @@ pub struct LiveOptions {
     /// Where the replicas keep their tasks, when not where the model says: `memory` (each
     /// process its own, read from every running replica at the end) or `shared`.
     pub placement: Option<crate::model::Placement>,
+    /// Whether `set-push` steps may run (`live --allow-loopback-push`): their configs name
+    /// the run's own webhook on loopback, a private address every model refuses to send to
+    /// unless told otherwise, so the run asks for it explicitly ([`push_target`]).
+    pub allow_loopback_push: bool,
 }
 
 impl LiveOptions {
@@ -94,17 +102,75 @@ impl LiveOptions {
     }
 }
 
-/// Refuses steps a live run cannot perform, naming the first one.
-pub fn validate(script: &Script, origin: &str) -> Result<(), InputError> {
-    fn walk(steps: &[Step], origin: &str) -> Result<(), InputError> {
+/// The hosts a scenario's push target may name in a live run: in the simulation both are
+/// the webhook host.
+const PUSH_HOSTS: &[&str] = &["webhook", "hooks.example"];
+
+/// Where a `set-push` step's `url` points in a live run: the same path on the run's own
+/// webhook (`webhook_addr`, on loopback), or why it cannot run live. Only the webhook's
+/// hosts ([`PUSH_HOSTS`]) are served, so a real peer never sends anywhere else, and not
+/// `/redirect/...` (the simulated receiver's redirect names a private address that does not
+/// exist on this machine) nor `/hang/...` (a receiver that never answers).
+pub fn push_target(url: &str, webhook_addr: &str) -> Result<String, String> {
+    let (host, _, path) = crate::protocol::parse_http_url(url)
+        .ok_or_else(|| format!("set-push url `{url}` is not an http://host:port/path URL"))?;
+    if !PUSH_HOSTS.contains(&host.as_str()) {
+        return Err(format!(
+            "set-push url `{url}`: a live run delivers pushes only to its own webhook (host {})",
+            PUSH_HOSTS.join(" or ")
+        ));
+    }
+    match crate::ground::webhook::WebhookMode::from_path(&path) {
+        Some(
+            mode @ (crate::ground::webhook::WebhookMode::Redirect
+            | crate::ground::webhook::WebhookMode::Hang),
+        ) => Err(format!(
+            "set-push url `{url}`: the webhook's {mode:?} receiver is simulation-only"
+        )),
+        _ => Ok(format!("http://{webhook_addr}{path}")),
+    }
+}
+
+/// `script` with every `set-push` target moved to the run's webhook at `webhook_addr`
+/// ([`push_target`]; [`validate`] has refused the ones it cannot move).
+pub fn with_real_push_targets(script: &Script, webhook_addr: &str) -> Script {
+    fn walk(steps: &mut [Step], addr: &str) {
         for step in steps {
             match step {
-                Step::Concurrent(inner) | Step::Sequence(inner) => walk(inner, origin)?,
-                Step::SetPush(_) => {
+                Step::Concurrent(inner) | Step::Sequence(inner) => walk(inner, addr),
+                Step::SetPush(s) => {
+                    if let Ok(url) = push_target(&s.url, addr) {
+                        s.url = url;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut script = script.clone();
+    walk(&mut script.steps, webhook_addr);
+    script
+}
+
+/// Refuses steps a live run cannot perform, naming the first one. `set-push` runs only
+/// with `allow_loopback_push` (`live --allow-loopback-push`) and a target on the webhook.
+pub fn validate(
+    script: &Script,
+    origin: &str,
+    allow_loopback_push: bool,
+) -> Result<(), InputError> {
+    fn walk(steps: &[Step], origin: &str, push: bool) -> Result<(), InputError> {
+        for step in steps {
+            match step {
+                Step::Concurrent(inner) | Step::Sequence(inner) => walk(inner, origin, push)?,
+                Step::SetPush(_) if !push => {
                     return Err(InputError::new(
                         origin,
-                        "set-push is unsupported in live mode: the test peer has no push",
+                        "set-push needs --allow-loopback-push in live mode: the push target is this run's webhook on 127.0.0.1, a private address the models refuse to send to unless allowed",
                     ))
+                }
+                Step::SetPush(s) => {
+                    push_target(&s.url, "127.0.0.1:0").map_err(|why| InputError::new(origin, why))?;
                 }
                 Step::Authorize(_) => {
                     return Err(InputError::new(
@@ -132,7 +198,7 @@ pub fn validate(script: &Script, origin: &str) -> Result<(), InputError> {
             "the agent-card simulation ([card], card steps) is unsupported in live mode: the real peer serves its own card",
         ));
     }
-    walk(&script.steps, origin)
+    walk(&script.steps, origin, allow_loopback_push)
 }
 
 /// Runs a scenario live and summarises it with the same checkers as a simulated run: a
@@ -143,7 +209,7 @@ pub fn run_scenario(
     options: &LiveOptions,
 ) -> Result<(RunSummary, RunRecord), InputError> {
     let origin = format!("scenario `{}`", script.file.name);
-    validate(script, &origin)?;
+    validate(script, &origin, options.allow_loopback_push)?;
     let mut pool = Pool::new(&profile, script.file.replicas, options)?;
     pool.run(script)
 }
@@ -316,4 +382,49 @@ async fn dump_from(host: &str, ids: &[String]) -> Result<Vec<a2a::Task>, String>
         .await
         .map_err(|e| format!("{host} did not answer the dump: {e}"))?;
     peer::parse_dump(&reply.body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_targets_move_to_the_webhook_and_nowhere_else() {
+        assert_eq!(
+            push_target("http://hooks.example:7200/ok/c1", "127.0.0.1:4100"),
+            Ok("http://127.0.0.1:4100/ok/c1".to_string())
+        );
+        assert_eq!(
+            push_target("http://webhook:7200/hook/t1", "127.0.0.1:4100"),
+            Ok("http://127.0.0.1:4100/hook/t1".to_string())
+        );
+        for refused in [
+            "http://10.0.0.1:7200/ok/c1",
+            "http://rebind.example:7200/ok/c1",
+            "http://hooks.example:7200/redirect/c1",
+            "http://hooks.example:7200/hang/c1",
+            "not a url",
+        ] {
+            assert!(push_target(refused, "127.0.0.1:4100").is_err(), "{refused}");
+        }
+    }
+
+    #[test]
+    fn set_push_needs_the_flag() {
+        let text = "name = \"t\"\nmodel = \"reference\"\nreplicas = 1\n\
+                    [[step]]\nsend = { conversation = \"c1\", turn = 1 }\n\
+                    [[step]]\nset-push = { conversation = \"c1\", url = \"http://hooks.example:7200/ok/c1\" }\n";
+        let script = Script::parse(text, "test").expect("a scenario");
+        let refused = validate(&script, "t", false).expect_err("refused without the flag");
+        assert!(
+            refused.to_string().contains("--allow-loopback-push"),
+            "{refused}"
+        );
+        validate(&script, "t", true).expect("allowed with it");
+        let moved = with_real_push_targets(&script, "127.0.0.1:4100");
+        let Step::SetPush(s) = &moved.steps[1] else {
+            panic!("{:?}", moved.steps)
+        };
+        assert_eq!(s.url, "http://127.0.0.1:4100/ok/c1");
+    }
 }

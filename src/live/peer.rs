@@ -346,6 +346,9 @@ pub struct Fleet {
     addrs: Vec<Option<SocketAddr>>,
     /// When each replica that was sent SIGTERM is SIGKILLed if it has not exited.
     draining: Vec<Option<Instant>>,
+    /// Whether the a2a-python preset runs with push on (`server.py --push`; `live
+    /// --allow-loopback-push`).
+    push: bool,
 }
 
 impl Fleet {
@@ -381,7 +384,16 @@ impl Fleet {
             children: (0..replicas).map(|_| None).collect(),
             addrs: vec![None; replicas],
             draining: vec![None; replicas],
+            push: false,
         }
+    }
+
+    /// The same fleet with push notifications on in the a2a-python preset (`server.py
+    /// --push`), as `live --allow-loopback-push` asks. Mastra always serves push (and
+    /// refuses a loopback target); the a2a-js peer has none; a user's command decides.
+    pub fn with_push(mut self, on: bool) -> Self {
+        self.push = on;
+        self
     }
 
     /// What replica `index` on `port` finds in its environment besides `live`'s own: what
@@ -422,7 +434,8 @@ impl Fleet {
         if self.command.template() != self.command.0 {
             // The preset's template names the store ({store}); its import path follows.
             let pythonpath = self.user_store.iter().flat_map(UserStore::pythonpath_args);
-            for arg in self.args.iter().cloned().chain(pythonpath) {
+            let push = (self.push && self.command.is_a2a_python()).then(|| "--push".to_string());
+            for arg in self.args.iter().cloned().chain(pythonpath).chain(push) {
                 line.push(' ');
                 line.push_str(&quote(&arg));
             }

@@ -100,15 +100,18 @@ impl Pool {
             }
             Some(url) => url,
         };
-        let fleet = Rc::new(RefCell::new(peer::Fleet::new(
-            options.peer_for(profile),
-            profile,
-            format!("http://{ledger_addr}"),
-            db,
-            run_dir,
-            replicas,
-            options.user_store.clone(),
-        )));
+        let fleet = Rc::new(RefCell::new(
+            peer::Fleet::new(
+                options.peer_for(profile),
+                profile,
+                format!("http://{ledger_addr}"),
+                db,
+                run_dir,
+                replicas,
+                options.user_store.clone(),
+            )
+            .with_push(options.allow_loopback_push),
+        ));
         let pool = Pool {
             runtime,
             local,
@@ -172,7 +175,7 @@ impl Pool {
     /// run.
     pub fn run(&mut self, script: &Script) -> Result<(RunSummary, RunRecord), InputError> {
         let origin = format!("scenario `{}`", script.file.name);
-        super::validate(script, &origin)?;
+        super::validate(script, &origin, self.options.allow_loopback_push)?;
         if script.file.replicas > self.replicas {
             return Err(InputError::new(
                 &origin,
@@ -211,6 +214,11 @@ impl Pool {
         let replicas = script.file.replicas;
         self.start_replicas().await?;
         self.net.restart_clock();
+        // Pushes go to this run's webhook, on its real address; a pool's earlier runs'
+        // deliveries are not this run's.
+        self.webhook.borrow_mut().deliveries.clear();
+        let webhook = self.net.addr("webhook").map(|a| a.to_string());
+        let script = &super::with_real_push_targets(script, webhook.as_deref().unwrap_or(""));
         let trace = Trace::new(true);
         if let Some(db) = &self.run_db {
             trace.record(
@@ -312,6 +320,18 @@ impl Pool {
         let effects = self.ground.ledger.borrow().effects().to_vec();
         let saves = self.ground.saves();
         let deliveries = self.webhook.borrow().deliveries.clone();
+        // The webhook serves every run of the pool under a quiet trace; this run's
+        // deliveries join its trace here, at the times they arrived.
+        for d in &deliveries {
+            trace.record_at(
+                d.at_ms,
+                "webhook",
+                Event::Delivery {
+                    path: d.path.clone(),
+                    status: d.status,
+                },
+            );
+        }
         let conversations = link.tasks.borrow().clone();
         let faults = applied.borrow().clone();
         let profile = self.profile.clone();

@@ -21,7 +21,7 @@ mod wire;
 pub use cancel::{CancelKnobs, CancelWrite, ParkedCancel, RemoteCancel, SecondCancel, StopRule};
 pub use push::{PushKnobs, PushOn, PushValidate};
 pub use turn_shape::{Artifacts, ReplyIn, ResumedFollowUp, TurnIn};
-pub use wire::{ErrorData, VersionCheck, VersionMatch, WireKnobs};
+pub use wire::{ErrorData, V03Wire, VersionCheck, VersionMatch, WireKnobs};
 
 /// The profiles that ship with the tool, by name: `(name, TOML text)`.
 #[rustfmt::skip]

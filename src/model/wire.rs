@@ -1,7 +1,8 @@
 //! The `[wire]` knob group: how a replica's JSON-RPC layer answers, where real servers
 //! differ on details a client can see but no simulated workload depends on (the order of
 //! the version check, which `A2A-Version` values are served, what an error carries, status
-//! timestamps, the ids of history messages, proto field names in params, the card's ETag).
+//! timestamps, the ids of history messages, proto field names in params, the card's ETag,
+//! and whether the 0.3 wire is served beside 1.0).
 //!
 //! The group is optional: a profile without it answers as the replica did before the group
 //! existed (version checked first, only `1.0` served, errors with code and message only).
@@ -42,6 +43,28 @@ pub enum ErrorData {
     ErrorInfo,
 }
 
+/// Whether, and how, a replica serves the A2A 0.3 JSON-RPC wire beside 1.0 (slash method
+/// names, `kind`-tagged results; `protocol::v03` translates at the edge).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum V03Wire {
+    /// Not served (the default): a slash method name is an unknown method, answered as the
+    /// version check's order says (`-32601`, or `-32009` when the version comes first).
+    Off,
+    /// a2a-sdk 1.3.0's server option `enable_v0_3_compat=True` (`jsonrpc_dispatcher.py`,
+    /// `compat/v0_3/jsonrpc_adapter.py`): a slash method goes to the 0.3 adapter before the
+    /// 1.0 lookup, whatever the header; a request that is not valid 0.3 gets `-32600`; then
+    /// `A2A-Version` must be absent, empty or `0.x`, else `-32009`, which a 0.3 answer
+    /// carries as `-32603` (as every code 0.3 lacks); `final` on terminal states only.
+    SdkCompat,
+    /// Mastra (`@mastra/server` 1.69.0, natively 0.3): `A2A-Version` absent, empty or `0.3`
+    /// means 0.3 (`resolveA2AProtocolVersion`); a 1.0 method name then gets `-32601`; bad
+    /// 0.3 params `-32602`; `final` on terminal and interrupted states (where its stream
+    /// ends). Not modelled: slash names under `A2A-Version: 1.0`, which Mastra answers in 1.0
+    /// shapes (here `-32601`).
+    Native,
+}
+
 /// JSON-RPC layer knobs.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -71,6 +94,16 @@ pub struct WireKnobs {
     /// matching `If-None-Match` gets `304`. Unset: neither.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub card_etag: Option<bool>,
+    /// Whether the 0.3 wire is served, and how ([`V03Wire`]). Unset: not served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v03: Option<V03Wire>,
+    /// Whether params missing a field the proto marks REQUIRED are refused after the
+    /// version check with `-32602 "Validation failed"`, naming every such field (and, with
+    /// `error_data = "error-info"`, as `ErrorInfo` metadata and a `google.rpc.BadRequest`;
+    /// `protocol::required`). Unset: the params parse refuses the first missing field it
+    /// meets, before the version check, and an empty `parts` list is accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required_fields: Option<bool>,
 }
 
 impl Default for WireKnobs {
@@ -84,6 +117,8 @@ impl Default for WireKnobs {
             history_ids: None,
             proto_names: None,
             card_etag: None,
+            v03: None,
+            required_fields: None,
         }
     }
 }
@@ -92,6 +127,11 @@ impl WireKnobs {
     /// Whether saved statuses carry a timestamp (`status_timestamp`).
     pub fn stamps_status(&self) -> bool {
         self.status_timestamp == Some(true)
+    }
+
+    /// Whether missing REQUIRED fields are refused by name (`required_fields`).
+    pub fn checks_required_fields(&self) -> bool {
+        self.required_fields == Some(true)
     }
 
     /// Whether the card carries an `ETag` (`card_etag`).
@@ -107,6 +147,28 @@ impl WireKnobs {
     /// Whether appended user messages get the task's ids (`history_ids`).
     pub fn fills_history_ids(&self) -> bool {
         self.history_ids == Some(true)
+    }
+
+    /// How the 0.3 wire is served (`v03`; unset: [`V03Wire::Off`]).
+    pub fn v03(&self) -> V03Wire {
+        self.v03.unwrap_or(V03Wire::Off)
+    }
+
+    /// Whether a request's `A2A-Version` value (trimmed; empty when absent) asks for 0.3
+    /// as the model reads it: Mastra `""` or `0.3`; a2a-sdk `""` or any `0.x`.
+    pub fn asks_v03(&self, version: &str) -> bool {
+        match self.v03() {
+            V03Wire::Off => false,
+            V03Wire::Native => version.is_empty() || version == "0.3",
+            V03Wire::SdkCompat => {
+                version.is_empty()
+                    || version
+                        .split('.')
+                        .next()
+                        .and_then(|m| m.parse::<u64>().ok())
+                        == Some(0)
+            }
+        }
     }
 
     /// Whether a request's `A2A-Version` value (trimmed; empty when absent) is served as 1.0.

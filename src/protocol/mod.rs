@@ -7,10 +7,14 @@
 //! - [`camel_case_fields`]: params written with the proto field names (`task_id`) read as
 //!   their JSON names (`taskId`);
 //! - [`at_rest`]: the task states a turn ends in (terminal, or waiting for the client);
-//! - [`sse`]: the server-sent-events framing of the streaming methods.
+//! - [`sse`]: the server-sent-events framing of the streaming methods;
+//! - [`required`]: the REQUIRED fields of the params, checked as a2a-sdk checks them;
+//! - [`v03`]: the A2A 0.3 wire, translated to and from 1.0 at the edge.
 
+pub mod required;
 pub mod sha256;
 pub mod sse;
+pub mod v03;
 
 use serde_json::{json, Value};
 

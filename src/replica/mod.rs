@@ -95,6 +95,7 @@ mod subscribe;
 mod tap;
 mod timeout;
 mod turn;
+mod wire03;
 
 pub use crate::protocol::{agent_card, parse_http_url};
 pub use auth::{ask_for_authorised_action, needs_auth, Caller, NEEDS_AUTH_KEY};

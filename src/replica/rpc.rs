@@ -3,10 +3,11 @@
 //! of the A2A methods to their handlers, error and result responses ([`Refusal`], with
 //! `google.rpc.ErrorInfo` data where the model sends it), the 401 and 413 answers, the
 //! response headers, the agent card ([`agent_card`], declaring the Bearer scheme the replica
-//! enforces), `historyLength` on answers, and the server-sent-events response of the
-//! streaming methods.
+//! enforces; a model serving 0.3 adds its 0.3 interface or serves a 0.3 card, as its real
+//! system does), `historyLength` on answers, and the server-sent-events response of the
+//! streaming methods. A 0.3 request goes to the 0.3 edge (`wire03.rs`) first.
 //!
-//! Knobs read: `[wire]` (`version_check`, `versions`, `error_data`, `proto_names`,
+//! Knobs read: `[wire]` (`v03`, `version_check`, `versions`, `error_data`, `proto_names`,
 //! `card_etag`), `push.supported` (the
 //! card's capability), `auth.bearer` (the card's security scheme),
 //! `handler.after_effect_failure` (how a failure after the effect is answered); in runs that
@@ -21,6 +22,7 @@ use http::{Response, StatusCode};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use super::wire03::Route03;
 use super::{Caller, Replica, REPLICA_HEADER};
 use crate::model::{AfterEffect, BearerRule, ErrorData, VersionCheck};
 use crate::net::{self, BoxBody, ChannelBody};
@@ -32,6 +34,8 @@ use crate::trace::{Event, Tone};
 pub enum Refusal {
     Rpc(i32, String),
     Http(u16, String),
+    /// Params missing REQUIRED fields (`wire.required_fields`): `-32602 "Validation failed"`.
+    Fields(Vec<crate::protocol::required::FieldViolation>),
 }
 
 pub(super) fn rpc(code: i32, message: impl Into<String>) -> Refusal {
@@ -91,7 +95,16 @@ impl Replica {
             }}});
             card["securityRequirements"] = json!([{"schemes": {"bearer": {}}}]);
         }
-        card
+        // A model that serves 0.3 says so in its card, in its real system's shape, so a 0.3
+        // client's card resolver finds the agent (`protocol::v03`).
+        match self.profile.wire().v03() {
+            crate::model::V03Wire::Off => card,
+            crate::model::V03Wire::SdkCompat => {
+                crate::protocol::v03::card_with_v03_interface(&mut card);
+                card
+            }
+            crate::model::V03Wire::Native => crate::protocol::v03::card_native(&card),
+        }
     }
 
     /// The card's answer: with a weak `ETag` when the model sends one (`wire.card_etag`),
@@ -127,6 +140,19 @@ impl Replica {
                 let mut error = json!({"code": code, "message": message});
                 if let Some(data) = self.error_data(code) {
                     error["data"] = data;
+                }
+                net::json_response(
+                    StatusCode::OK,
+                    &json!({"jsonrpc": "2.0", "id": id, "error": error}),
+                )
+            }
+            Refusal::Fields(found) => {
+                let mut error = json!({
+                    "code": a2a::errors::error_code::INVALID_PARAMS,
+                    "message": "Validation failed"
+                });
+                if self.profile.wire().error_data == ErrorData::ErrorInfo {
+                    error["data"] = crate::protocol::required::error_details(&found);
                 }
                 net::json_response(
                     StatusCode::OK,
@@ -211,7 +237,7 @@ impl Replica {
 
     /// Refuses a streaming method once the card turned streaming off: a client still
     /// holding the older card is told so, and nothing runs (A2A-BEHAVIOURS.md §1: -32004).
-    fn check_streaming(&self, method: &str) -> Result<(), Refusal> {
+    pub(super) fn check_streaming(&self, method: &str) -> Result<(), Refusal> {
         if !a2a::jsonrpc::methods::is_streaming(method) || self.streams() {
             return Ok(());
         }
@@ -251,16 +277,38 @@ impl Replica {
             );
         };
         let mut params = request.get("params").cloned().unwrap_or(Value::Null);
+        // The 0.3 wire, where the model serves it, is translated at the edge (wire03.rs).
+        match self.route03(method, version) {
+            Route03::V1 => {}
+            Route03::V03(v1) => {
+                return self.dispatch_v03(id, v1, version, params, caller).await;
+            }
+            Route03::Refuse(code, message) => return self.rpc_error(id, rpc(code, message)),
+        }
         if self.profile.wire().reads_proto_names() {
             crate::protocol::camel_case_fields(&mut params);
         }
+        // Missing REQUIRED fields, where the model names them (`wire.required_fields`), are
+        // refused by the handler, after the version check (a2a-sdk 1.3.0
+        // `@validate_request_params`), not by the params parse.
+        let missing = self
+            .profile
+            .wire()
+            .checks_required_fields()
+            .then(|| crate::protocol::required::violations(method, &params))
+            .flatten()
+            .filter(|found| !found.is_empty());
         // The order of the checks is the model's (`wire.version_check`).
-        let checked = match self.profile.wire().version_check {
-            VersionCheck::First => self
+        let checked = match (self.profile.wire().version_check, missing) {
+            (_, Some(found)) => self
+                .check_version(version)
+                .and_then(|()| self.check_streaming(method))
+                .and(Err(Refusal::Fields(found))),
+            (VersionCheck::First, None) => self
                 .check_version(version)
                 .and_then(|()| self.check_streaming(method))
                 .and_then(|()| Call::parse(method, params)),
-            VersionCheck::AfterParams => Call::parse(method, params).and_then(|call| {
+            (VersionCheck::AfterParams, None) => Call::parse(method, params).and_then(|call| {
                 self.check_version(version)?;
                 self.check_streaming(method)?;
                 Ok(call)
@@ -273,7 +321,12 @@ impl Replica {
     }
 
     /// Runs one parsed call.
-    async fn run(self: Rc<Self>, id: Value, mut call: Call, caller: &Caller) -> Response<BoxBody> {
+    pub(super) async fn run(
+        self: Rc<Self>,
+        id: Value,
+        mut call: Call,
+        caller: &Caller,
+    ) -> Response<BoxBody> {
         if let Call::Send(p) | Call::Stream(p) = &mut call {
             // An inline push config is held for the turn, which registers it for its task.
             let inline = p
@@ -371,7 +424,7 @@ impl Replica {
 }
 
 /// A call of a known method with its params parsed.
-enum Call {
+pub(super) enum Call {
     Send(SendMessageRequest),
     Stream(SendMessageRequest),
     Get(a2a::GetTaskRequest),
@@ -386,7 +439,7 @@ enum Call {
 
 impl Call {
     /// The method looked up (`-32601` when unknown), then its params parsed (`-32602`).
-    fn parse(method: &str, params: Value) -> Result<Call, Refusal> {
+    pub(super) fn parse(method: &str, params: Value) -> Result<Call, Refusal> {
         fn typed<T: serde::de::DeserializeOwned>(params: Value) -> Result<T, Refusal> {
             serde_json::from_value(params).map_err(|e| rpc(-32602, format!("invalid params: {e}")))
         }

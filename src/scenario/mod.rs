@@ -115,6 +115,10 @@ pub struct ScenarioFile {
     /// `[card]`: simulate the agent card (also on when a step changes it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub card: Option<crate::card::CardSetup>,
+    /// The wire the script's client speaks: `"1.0"` (the default) or `"0.3"` (slash
+    /// methods, no version header; a model that does not serve 0.3 refuses every call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_wire: Option<crate::client::Dialect>,
     /// The `[[step]]` tables, in order.
     #[serde(default)]
     pub step: Vec<Step>,

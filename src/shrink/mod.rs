@@ -262,6 +262,7 @@ fn base_file(
         tick_ms,
         think_ms: None,
         card: None,
+        client_wire: None,
         step: Vec::new(),
         expect: Expect::default(),
     }

@@ -577,6 +577,7 @@ fn base(config: &ScenarioConfig, replicas: usize, seed: u64) -> ScenarioFile {
         tick_ms: crate::scenario::default_tick_ms(),
         think_ms: None,
         card: None,
+        client_wire: None,
         step: Vec::new(),
         expect: Expect::default(),
     }

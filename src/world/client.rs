@@ -56,6 +56,9 @@ pub(super) fn client_future(
         grants.clone(),
     );
     client.set_turn_in(spec.profile.handler.turn_in.unwrap_or_default());
+    if let Workload::Scripted(script) = workload {
+        client.set_dialect(script.file.client_wire.unwrap_or_default());
+    }
     let link = link.clone();
     let liveness_ms = spec.faults.liveness_ms;
     match workload.clone() {

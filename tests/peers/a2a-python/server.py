@@ -34,6 +34,11 @@ instead: the class is imported, constructed as ``Class(db_url)`` with the ``--db
 attribute as the event stream when it has one, else none); any other ``TaskStore`` runs as
 a plain store. Either way its saves are reported (docs/PEERS.md).
 
+``--push`` switches push notifications on (off by default, as server.py always was): the
+card says ``pushNotifications: true`` and the handler gets the SDK's
+``InMemoryPushNotificationConfigStore`` (per process) and ``BasePushNotificationSender``
+(httpx, 5 s timeout, no URL validator). ``a2a-chaos live --allow-loopback-push`` passes it.
+
 ``server.py --dump --db URL TASK_ID...`` prints the stored tasks as one JSON object (the
 ground truth a live run reads at its end, from the database rather than from a replica).
 A serving replica with a database store answers the same read at ``POST /a2a-chaos/dump``
@@ -257,7 +262,7 @@ async def build(args):
         supported_interfaces=[
             AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")
         ],
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=AgentCapabilities(streaming=True, push_notifications=args.push),
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["text/plain"],
         skills=[
@@ -280,6 +285,21 @@ async def build(args):
             sys.exit("--interrupted-task-timeout-s needs a2a-sdk 1.3 or later")
         # Opt-in (a2a-sdk 1.3): release the ActiveTask of a task idle in input-required.
         kwargs["interrupted_task_timeout"] = args.interrupted_task_timeout_s
+    if args.push:
+        # The SDK's own push pieces, as a deployment wires them: configs in memory (per
+        # process), sent by BasePushNotificationSender over httpx (5 s timeout, no URL
+        # validator: the SDK's default, so a loopback receiver is reachable).
+        import httpx
+        from a2a.server.tasks import (
+            BasePushNotificationSender,
+            InMemoryPushNotificationConfigStore,
+        )
+
+        configs = InMemoryPushNotificationConfigStore()
+        kwargs["push_config_store"] = configs
+        kwargs["push_sender"] = BasePushNotificationSender(
+            httpx.AsyncClient(timeout=5.0), configs
+        )
     handler = DefaultRequestHandler(
         agent_executor=executor, task_store=store, agent_card=card, **kwargs
     )
@@ -401,6 +421,13 @@ def main():
         "simulated replica's ledger timeout, Timing::ledger_timeout in src/replica/mod.rs)",
     )
     parser.add_argument("--compose-ms", type=float, default=10)
+    parser.add_argument(
+        "--push",
+        action="store_true",
+        help="push notifications on: the card says pushNotifications, the SDK's in-memory "
+        "config store and BasePushNotificationSender are wired (a2a-chaos live "
+        "--allow-loopback-push passes it); default off",
+    )
     parser.add_argument(
         "--turns",
         type=int,
