@@ -264,6 +264,9 @@ struct ActiveTask {
     /// A blocking send closed the consumer of the task's events here
     /// ([`consumer`], `handler.blocking_stops_consumer`).
     consumer_closed: Cell<bool>,
+    /// The contextId of the task the last turn here ran: a send that would join a running
+    /// turn is checked against it first ([`queue`]).
+    context: RefCell<Option<String>>,
 }
 
 /// What a replica process is connected to.

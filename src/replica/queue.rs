@@ -12,7 +12,7 @@ use std::rc::Rc;
 use a2a::{Message, StreamResponse, Task, TaskState};
 use tokio::sync::mpsc;
 
-use crate::model::QueuedAnswer;
+use crate::model::{MismatchRule, QueuedAnswer};
 use crate::replica::TurnInfo;
 
 use super::turn::{Begun, Turn};
@@ -37,6 +37,24 @@ impl Replica {
             let active = self.active(task_id);
             let busy = active.running.get()
                 || (self.profile.handler.per_task_lock && active.lock.try_lock().is_err());
+            let foreign = message.context_id.as_ref().is_some_and(|c| {
+                active.context.borrow().as_ref().is_some_and(|t| t != c)
+            });
+            if busy
+                && foreign
+                && self.profile.handler.context_mismatch == MismatchRule::RejectBeforeExecutor
+            {
+                // The context check comes first, turn running or not: a2a-sdk 1.3.0 refused
+                // a send with another conversation's contextId at once (-32602) while a turn
+                // of its task ran on that replica (seen live: tests/scenarios/h10-context-
+                // mismatch-joins-a-running-turn-a2a-python-1.3-memory.toml run with the peer
+                // thinking 500 ms, 2026-12-04).
+                self.record(format!(
+                    "{}#{}: {task_id} has a turn running here, but the contextId is another task's: refused",
+                    info.conversation, info.turn
+                ));
+                return Some(Err(rpc(-32602, "contextId does not match the task's")));
+            }
             if busy {
                 // The request joins the running turn's events and is answered with the task
                 // that turn ends in; its own turn queues behind it (a2a-sdk 1.3.0

@@ -432,6 +432,7 @@ impl Replica {
             let _ = tx.send(first).await;
         }
         active.canceled.set(false);
+        active.context.replace(Some(task.context_id.clone()));
         active.running.set(true);
         active.streaming.set(sink.is_some());
         Ok(Begun::Turn(Box::new(Turn {
