@@ -37,9 +37,10 @@ impl Replica {
             let active = self.active(task_id);
             let busy = active.running.get()
                 || (self.profile.handler.per_task_lock && active.lock.try_lock().is_err());
-            let foreign = message.context_id.as_ref().is_some_and(|c| {
-                active.context.borrow().as_ref().is_some_and(|t| t != c)
-            });
+            let foreign = message
+                .context_id
+                .as_ref()
+                .is_some_and(|c| active.context.borrow().as_ref().is_some_and(|t| t != c));
             if busy
                 && foreign
                 && self.profile.handler.context_mismatch == MismatchRule::RejectBeforeExecutor
