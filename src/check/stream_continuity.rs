@@ -55,11 +55,12 @@ fn cut_at(run: &RunRecord, from: u64, to: u64, by: &str) -> Option<u64> {
 /// another replica or of the ledger cannot: a change is owed from its save on, and from
 /// there it travels store → `by` → router → client.
 fn disturbs_path(action: &Action, by: &str) -> bool {
-    let hosts = action.hosts();
-    hosts.is_empty()
-        || hosts
-            .iter()
-            .any(|h| ["client", "router", "store", by].contains(h))
+    action.hosts().is_empty() || touches(action, &["client", "router", "store", by])
+}
+
+/// Whether `action` names one of `hosts`.
+fn touches(action: &Action, hosts: &[&str]) -> bool {
+    action.hosts().iter().any(|h| hosts.contains(h))
 }
 
 /// `closed-early`: a stream its server ended cleanly (the body ended with no error, before
@@ -86,16 +87,9 @@ fn closed_early(
     if !crate::protocol::at_rest(&at_close.state) {
         return None;
     }
-    let on_path = |action: &Action| {
-        action
-            .hosts()
-            .iter()
-            .any(|h| *h == "router" || *h == "client" || *h == by)
-    };
-    let disturbed = run
-        .faults
-        .iter()
-        .any(|(at, action)| (at_close.at_ms..=op.complete_ms).contains(at) && on_path(action));
+    let disturbed = run.faults.iter().any(|(at, action)| {
+        (at_close.at_ms..=op.complete_ms).contains(at) && touches(action, &["router", "client", by])
+    });
     if disturbed {
         return None;
     }

@@ -19,6 +19,19 @@ use super::turn::{Begun, Turn};
 use super::{rpc, Refusal};
 use super::{ActiveTask, Caller, Replica};
 
+/// Whether `message` names a contextId other than its task's (`task_context`).
+pub(super) fn foreign_context(message: &Message, task_context: &str) -> bool {
+    message
+        .context_id
+        .as_deref()
+        .is_some_and(|c| c != task_context)
+}
+
+/// What a message with a foreign contextId is refused with (`handler.context_mismatch`).
+pub(super) fn context_refusal() -> Refusal {
+    rpc(-32602, "contextId does not match the task's")
+}
+
 impl Replica {
     /// The answer of a request that joins its task's running turn here, or `None` when it
     /// runs as usual.
@@ -37,10 +50,8 @@ impl Replica {
             let active = self.active(task_id);
             let busy = active.running.get()
                 || (self.profile.handler.per_task_lock && active.lock.try_lock().is_err());
-            let foreign = message
-                .context_id
-                .as_ref()
-                .is_some_and(|c| active.context.borrow().as_ref().is_some_and(|t| t != c));
+            let foreign = (active.context.borrow().as_deref())
+                .is_some_and(|task_context| foreign_context(message, task_context));
             if busy
                 && foreign
                 && self.profile.handler.context_mismatch == MismatchRule::RejectBeforeExecutor
@@ -54,7 +65,7 @@ impl Replica {
                     "{}#{}: {task_id} has a turn running here, but the contextId is another task's: refused",
                     info.conversation, info.turn
                 ));
-                return Some(Err(rpc(-32602, "contextId does not match the task's")));
+                return Some(Err(context_refusal()));
             }
             if busy {
                 // The request joins the running turn's events and is answered with the task

@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 
 use super::auth::auth_pending;
 use super::follow_up;
+use super::queue::{context_refusal, foreign_context};
 use super::save::Saved;
 use super::subscribe::status_update;
 use super::{
@@ -269,15 +270,12 @@ impl Replica {
                 if plain {
                     info = TurnInfo::for_plain(&message, Some(&task), &task.context_id);
                 }
-                let mismatch = message
-                    .context_id
-                    .as_ref()
-                    .is_some_and(|c| *c != task.context_id);
+                let mismatch = foreign_context(&message, &task.context_id);
                 if mismatch
                     && self.profile.handler.context_mismatch == MismatchRule::RejectBeforeExecutor
                 {
                     release().await;
-                    return Err(rpc(-32602, "contextId does not match the task's"));
+                    return Err(context_refusal());
                 }
                 // A turn queued behind another, or sent to a task parked here (or whose
                 // ActiveTask a subscription here registered), reaches the replica's live
@@ -505,7 +503,7 @@ impl Replica {
         }
         let task = result?;
         if mismatch && self.profile.handler.context_mismatch == MismatchRule::RejectAfterExecutor {
-            return Err(rpc(-32602, "contextId does not match the task's"));
+            return Err(context_refusal());
         }
         Ok(task)
     }
