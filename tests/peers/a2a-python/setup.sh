@@ -11,6 +11,12 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../../.." && pwd)"
 base="${1:-${A2A_CHAOS_PEER_VENV:-$root/target/peer-venv}}"
 mkdir -p "$base"
+# One install at a time: a second caller (two tests, two shells) waits here for the first,
+# then finds its work done. flock is util-linux; without it, callers must not overlap.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$base/.setup.lock"
+  flock 9
+fi
 for sdk in 1.3.0 1.1.5; do
   venv="$base/v$sdk"
   if [ -f "$venv/.complete" ]; then

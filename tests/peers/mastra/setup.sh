@@ -26,6 +26,12 @@ NODE_VERSION=22.23.5
 
 mkdir -p "$dir/bin"
 dir="$(cd "$dir" && pwd)"
+# One install at a time: a second caller (two tests, two shells) waits here for the first,
+# then finds its work done. flock is util-linux; without it, callers must not overlap.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$dir/.setup.lock"
+  flock 9
+fi
 
 # The minimum Node version: the ">=X.Y.Z" in package.json's engines field.
 required="$(sed -n 's/.*"node": *">=\([0-9.]*\)".*/\1/p' "$here/package.json" | head -n 1)"
