@@ -174,6 +174,61 @@ fn a_swarm_workload_draws_its_shape_per_seed_and_prints_it() {
     assert_eq!(w.resolve(5), w.resolve(5));
 }
 
+/// `cancel-resend-rate`: the canceled turn goes out twice with one messageId. On
+/// a2a-python-1.3-memory under affinity the second copy queues behind the running turn and
+/// runs after the cancel (§6.4); the reference answers it from its dedup and holds.
+#[test]
+fn a_resent_canceled_turn_runs_after_the_cancel_on_a2a_python_1_3_memory_only() {
+    let exp = |model: &str| {
+        let text = format!(
+            r#"
+name = "cancel-resend-test"
+models = ["{model}"]
+routing = ["context-affinity"]
+replicas = 2
+seeds = {{ start = 0, count = 1 }}
+[workload]
+swarm = false
+conversations = 3
+turns = 3
+cancel-rate = 1.0
+cancel-resend-rate = 1.0
+[faults]
+none = true
+"#
+        );
+        Experiment::parse(&text, "cancel-resend-test", None).unwrap()
+    };
+    let (mut memory, mut reference) = (0, 0);
+    for seed in 0..4 {
+        for (model, count) in [
+            ("a2a-python-1.3-memory", &mut memory),
+            ("reference", &mut reference),
+        ] {
+            let exp = exp(model);
+            let sim = Sim::from_experiment(&exp, &exp.profiles[0], "context-affinity", seed);
+            let run = sim.unwrap().run();
+            assert!(run.error.is_none(), "{model} seed {seed}: {:?}", run.error);
+            // Every conversation sent its canceled turn twice, with one messageId.
+            let mut sends = std::collections::BTreeMap::new();
+            for op in &run.history {
+                if let a2a_chaos::client::history::OpKind::Send { message_id, .. } = &op.kind {
+                    *sends.entry(message_id.clone()).or_insert(0) += 1;
+                }
+            }
+            assert!(
+                sends.values().filter(|n| **n >= 2).count() >= 3,
+                "{model} seed {seed}: {sends:?}"
+            );
+            if violated(&run).contains(&"no-effect-after-cancel") {
+                *count += 1;
+            }
+        }
+    }
+    assert!(memory > 0, "the resent turn never ran after a cancel");
+    assert_eq!(reference, 0);
+}
+
 #[test]
 fn a_rolling_restart_kills_each_replica_once_the_one_before_is_back() {
     let run = (0..8)

@@ -7,7 +7,9 @@
 //! simulated send time). An effect already in flight when the cancel is acknowledged is
 //! allowed; one that starts afterwards is the "HTTP 200 but the work went on" hazard
 //! (A2A-BEHAVIOURS.md §6.4). Exercised: acknowledged cancels of tasks that had a turn in
-//! progress while the cancel was in flight.
+//! progress while the cancel was in flight: the task's last save before the cancel left it
+//! working, a send of its conversation overlapped the cancel, or an effect of it started
+//! after the cancel was sent. (A recorded history without saves has only the last two.)
 
 use a2a::TaskState;
 
@@ -55,7 +57,16 @@ impl Checker for NoEffectAfterCancel {
                 .iter()
                 .filter(|e| e.applied && e.request.task_id == view.id)
                 .collect();
+            // The turn was in progress when the cancel was sent: the task's last save
+            // before it left the task working (a cancel that stopped it counts; one that
+            // came after the turn had ended tests nothing).
+            let working = run
+                .saves
+                .iter()
+                .rfind(|s| s.task_id == view.id && s.at_ms <= cancel.invoke_ms)
+                .is_some_and(|s| matches!(s.state, TaskState::Working | TaskState::Submitted));
             if racing
+                || working
                 || effects
                     .iter()
                     .any(|e| e.request.sent_ms >= cancel.invoke_ms)

@@ -46,28 +46,42 @@ impl Replica {
         else {
             return None;
         };
+        let busy = |active: &ActiveTask| {
+            active.running.get()
+                || (self.profile.handler.per_task_lock && active.lock.try_lock().is_err())
+        };
+        if busy(&self.active(task_id))
+            && self.profile.handler.context_mismatch == MismatchRule::RejectBeforeExecutor
         {
-            let active = self.active(task_id);
-            let busy = active.running.get()
-                || (self.profile.handler.per_task_lock && active.lock.try_lock().is_err());
-            let foreign = (active.context.borrow().as_deref())
-                .is_some_and(|task_context| foreign_context(message, task_context));
-            if busy
-                && foreign
-                && self.profile.handler.context_mismatch == MismatchRule::RejectBeforeExecutor
-            {
-                // The context check comes first, turn running or not: a2a-sdk 1.3.0 refused
-                // a send with another conversation's contextId at once (-32602) while a turn
-                // of its task ran on that replica (seen live: tests/scenarios/h10-context-
-                // mismatch-joins-a-running-turn-a2a-python-1.3-memory.toml run with the peer
-                // thinking 500 ms, 2026-12-04).
+            // The context check comes first, turn running or not: a2a-sdk 1.3.0 refused a
+            // send with another conversation's contextId at once (-32602) while a turn of
+            // its task ran on that replica (seen live: tests/scenarios/h10-context-mismatch-
+            // joins-a-running-turn-a2a-python-1.3-memory.toml run with the peer thinking
+            // 500 ms, 2026-12-04). Its handler checks the message against the stored task
+            // before it looks for the ActiveTask (default_request_handler_v2.py
+            // _setup_active_task), so a turn that has only begun here, whose task this
+            // replica has not read yet, is no excuse: the store is read then.
+            let known = self.active(task_id).context.borrow().clone();
+            let task_context = match known {
+                Some(c) => Some(c),
+                None => self
+                    .load(task_id)
+                    .await
+                    .ok()
+                    .flatten()
+                    .map(|(task, _)| task.context_id),
+            };
+            if task_context.is_some_and(|c| foreign_context(message, &c)) {
                 self.record(format!(
                     "{}#{}: {task_id} has a turn running here, but the contextId is another task's: refused",
                     info.conversation, info.turn
                 ));
                 return Some(Err(context_refusal()));
             }
-            if busy {
+        }
+        {
+            let active = self.active(task_id);
+            if busy(&active) {
                 // The request joins the running turn's events and is answered with the task
                 // that turn ends in; its own turn queues behind it (a2a-sdk 1.3.0
                 // active_task_registry.get_or_create, ActiveTask.subscribe).

@@ -2,11 +2,17 @@
 //! sometimes twice (a client that retries its cancel), then ends.
 //!
 //! Turned on by `cancel-rate` (the probability per conversation), with `cancel-delay-ms`
-//! (the wait between the send and the cancel) and `double-cancel-rate`.
+//! (the wait between the send and the cancel), `double-cancel-rate` and
+//! `cancel-resend-rate`: the turn it cancels was sent twice at once, same messageId (the
+//! user who cancels is the impatient one, who clicked twice, or whose proxy retried). A
+//! second copy of the request, queued behind the running turn when the cancel comes, is
+//! what makes a2a-sdk 1.3 with a per-pod store run the effect after the cancel (§6.4); the
+//! generic `duplicate-rate` alone made that a one-seed-in-25 coincidence.
 //!
 //! Draws, when the conversation is drawn: `random_bool(cancel-rate)` (only when the rate is
-//! above 0), then the turn in `1..=turns`. At that turn, after the send: the delay, then
-//! `random_bool(double-cancel-rate)`.
+//! above 0), then the turn in `1..=turns`. At that turn, before the send,
+//! `random_bool(cancel-resend-rate)` (only when that rate is above 0); after the send, the
+//! delay, then `random_bool(double-cancel-rate)`.
 
 use std::cell::RefCell;
 use std::time::Duration;
@@ -43,6 +49,16 @@ impl Plan for CancelAt {
         if turn == self.0 {
             shape.ends = true;
         }
+    }
+
+    fn before_send<'a>(&'a self, conv: &'a mut Conversation, turn: u32) -> Option<Hook<'a>> {
+        let rate = conv.spec.cancel_resend_rate;
+        if turn != self.0 || rate == 0.0 || !self.1.borrow_mut().random_bool(rate) {
+            return None;
+        }
+        // The canceled turn is sent non-blocking (its shape ends the conversation).
+        conv.turn(turn, false).fire_duplicate(&conv.client);
+        None
     }
 
     fn after_send<'a>(

@@ -111,6 +111,10 @@ pub struct WorkloadSpec {
     pub cancel_delay_ms: [u64; 2],
     /// Probability that a canceled conversation's cancel is sent a second time.
     pub double_cancel_rate: f64,
+    /// Probability that the turn a conversation cancels was sent twice at once (same
+    /// messageId): the user who cancels is the impatient one, who clicked twice or whose
+    /// proxy retried. 0 by default (files without it draw as before).
+    pub cancel_resend_rate: f64,
     /// Probability that a conversation sends one turn non-blocking and follows it with
     /// SubscribeToTask through the router (which may pick a replica that does not run it).
     pub subscribe_rate: f64,
@@ -163,6 +167,7 @@ impl Default for WorkloadSpec {
             cancel_rate: 0.0,
             cancel_delay_ms: [0, 80],
             double_cancel_rate: 0.5,
+            cancel_resend_rate: 0.0,
             subscribe_rate: 0.0,
             push_rate: 0.0,
             resubscribe_rate: 0.0,
@@ -207,6 +212,7 @@ impl WorkloadSpec {
             ("duplicate-rate", self.duplicate_rate),
             ("cancel-rate", self.cancel_rate),
             ("double-cancel-rate", self.double_cancel_rate),
+            ("cancel-resend-rate", self.cancel_resend_rate),
             ("subscribe-rate", self.subscribe_rate),
             ("push-rate", self.push_rate),
             ("resubscribe-rate", self.resubscribe_rate),

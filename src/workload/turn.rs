@@ -109,6 +109,20 @@ impl Turn {
         }
     }
 
+    /// Fires the turn once more, same messageId, without waiting for its answer: the second
+    /// click of a double-clicking user, or a proxy's retry, racing the send that follows.
+    pub fn fire_duplicate(&self, client: &Rc<Client>) {
+        let (c, k, p, x) = (
+            client.clone(),
+            self.kind.clone(),
+            self.params.clone(),
+            self.ctx.clone(),
+        );
+        crate::activity::spawn(async move {
+            c.unary(k, "SendMessage", p, Some(&x), None).await;
+        });
+    }
+
     /// Sends the turn, retrying an unknown outcome (and a 409) with the same messageId, and
     /// sometimes firing a duplicate alongside. `Some(task id)` when it was acknowledged.
     pub async fn send(
@@ -131,15 +145,7 @@ impl Turn {
     ) -> Option<Option<a2a::Task>> {
         for attempt in 0..=spec.retries {
             if spec.duplicate_rate > 0.0 && rng.random_bool(spec.duplicate_rate) {
-                let (c, k, p, x) = (
-                    client.clone(),
-                    self.kind.clone(),
-                    self.params.clone(),
-                    self.ctx.clone(),
-                );
-                crate::activity::spawn(async move {
-                    c.unary(k, "SendMessage", p, Some(&x), None).await;
-                });
+                self.fire_duplicate(client);
             }
             let answer = client
                 .unary(
