@@ -24,9 +24,10 @@ pub struct PeerArgs {
     /// How to start a replica: a preset, `a2a-python` (tests/peers/a2a-python/), `mastra`
     /// (tests/peers/mastra/) or `a2a-js` (tests/peers/a2a-js/), or a command template with
     /// {index} {name} {port} {ledger} {db} {model} {sdk} {store} {venv} {mastra} {a2a-js}
-    /// {dir} {root} (docs/PEERS.md; also in the replica's environment as A2A_CHAOS_INDEX,
-    /// _REPLICA, _PORT, _LEDGER, _DB, _RUN_DIR). Default: the preset the model's [fidelity]
-    /// table names.
+    /// {dir} {root} {think-ms} (docs/PEERS.md; also in the replica's environment as
+    /// A2A_CHAOS_INDEX, _REPLICA, _PORT, _LEDGER, _DB, _RUN_DIR, _THINK_MS). A scenario's
+    /// think-ms reaches every preset as --think-ms (a range: its midpoint). Default: the
+    /// preset the model's [fidelity] table names.
     #[arg(long)]
     pub peer: Option<String>,
     /// Your own task store for the a2a-python preset, as module:Class (an a2a-sdk TaskStore
@@ -136,6 +137,8 @@ impl PeerArgs {
             reports: self.reports,
             placement,
             allow_loopback_push: self.allow_loopback_push,
+            // Set per scenario, from its think-ms (live::run_scenario).
+            think_ms: None,
         })
     }
 }

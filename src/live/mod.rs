@@ -75,6 +75,11 @@ pub struct LiveOptions {
     /// the run's own webhook on loopback, a private address every model refuses to send to
     /// unless told otherwise, so the run asks for it explicitly ([`push_target`]).
     pub allow_loopback_push: bool,
+    /// How long the agent thinks before each turn's effect, ms: a scenario's `think-ms`
+    /// ([`run_scenario`] sets it from the script). A preset peer takes one fixed value, so
+    /// a range runs at its midpoint; `None` leaves the peer at its default (40 ms, the
+    /// midpoint of the simulation's default 20-60).
+    pub think_ms: Option<u64>,
 }
 
 impl LiveOptions {
@@ -210,7 +215,11 @@ pub fn run_scenario(
 ) -> Result<(RunSummary, RunRecord), InputError> {
     let origin = format!("scenario `{}`", script.file.name);
     validate(script, &origin, options.allow_loopback_push)?;
-    let mut pool = Pool::new(&profile, script.file.replicas, options)?;
+    let options = LiveOptions {
+        think_ms: script.file.think_ms.map(|[lo, hi]| (lo + hi.max(lo)) / 2),
+        ..options.clone()
+    };
+    let mut pool = Pool::new(&profile, script.file.replicas, &options)?;
     pool.run(script)
 }
 

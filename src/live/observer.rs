@@ -107,6 +107,15 @@ impl Ground {
             .is_none_or(|c| c.contains(context))
     }
 
+    /// Whether an effect belongs to the scenario being served: by its contextId, or by its
+    /// task, one this scenario's saves made. A turn that runs with another conversation's
+    /// contextId on this scenario's task (a2a-sdk 1.1 runs a mismatched message queued
+    /// behind a running turn: tests/fidelity/h10-context-mismatch-joins-a-running-turn-
+    /// a2a-python-1.1.toml) reports the foreign contextId; its effect is this run's.
+    fn serves_effect(&self, request: &EffectRequest) -> bool {
+        self.serves(&request.context_id) || self.versions.borrow().contains_key(&request.task_id)
+    }
+
     /// Every reported save, in the order the store applied them: by arrival, and by the
     /// store's own version within a task when it has versions (two replicas may report
     /// their saves in the other order than they landed).
@@ -291,7 +300,7 @@ pub async fn serve(ground: Ground, trace: Trace) -> turmoil::Result {
                             Err(e) => return Ok(bad(e.to_string())),
                         };
                         request.sent_ms = now_ms();
-                        if !ground.serves(&request.context_id) {
+                        if !ground.serves_effect(&request) {
                             let scratch = Rc::new(RefCell::new(LedgerState::default()));
                             let quiet = Trace::new(false);
                             return Ok(ledger::arrive_and_answer(&scratch, &quiet, request).await);
@@ -370,6 +379,28 @@ mod tests {
         r.artifacts = artifacts.iter().map(|s| s.to_string()).collect();
         r.history = history.iter().map(|s| s.to_string()).collect();
         r
+    }
+
+    #[test]
+    fn an_effect_with_a_foreign_context_on_a_served_task_is_the_runs() {
+        let g = Ground::default();
+        g.begin(BTreeSet::from(["c".to_string()]), Trace::new(false));
+        g.record_save(plain(&[], &["m1"])).unwrap();
+        let effect = |task: &str, context: &str| EffectRequest {
+            task_id: task.into(),
+            context_id: context.into(),
+            conversation: "c1".into(),
+            turn: 3,
+            message_id: "m3".into(),
+            replica: "replica-0".into(),
+            key: None,
+            sent_ms: 0,
+        };
+        assert!(g.serves_effect(&effect("t", "c")));
+        // The run's task, run with another conversation's contextId: still this run's.
+        assert!(g.serves_effect(&effect("t", "elsewhere")));
+        // Another scenario's task and context (a pool serves one scenario at a time).
+        assert!(!g.serves_effect(&effect("u", "elsewhere")));
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! `[fidelity]` table), `{venv}` (the peer's virtual environment for `{sdk}`) and `{root}` (the
 //! repository), `{mastra}` (where `tests/peers/mastra/setup.sh` installed Node and Mastra),
 //! `{a2a-js}` (where `tests/peers/a2a-js/setup.sh` installed Node and @a2a-js/sdk), `{dir}`
-//! (the run's directory, which holds the logs); the same values are in the replica's
+//! (the run's directory, which holds the logs), `{think-ms}` (the scenario's `think-ms`, its
+//! midpoint for a range, else 40); the same values are in the replica's
 //! environment as `A2A_CHAOS_*` ([`Fleet::environment`]). The
 //! preset `a2a-python` is the test peer under `tests/peers/a2a-python/`, run from the virtual
 //! environments `tests/peers/a2a-python/setup.sh` makes (under `target/peer-venv/`, or
@@ -68,6 +69,10 @@ pub const PRESET_MASTRA: &str = "mastra";
 
 /// The @a2a-js/sdk test peer's preset name.
 pub const PRESET_A2A_JS: &str = "a2a-js";
+
+/// The think time every preset peer uses unless told (`--think-ms`), ms: the midpoint of
+/// the simulation's default 20-60 ms.
+pub const THINK_MS_DEFAULT: u64 = 40;
 
 /// Every preset, for messages.
 pub const PRESETS: [&str; 3] = [PRESET_A2A_PYTHON, PRESET_MASTRA, PRESET_A2A_JS];
@@ -349,6 +354,9 @@ pub struct Fleet {
     /// Whether the a2a-python preset runs with push on (`server.py --push`; `live
     /// --allow-loopback-push`).
     push: bool,
+    /// The agent's think time, ms, when a scenario sets one (`--think-ms` of every preset;
+    /// `{think-ms}` and `A2A_CHAOS_THINK_MS` for a user's command).
+    think_ms: Option<u64>,
 }
 
 impl Fleet {
@@ -385,6 +393,7 @@ impl Fleet {
             addrs: vec![None; replicas],
             draining: vec![None; replicas],
             push: false,
+            think_ms: None,
         }
     }
 
@@ -394,6 +403,19 @@ impl Fleet {
     pub fn with_push(mut self, on: bool) -> Self {
         self.push = on;
         self
+    }
+
+    /// The same fleet with the agent thinking `think_ms` before each effect (a scenario's
+    /// `think-ms`); `None` leaves the peer's own default.
+    pub fn with_think_ms(mut self, think_ms: Option<u64>) -> Self {
+        self.think_ms = think_ms;
+        self
+    }
+
+    /// The think time a command's `{think-ms}` and `A2A_CHAOS_THINK_MS` say: the
+    /// scenario's, else the presets' default.
+    fn think_ms_or_default(&self) -> u64 {
+        self.think_ms.unwrap_or(THINK_MS_DEFAULT)
     }
 
     /// What replica `index` on `port` finds in its environment besides `live`'s own: what
@@ -407,6 +429,7 @@ impl Fleet {
             ("A2A_CHAOS_LEDGER", self.ledger.clone()),
             ("A2A_CHAOS_DB", self.db.clone()),
             ("A2A_CHAOS_RUN_DIR", self.dir.display().to_string()),
+            ("A2A_CHAOS_THINK_MS", self.think_ms_or_default().to_string()),
         ]
     }
 
@@ -428,6 +451,7 @@ impl Fleet {
             ("{mastra}", mastra_base().display().to_string()),
             ("{a2a-js}", a2a_js_base().display().to_string()),
             ("{dir}", self.dir.display().to_string()),
+            ("{think-ms}", self.think_ms_or_default().to_string()),
         ] {
             line = line.replace(key, &quote(&value));
         }
@@ -435,7 +459,19 @@ impl Fleet {
             // The preset's template names the store ({store}); its import path follows.
             let pythonpath = self.user_store.iter().flat_map(UserStore::pythonpath_args);
             let push = (self.push && self.command.is_a2a_python()).then(|| "--push".to_string());
-            for arg in self.args.iter().cloned().chain(pythonpath).chain(push) {
+            // Every preset peer takes --think-ms (its default is THINK_MS_DEFAULT).
+            let think = self
+                .think_ms
+                .into_iter()
+                .flat_map(|ms| ["--think-ms".to_string(), ms.to_string()]);
+            for arg in self
+                .args
+                .iter()
+                .cloned()
+                .chain(pythonpath)
+                .chain(push)
+                .chain(think)
+            {
                 line.push(' ');
                 line.push_str(&quote(&arg));
             }

@@ -110,7 +110,8 @@ impl Pool {
                 replicas,
                 options.user_store.clone(),
             )
-            .with_push(options.allow_loopback_push),
+            .with_push(options.allow_loopback_push)
+            .with_think_ms(options.think_ms),
         ));
         let pool = Pool {
             runtime,
@@ -183,6 +184,13 @@ impl Pool {
                     "the scenario has {} replicas; the pool runs {}",
                     script.file.replicas, self.replicas
                 ),
+            ));
+        }
+        let think = script.file.think_ms.map(|[lo, hi]| (lo + hi.max(lo)) / 2);
+        if think.is_some() && think != self.options.think_ms {
+            return Err(InputError::new(
+                &origin,
+                "the scenario sets think-ms, and a pool's replicas were started with another think time: run it with `live`",
             ));
         }
         if !self.served.insert(script.file.seed) {
