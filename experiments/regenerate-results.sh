@@ -85,7 +85,7 @@ for step in "${steps[@]}"; do
     {
       echo "# a2a-chaos bench --hazards --hazard-seeds 300 --hazard-wall-s 20"
       echo "# written by experiments/regenerate-results.sh, $(date -u +%Y-%m-%d), commit" \
-        "$(git rev-parse --short HEAD), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)."
+        "$(git rev-parse --short HEAD)$(git diff --quiet -- src || echo " with uncommitted changes to src/"), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)."
       echo "# Per model, from seed 0 under the default experiment plus the card faults (no hint"
       echo "# where to look): the first seed, runs (seeds x routings), wall- and CPU-seconds until"
       echo "# each §6 hazard appears; then each hazard reported upstream, on the model or SDK"

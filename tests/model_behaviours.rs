@@ -126,3 +126,41 @@ fn rasa_parked_contexts_keep_their_max_contexts_slots() {
         "{c3:?}"
     );
 }
+
+/// A send that arrives while a refused send holds its task's lock runs: a lock is not a
+/// turn to join (tests/scenarios/h10-context-mismatch-ahead-of-the-turn-*, whose verdicts
+/// pass either way: the stuck send only timed out, and no invariant judges a send that
+/// was never acknowledged).
+#[test]
+fn a_send_behind_a_refused_one_runs_instead_of_joining_nothing() {
+    for model in ["a2a-python-1.3-versioned", "reference"] {
+        let path = format!(
+            "{}/tests/scenarios/h10-context-mismatch-ahead-of-the-turn-{model}.toml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let script = Script::load(std::path::Path::new(&path)).unwrap();
+        let record = Sim::scenario_builder(&script).build().unwrap().run();
+        assert!(record.error.is_none(), "{model}: {:?}", record.error);
+        let proper = record.history.iter().find(|op| {
+            matches!(
+                &op.kind,
+                a2a_chaos::client::history::OpKind::Send {
+                    turn: 2,
+                    foreign_context: false,
+                    ..
+                }
+            )
+        });
+        assert_eq!(
+            proper.map(|op| &op.outcome),
+            Some(&a2a_chaos::client::history::Outcome::Ok),
+            "{model}: the proper turn 2 was not answered ok"
+        );
+        let effects = record
+            .effects
+            .iter()
+            .filter(|e| e.applied && e.request.conversation == "c1" && e.request.turn == 2)
+            .count();
+        assert_eq!(effects, 1, "{model}: turn 2's effect");
+    }
+}

@@ -40,7 +40,8 @@ use crate::trace::{now_ms, Event, Trace};
 /// A pool of replicas serves one scenario after another ([`crate::live::pool`]): each
 /// [`Ground::begin`]s with the contexts of its conversations, and an effect or save of any
 /// other context (late work of an earlier scenario) is answered from a scratch ledger and
-/// forgotten.
+/// forgotten, unless the effect is on a task this scenario's saves made (a turn run with a
+/// foreign contextId on the scenario's own task is the scenario's).
 #[derive(Clone, Default)]
 pub struct Ground {
     pub ledger: Rc<RefCell<LedgerState>>,

@@ -8,8 +8,8 @@
 //!   restarts at 0 ms, and the router is a fresh one (its own round-robin position, every
 //!   replica ready, no reply to drop);
 //! - the ledger and the save log begin empty and keep only the scenario's own contexts
-//!   (`ctx-<conversation>-<seed>`): late work of an earlier scenario is answered and
-//!   forgotten ([`super::observer::Ground::begin`]);
+//!   (`ctx-<conversation>-<seed>`), and the effects on its own tasks: late work of an
+//!   earlier scenario is answered and forgotten ([`super::observer::Ground::begin`]);
 //! - the final tasks are read for the task ids this scenario named.
 //!
 //! Scenarios on one pool are isolated by their seed-derived ids, so a pool must not serve
@@ -187,10 +187,11 @@ impl Pool {
             ));
         }
         let think = script.file.think_ms.map(|[lo, hi]| (lo + hi.max(lo)) / 2);
-        if think.is_some() && think != self.options.think_ms {
+        let default = peer::THINK_MS_DEFAULT;
+        if think.unwrap_or(default) != self.options.think_ms.unwrap_or(default) {
             return Err(InputError::new(
                 &origin,
-                "the scenario sets think-ms, and a pool's replicas were started with another think time: run it with `live`",
+                "the scenario's think-ms is not the think time this pool's replicas were started with: run it with `live`",
             ));
         }
         if !self.served.insert(script.file.seed) {

@@ -265,7 +265,8 @@ struct ActiveTask {
     /// ([`consumer`], `handler.blocking_stops_consumer`).
     consumer_closed: Cell<bool>,
     /// The contextId of the task the last turn here ran: a send that would join a running
-    /// turn is checked against it first ([`queue`]).
+    /// turn is checked against it first, or against the stored task when no turn here has
+    /// read it yet ([`queue`]).
     context: RefCell<Option<String>>,
 }
 

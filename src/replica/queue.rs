@@ -64,12 +64,13 @@ impl Replica {
             let known = self.active(task_id).context.borrow().clone();
             let task_context = match known {
                 Some(c) => Some(c),
-                None => self
-                    .load(task_id)
-                    .await
-                    .ok()
-                    .flatten()
-                    .map(|(task, _)| task.context_id),
+                // A message without a contextId has nothing to compare.
+                None if message.context_id.is_none() => None,
+                None => match self.load(task_id).await {
+                    Ok(found) => found.map(|(task, _)| task.context_id),
+                    // The handler's read failed: so does the request, as in `begin`.
+                    Err(e) => return Some(Err(rpc(-32603, e))),
+                },
             };
             if task_context.is_some_and(|c| foreign_context(message, &c)) {
                 self.record(format!(
@@ -90,7 +91,16 @@ impl Replica {
                     info.conversation, info.turn
                 ));
                 let seen = active.ended.get();
-                ended_since(&active, seen).await;
+                if !self.ended_or_abandoned(&active, seen).await {
+                    // Whatever held the task's lock here let it go having started no turn
+                    // (refused: another contextId, a task not found, ...): there was nothing
+                    // to join, and the request runs as usual.
+                    self.record(format!(
+                        "{}#{}: no turn began on {task_id} here after all; this one runs",
+                        info.conversation, info.turn
+                    ));
+                    return None;
+                }
                 let last = active.last_end.borrow().clone();
                 let ran = matches!(&last, Some(Ok(t)) if t.status.state != TaskState::Failed);
                 if ran {
@@ -161,12 +171,31 @@ impl Replica {
 }
 
 /// Waits until a turn of `active` has ended since `seen` turns had.
-async fn ended_since(active: &ActiveTask, seen: u64) {
-    loop {
-        let ended = active.end_notify.notified();
-        if active.ended.get() != seen {
-            return;
+impl Replica {
+    /// Waits until a turn of the task ends here (`true`), or, with `handler.per_task_lock`,
+    /// until the request that held the task's lock lets it go with no turn running and none
+    /// ended (`false`): a request refused after it took the lock starts no turn to join. A
+    /// lock is not a turn: a2a-sdk creates the ActiveTask a send joins only after the checks
+    /// that refuse it (default_request_handler_v2.py `_setup_active_task`).
+    async fn ended_or_abandoned(&self, active: &ActiveTask, seen: u64) -> bool {
+        let lock = self.profile.handler.per_task_lock;
+        loop {
+            let ended = active.end_notify.notified();
+            if active.ended.get() != seen {
+                return true;
+            }
+            if lock && !active.running.get() && active.lock.try_lock().is_ok() {
+                return false;
+            }
+            if lock {
+                // A lock let go wakes nobody: look again each millisecond.
+                tokio::select! {
+                    () = ended => {}
+                    () = tokio::time::sleep(std::time::Duration::from_millis(1)) => {}
+                }
+            } else {
+                ended.await;
+            }
         }
-        ended.await;
     }
 }

@@ -4,7 +4,10 @@
 //! Turned on by `cancel-rate` (the probability per conversation), with `cancel-delay-ms`
 //! (the wait between the send and the cancel), `double-cancel-rate` and
 //! `cancel-resend-rate`: the turn it cancels was sent twice at once, same messageId (the
-//! user who cancels is the impatient one, who clicked twice, or whose proxy retried). A
+//! user who cancels is the impatient one, who clicked twice, or whose proxy retried; the
+//! copy goes out first, before any other behaviour's calls before the send, such as a
+//! context-mismatch send of that turn). Like `double-cancel-rate`, it is not varied per
+//! seed by the swarm. A
 //! second copy of the request, queued behind the running turn when the cancel comes, is
 //! what makes a2a-sdk 1.3 with a per-pod store run the effect after the cancel (§6.4); the
 //! generic `duplicate-rate` alone made that a one-seed-in-25 coincidence.

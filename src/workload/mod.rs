@@ -18,7 +18,7 @@
 //!
 //! | file | knob | what the conversation does |
 //! |---|---|---|
-//! | `cancel.rs` | `cancel-rate` | sends one turn non-blocking, cancels it (sometimes twice), ends |
+//! | `cancel.rs` | `cancel-rate` | sends one turn non-blocking (with `cancel-resend-rate`, twice at once), cancels it (sometimes twice), ends |
 //! | `subscribe.rs` | `subscribe-rate` | follows one non-blocking turn with SubscribeToTask; `resubscribe-rate` after a cut stream |
 //! | `push.rs` | `push-rate` | registers a push config after its first turn ([`PUSH_URLS`]) |
 //! | `poll.rs` | `poll-rate` | sends every turn with `returnImmediately` and polls GetTask |

@@ -15,7 +15,7 @@ mkdir -p "$base/bin"
 # One install at a time: a second caller (two tests, two shells) waits here for the first,
 # then finds its work done. flock is util-linux; without it, callers must not overlap.
 if command -v flock >/dev/null 2>&1; then
-  exec 9>"$base/.setup.lock"
+  exec 9>"$base/.a2a-js-setup.lock"
   flock 9
 fi
 

@@ -14,7 +14,7 @@ mkdir -p "$base"
 # One install at a time: a second caller (two tests, two shells) waits here for the first,
 # then finds its work done. flock is util-linux; without it, callers must not overlap.
 if command -v flock >/dev/null 2>&1; then
-  exec 9>"$base/.setup.lock"
+  exec 9>"$base/.a2a-python-setup.lock"
   flock 9
 fi
 for sdk in 1.3.0 1.1.5; do

@@ -29,7 +29,7 @@ dir="$(cd "$dir" && pwd)"
 # One install at a time: a second caller (two tests, two shells) waits here for the first,
 # then finds its work done. flock is util-linux; without it, callers must not overlap.
 if command -v flock >/dev/null 2>&1; then
-  exec 9>"$dir/.setup.lock"
+  exec 9>"$dir/.mastra-setup.lock"
   flock 9
 fi
 
