@@ -64,8 +64,8 @@ fn touches(action: &Action, hosts: &[&str]) -> bool {
 }
 
 /// `closed-early`: a stream its server ended cleanly (the body ended with no error, before
-/// the client gave up) on a state that is not at rest, over a connection nothing cut (see
-/// [`cut_at`]), while the task was already at rest: the last save of the task at or before
+/// the client gave up) on a state that is not at rest, over a connection nothing cut (`cut`,
+/// the caller's [`cut_at`]), while the task was already at rest: the last save of the task at or before
 /// the close is terminal or interrupted, and no fault touched the stream's path (the
 /// router, the client or the serving replica) between that save and the close (a delay
 /// there could bring the close after a save the server had not seen). Such a stream left
@@ -79,8 +79,9 @@ fn closed_early(
     saves: &[&crate::store::SaveRecord],
     by: &str,
     task_id: &str,
+    cut: Option<u64>,
 ) -> Option<Violation> {
-    if !op.outcome.ended_before_final() || cut_at(run, op.invoke_ms, op.complete_ms, by).is_some() {
+    if !op.outcome.ended_before_final() || cut.is_some() {
         return None;
     }
     let at_close = saves.iter().rev().find(|s| s.at_ms <= op.complete_ms)?;
@@ -204,7 +205,8 @@ impl Checker for StreamContinuity {
             // later of the change and the last disturbance. A fault elsewhere (another
             // replica, the ledger) delays nothing this stream carries. Once the stream's own
             // connection is cut, nothing later is owed to it.
-            let end = cut_at(run, op.invoke_ms, op.complete_ms, by).unwrap_or(op.complete_ms);
+            let cut = cut_at(run, op.invoke_ms, op.complete_ms, by);
+            let end = cut.unwrap_or(op.complete_ms);
             let mut quiet_from = run
                 .faults
                 .iter()
@@ -221,10 +223,8 @@ impl Checker for StreamContinuity {
                     && s.at_ms.max(quiet_from) + SLACK_MS < end
                     && last_before.is_none_or(|b| b.state != s.state)
             });
-            let mut never_advanced = false;
-            if op.stream_states.len() == 1 {
-                if let Some(s) = changed {
-                    never_advanced = true;
+            match changed.filter(|_| op.stream_states.len() == 1) {
+                Some(s) => {
                     violations.push(
                         Violation::new(
                             "never-advanced",
@@ -239,11 +239,7 @@ impl Checker for StreamContinuity {
                         .at(s.at_ms),
                     );
                 }
-            }
-            if !never_advanced {
-                if let Some(v) = closed_early(run, op, &saves, by, task_id) {
-                    violations.push(v);
-                }
+                None => violations.extend(closed_early(run, op, &saves, by, task_id, cut)),
             }
             for pair in op.stream_states.windows(2).skip(1) {
                 if pair[0] == pair[1] {

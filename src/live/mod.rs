@@ -206,6 +206,12 @@ pub fn validate(
     walk(&script.steps, origin, allow_loopback_push)
 }
 
+/// The think time a live run gives the peers for `script`: its `think-ms`, the midpoint of
+/// a range (a preset takes one value; the simulation draws each turn's from the range).
+pub(crate) fn think_ms(script: &Script) -> Option<u64> {
+    script.file.think_ms.map(|[lo, hi]| (lo + hi.max(lo)) / 2)
+}
+
 /// Runs a scenario live and summarises it with the same checkers as a simulated run: a
 /// [`Pool`] of the scenario's replicas that serves this one scenario.
 pub fn run_scenario(
@@ -216,7 +222,7 @@ pub fn run_scenario(
     let origin = format!("scenario `{}`", script.file.name);
     validate(script, &origin, options.allow_loopback_push)?;
     let options = LiveOptions {
-        think_ms: script.file.think_ms.map(|[lo, hi]| (lo + hi.max(lo)) / 2),
+        think_ms: think_ms(script),
         ..options.clone()
     };
     let mut pool = Pool::new(&profile, script.file.replicas, &options)?;

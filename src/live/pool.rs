@@ -186,9 +186,8 @@ impl Pool {
                 ),
             ));
         }
-        let think = script.file.think_ms.map(|[lo, hi]| (lo + hi.max(lo)) / 2);
         let default = peer::THINK_MS_DEFAULT;
-        if think.unwrap_or(default) != self.options.think_ms.unwrap_or(default) {
+        if super::think_ms(script).unwrap_or(default) != self.options.think_ms.unwrap_or(default) {
             return Err(InputError::new(
                 &origin,
                 "the scenario's think-ms is not the think time this pool's replicas were started with: run it with `live`",

@@ -103,12 +103,9 @@ pub fn error_details(found: &[FieldViolation]) -> Value {
             "domain": a2a::errordetails::PROTOCOL_DOMAIN,
             "metadata": {"errors": errors}
         },
-        {"@type": BAD_REQUEST_TYPE, "fieldViolations": field_violations}
+        {"@type": a2a::errordetails::BAD_REQUEST_TYPE, "fieldViolations": field_violations}
     ])
 }
-
-/// The type URL of `google.rpc.BadRequest` (a2a-sdk 1.3.0 `BAD_REQUEST_TYPE`).
-pub const BAD_REQUEST_TYPE: &str = "type.googleapis.com/google.rpc.BadRequest";
 
 fn present<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
     v.get(key).filter(|x| !x.is_null())

@@ -484,10 +484,11 @@ fn push_config_to_v1(task_id: &Value, c: &Value) -> Result<Value, String> {
 /// `historyLength` as 1.0 reads it: 0.3's `0` means all, so it is left out (a2a-sdk
 /// 1.3.0 `to_core_get_task_request`).
 fn history_length(from: &Value, to: &mut Map<String, Value>) {
-    if let Some(n) = from.get("historyLength").filter(|n| n.as_i64() != Some(0)) {
-        if !n.is_null() {
-            to.insert("historyLength".into(), n.clone());
-        }
+    if let Some(n) = from
+        .get("historyLength")
+        .filter(|n| !n.is_null() && n.as_i64() != Some(0))
+    {
+        to.insert("historyLength".into(), n.clone());
     }
 }
 

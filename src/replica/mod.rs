@@ -225,6 +225,21 @@ fn integral(v: &Value) -> Option<u32> {
     (f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&f)).then_some(f as u32)
 }
 
+/// A task's lock, held ([`Replica::lock`]). Letting it go wakes the sends waiting to join a
+/// turn of the task, which look again: a turn that ended is answered, a lock let go with
+/// no turn begun leaves nothing to join ([`queue`]).
+struct TaskLock {
+    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+    active: Rc<ActiveTask>,
+}
+
+impl Drop for TaskLock {
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        self.active.end_notify.notify_waiters();
+    }
+}
+
 /// Per-task state a replica keeps while it works on a task.
 #[derive(Default)]
 struct ActiveTask {
@@ -242,6 +257,8 @@ struct ActiveTask {
     /// joined a running turn ([`crate::model::QueuedAnswer::RunningTurn`]) is answered with.
     ended: Cell<u64>,
     last_end: RefCell<Option<Result<Task, Refusal>>>,
+    /// Wakes the sends waiting to join a turn here: a turn ended, or the task's lock was let
+    /// go ([`TaskLock`]; a holder refused before any turn began leaves nothing to join).
     end_notify: tokio::sync::Notify,
     /// The last turn here left the task waiting for input (input-required, auth-required),
     /// and no cancel was written here since: a2a-sdk keeps its `ActiveTask` alive, and a
@@ -414,11 +431,15 @@ impl Replica {
 
     /// Takes the task's lock, when the model serialises requests per task; otherwise a
     /// guard of a fresh lock, which never waits.
-    async fn lock(&self, active: &ActiveTask) -> tokio::sync::OwnedMutexGuard<()> {
-        if self.profile.handler.per_task_lock {
+    async fn lock(&self, active: &Rc<ActiveTask>) -> TaskLock {
+        let guard = if self.profile.handler.per_task_lock {
             active.lock.clone().lock_owned().await
         } else {
             Arc::new(tokio::sync::Mutex::new(())).lock_owned().await
+        };
+        TaskLock {
+            guard: Some(guard),
+            active: active.clone(),
         }
     }
 

@@ -134,6 +134,26 @@ impl Replica {
         None
     }
 
+    /// Waits until a turn of the task ends here (`true`), or, with `handler.per_task_lock`,
+    /// until the request that held the task's lock lets it go with no turn running and none
+    /// ended (`false`): a request refused after it took the lock starts no turn to join. A
+    /// lock is not a turn: a2a-sdk creates the ActiveTask a send joins only after the checks
+    /// that refuse it (default_request_handler_v2.py `_setup_active_task`).
+    async fn ended_or_abandoned(&self, active: &ActiveTask, seen: u64) -> bool {
+        let lock = self.profile.handler.per_task_lock;
+        loop {
+            // Woken when a turn ends and when the task's lock is let go (`TaskLock`).
+            let woken = active.end_notify.notified();
+            if active.ended.get() != seen {
+                return true;
+            }
+            if lock && !active.running.get() && active.lock.try_lock().is_ok() {
+                return false;
+            }
+            woken.await;
+        }
+    }
+
     /// Runs a begun turn to its end, and tells the requests that joined it how it ended.
     pub(super) async fn finish(
         self: Rc<Self>,
@@ -167,35 +187,5 @@ impl Replica {
             self.schedule_release(&task.id, &active);
         }
         ended
-    }
-}
-
-/// Waits until a turn of `active` has ended since `seen` turns had.
-impl Replica {
-    /// Waits until a turn of the task ends here (`true`), or, with `handler.per_task_lock`,
-    /// until the request that held the task's lock lets it go with no turn running and none
-    /// ended (`false`): a request refused after it took the lock starts no turn to join. A
-    /// lock is not a turn: a2a-sdk creates the ActiveTask a send joins only after the checks
-    /// that refuse it (default_request_handler_v2.py `_setup_active_task`).
-    async fn ended_or_abandoned(&self, active: &ActiveTask, seen: u64) -> bool {
-        let lock = self.profile.handler.per_task_lock;
-        loop {
-            let ended = active.end_notify.notified();
-            if active.ended.get() != seen {
-                return true;
-            }
-            if lock && !active.running.get() && active.lock.try_lock().is_ok() {
-                return false;
-            }
-            if lock {
-                // A lock let go wakes nobody: look again each millisecond.
-                tokio::select! {
-                    () = ended => {}
-                    () = tokio::time::sleep(std::time::Duration::from_millis(1)) => {}
-                }
-            } else {
-                ended.await;
-            }
-        }
     }
 }

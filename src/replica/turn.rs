@@ -348,7 +348,7 @@ impl Replica {
         mut task: Task,
         version: Option<u64>,
         active: Rc<ActiveTask>,
-        guard: tokio::sync::OwnedMutexGuard<()>,
+        guard: super::TaskLock,
         mismatch: bool,
         sink: Option<&mpsc::Sender<StreamResponse>>,
         dedup_store: Option<TaskStore>,
@@ -765,7 +765,7 @@ pub(super) struct Turn {
     task: Task,
     version: u64,
     pub(super) active: Rc<ActiveTask>,
-    _guard: tokio::sync::OwnedMutexGuard<()>,
+    _guard: super::TaskLock,
     mismatch: bool,
     dedup: Option<(TaskStore, String)>,
     /// The task waited for authorisation when the message came: it answers that request.

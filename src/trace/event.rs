@@ -293,7 +293,7 @@ mod tests {
         let streamed = Event::Answered {
             op: "subscribe c1".into(),
             reply: Reply::Info {
-                why: "stream ended before a final state".into(),
+                why: crate::client::history::ENDED_BEFORE_FINAL.into(),
             },
             events: Some(3),
             via: None,
