@@ -24,6 +24,7 @@ use crate::live;
 use crate::model::Profile;
 use crate::scenario::Script;
 use crate::sim::{RunSummary, Sim};
+use crate::strategies::Generation;
 
 use super::live::{check_peer, PeerArgs};
 use crate::fidelity::{self as differential, report, Status};
@@ -42,9 +43,15 @@ pub struct GenerateArgs {
     /// table.
     #[arg(long = "model")]
     pub models: Vec<String>,
-    /// Where the results go.
-    #[arg(long, default_value = "results/fidelity-generated")]
-    pub out: PathBuf,
+    /// Where the results go; default `results/fidelity-generated` for generator 1,
+    /// `results/fidelity-concurrent` for generator 2.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Which generation of the scenario generator draws (a seed names a scenario only
+    /// with its generation): 1, the envelope of 2026-12-01 (no races), or 2, which adds
+    /// races: two or three calls on one task at once (default: the newest).
+    #[arg(long, default_value_t = crate::strategies::Generation::LATEST.number())]
+    pub generator: u32,
     /// Report disagreements without shrinking them into the suite's found/.
     #[arg(long)]
     pub no_shrink: bool,
@@ -65,15 +72,39 @@ pub fn cmd_merge(args: &GenerateArgs) -> Result<i32, InputError> {
         batches.push(report::read_runs_csv(&dir.join("runs.csv"))?);
     }
     let rows = report::merge_rows(batches);
-    report::write_results(&args.out, &rows)?;
+    let out = args.out_dir()?;
+    report::write_results(&out, &rows)?;
     print!("{}", report::summary_table(&report::summarise(&rows)));
     println!(
         "merged {} batches into {} scenarios: {}",
         args.merge.len(),
         rows.len(),
-        args.out.display()
+        out.display()
     );
     Ok(0)
+}
+
+impl GenerateArgs {
+    /// The generation `--generator` names, or why there is none.
+    pub fn generation(&self) -> Result<Generation, InputError> {
+        Generation::from_number(self.generator).ok_or_else(|| {
+            InputError::new(
+                "--generator",
+                format!("no generator {}; there are 1 and 2", self.generator),
+            )
+        })
+    }
+
+    /// `--out`, or the generation's results directory.
+    pub fn out_dir(&self) -> Result<PathBuf, InputError> {
+        Ok(match &self.out {
+            Some(out) => out.clone(),
+            None => PathBuf::from(match self.generation()? {
+                Generation::Classic => "results/fidelity-generated",
+                Generation::Concurrent => "results/fidelity-concurrent",
+            }),
+        })
+    }
 }
 
 /// One row of the table.
@@ -181,20 +212,39 @@ pub fn cmd_fidelity(dir: &Path, peer: &PeerArgs) -> Result<i32, InputError> {
     let mut observed = Vec::new();
     for (origin, script, profile) in &scripts {
         eprintln!("fidelity: {origin}: simulated, then live");
-        let checked = Sim::from_scenario(script)?.check();
-        let sim = checked.summary.clone();
+        // Every order of the scenario's races (just the scenario when it has none).
+        let orders: Vec<_> = differential::patterns::order_variants(script)
+            .iter()
+            .map(|variant| Sim::from_scenario(variant).map(|sim| sim.check()))
+            .collect::<Result<_, _>>()?;
         let (real, record) = live::run_scenario(script, profile.clone(), &options)?;
-        // Beyond verdicts, everything both worlds observe (as `--generate` compares).
+        // Beyond verdicts, everything both worlds observe (as `--generate` compares), on
+        // the simulated order closest to the live run.
+        let observed_orders: Vec<differential::Observables> = orders
+            .iter()
+            .map(|checked| match &checked.record {
+                Some(r) => differential::Observables::of_simulated(r, &checked.summary),
+                None => differential::Observables {
+                    error: checked.summary.error.clone(),
+                    ..Default::default()
+                },
+            })
+            .collect();
+        let live_observed = differential::Observables::of(&record, &real);
+        let (order, _) = differential::closest(&observed_orders, &live_observed);
+        let checked = &orders[order];
+        let sim = checked.summary.clone();
         let simulated = checked
             .record
             .as_ref()
-            .map(|r| differential::Observables::of_simulated(r, &sim));
-        if let Some(simulated) = &simulated {
-            let differ = simulated.diff(
-                &differential::Observables::of(&record, &real),
-                "simulated",
-                "real",
+            .map(|_| observed_orders[order].clone());
+        if order > 0 {
+            eprintln!(
+                "fidelity: {origin}: the live run took the race order of simulated variant {order}"
             );
+        }
+        if let Some(simulated) = &simulated {
+            let differ = simulated.diff(&live_observed, "simulated", "real");
             let key = format!("{}/observables", script.file.name);
             let noted = profile
                 .fidelity
@@ -311,6 +361,8 @@ pub fn cmd_generate(
     peer: &PeerArgs,
 ) -> Result<i32, InputError> {
     let options = peer.options()?;
+    let generation = args.generation()?;
+    let out = args.out_dir()?;
     let models: Vec<String> = if args.models.is_empty() {
         crate::model::names()
             .into_iter()
@@ -330,7 +382,10 @@ pub fn cmd_generate(
         for model in &models {
             Profile::load(model)?;
             for seed in args.seed..args.seed + n {
-                println!("{}", differential::generated(model, seed).to_toml());
+                println!(
+                    "{}",
+                    differential::generated_by(model, seed, generation).to_toml()
+                );
             }
         }
         return Ok(0);
@@ -354,10 +409,10 @@ pub fn cmd_generate(
         let mut live = differential::Live::pooled(profile, &options, replicas)?;
         for seed in args.seed..args.seed + n {
             done += 1;
-            let script = differential::generated(model, seed);
+            let script = differential::generated_by(model, seed, generation);
             let outcome = differential::run_case(&script, &mut live, 2)?;
-            let mut row = report::Row::of(model, &script, &outcome);
-            let found_name = format!("found-{}-{seed}", differential::model_slug(model));
+            let mut row = report::Row::of(model, &script, &outcome, generation);
+            let found_name = script.file.name.replacen("gen-", "found-", 1);
             let explained = profile
                 .fidelity
                 .as_ref()
@@ -366,8 +421,12 @@ pub fn cmd_generate(
                 (Status::Disagree(_), Some(_)) => "documented",
                 (status, _) => status.word(),
             };
+            let races = match row.patterns.join(" ") {
+                p if p.is_empty() => String::new(),
+                p => format!("; {p}"),
+            };
             eprintln!(
-                "fidelity: [{done}/{total}] {model} seed {seed} ({} steps): {word} ({:.1} s live)",
+                "fidelity: [{done}/{total}] {model} seed {seed} ({} steps{races}): {word} ({:.1} s live)",
                 script.step_count(),
                 outcome.live_wall_ms as f64 / 1000.0
             );
@@ -376,8 +435,7 @@ pub fn cmd_generate(
                 row.status = "documented";
                 eprintln!("  documented ({found_name}): {note}");
             } else if let Status::Disagree(differences) = &outcome.status {
-                let reproduce =
-                    format!("a2a-chaos fidelity --generate 1 --seed {seed} --model {model}");
+                let reproduce = differential::reproduce_command(model, seed, generation);
                 for d in differences {
                     eprintln!("  {d}");
                 }
@@ -404,7 +462,7 @@ pub fn cmd_generate(
             }
             rows.push(row);
             // The results so far, so a long batch cut short keeps what it measured.
-            report::write_results(&args.out, &rows)?;
+            report::write_results(&out, &rows)?;
         }
     }
     let summary = report::summarise(&rows);
@@ -412,7 +470,7 @@ pub fn cmd_generate(
     for r in rows.iter().filter(|r| r.status == "DISAGREE") {
         println!("DISAGREE {} seed {}: {}", r.model, r.seed, r.differences);
     }
-    println!("results: {}", args.out.display());
+    println!("results: {}", out.display());
     Ok(if summary.values().all(|s| s.disagree == 0) {
         0
     } else {

@@ -15,6 +15,7 @@
 //! - otherwise they **agree**.
 
 pub mod observe;
+pub mod patterns;
 pub mod report;
 pub mod shrink;
 
@@ -25,7 +26,7 @@ use crate::live::{self, LiveOptions, Pool};
 use crate::model::Profile;
 use crate::scenario::Script;
 use crate::sim::Sim;
-use crate::strategies::{draw, ScenarioConfig};
+use crate::strategies::{draw, Generation, ScenarioConfig};
 
 pub use observe::{Difference, Observables};
 
@@ -63,11 +64,19 @@ impl Status {
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub status: Status,
-    /// The simulated run's observables.
+    /// The simulated run's observables: of the order the first live run matched, else of
+    /// the order closest to it ([`patterns::order_variants`]; the scenario as drawn when it
+    /// has no race).
     pub simulated: Observables,
     /// The first live run's observables.
     pub real: Observables,
-    /// Wall time of the simulated run, ms.
+    /// The simulated orders the live runs matched, by [`patterns::order_variants`] index
+    /// (`[0]`, the scenario as drawn, for most agreements); empty when a live run matched
+    /// none.
+    pub orders: Vec<usize>,
+    /// How many simulated orders were compared (1 when the scenario has no race).
+    pub variants: usize,
+    /// Wall time of the simulated runs together, ms.
     pub sim_wall_ms: u64,
     /// Wall time of the live runs together, ms.
     pub live_wall_ms: u64,
@@ -83,6 +92,26 @@ pub fn simulate(script: &Script) -> Result<Observables, InputError> {
             ..Observables::default()
         },
     })
+}
+
+/// The observables of every order [`patterns::order_variants`] gives `script`, the
+/// scenario as drawn first.
+pub fn simulate_orders(script: &Script) -> Result<Vec<Observables>, InputError> {
+    patterns::order_variants(script)
+        .iter()
+        .map(simulate)
+        .collect()
+}
+
+/// The simulated order that differs least from `real` (the first of equals, so the
+/// scenario as drawn wins a tie), and its differences.
+pub fn closest(orders: &[Observables], real: &Observables) -> (usize, Vec<Difference>) {
+    orders
+        .iter()
+        .map(|o| o.diff(real, "simulated", "real"))
+        .enumerate()
+        .min_by_key(|(_, d)| d.len())
+        .expect("a scenario has at least one order")
 }
 
 /// Where a model's live runs happen: fresh replicas for every run, or two [`Pool`]s that
@@ -136,31 +165,44 @@ impl Live {
     }
 }
 
-/// Runs `script` simulated once and live `live_runs` times (2 to tell an unstable scenario;
-/// 1 while shrinking) and compares them.
+/// Runs `script` simulated (once per order of its races) and live `live_runs` times (2 to
+/// tell an unstable scenario; 1 while shrinking), and compares them.
+///
+/// Without a race, as ever: the two live runs differ → unstable; they agree with each
+/// other but not with the simulation → a third live run on fresh replicas, unstable if it
+/// differs, else a disagreement. With a race, every live run must equal one of the
+/// simulated orders: then the scenario agrees, whichever orders real time took; a live run
+/// that equals none is a disagreement when the live runs (and a third) agree with each
+/// other, and unstable when they do not.
 pub fn run_case(script: &Script, live: &mut Live, live_runs: usize) -> Result<Outcome, InputError> {
     let started = Instant::now();
-    let simulated = simulate(script)?;
+    let orders = simulate_orders(script)?;
     let sim_wall_ms = started.elapsed().as_millis() as u64;
     let started = Instant::now();
     let real = live.observe(script, 0)?;
+    let raced = orders.len() > 1;
+    let matched = |o: &Observables| orders.iter().position(|s| s.diff(o, "s", "r").is_empty());
     let mut unstable = Vec::new();
+    let mut matches = vec![matched(&real)];
     for run in 1..live_runs {
         let again = live.observe(script, run)?;
+        matches.push(matched(&again));
         unstable = real.diff(&again, "live run 1", "live run 2");
-        if !unstable.is_empty() {
+        if !unstable.is_empty() && !raced {
             break;
         }
     }
-    let mut differ = Vec::new();
-    if unstable.is_empty() {
-        differ = simulated.diff(&real, "simulated", "real");
-        if !differ.is_empty() && live_runs >= 2 {
-            // Two live runs can agree by luck on a race the real system does not always win
-            // the same way: a disagreement gets a third run, on fresh replicas.
-            let third = live.fresh_twin().observe(script, 0)?;
-            unstable = real.diff(&third, "live run 1", "live run 3");
-        }
+    let (nearest, mut differ) = closest(&orders, &real);
+    if raced && matches.iter().all(Option::is_some) {
+        // Each live run took an order the simulation also takes.
+        unstable.clear();
+        differ.clear();
+    }
+    if unstable.is_empty() && !differ.is_empty() && live_runs >= 2 {
+        // Two live runs can agree by luck on a race the real system does not always win
+        // the same way: a disagreement gets a third run, on fresh replicas.
+        let third = live.fresh_twin().observe(script, 0)?;
+        unstable = real.diff(&third, "live run 1", "live run 3");
     }
     let live_wall_ms = started.elapsed().as_millis() as u64;
     let status = if !unstable.is_empty() {
@@ -170,24 +212,55 @@ pub fn run_case(script: &Script, live: &mut Live, live_runs: usize) -> Result<Ou
     } else {
         Status::Disagree(differ)
     };
+    let variants = orders.len();
+    let simulated = orders
+        .into_iter()
+        .nth(matches[0].unwrap_or(nearest))
+        .expect("the order exists");
     Ok(Outcome {
         status,
         simulated,
         real,
+        orders: matches.into_iter().flatten().collect(),
+        variants,
         sim_wall_ms,
         live_wall_ms,
     })
 }
 
-/// The generated scenario of `model` for scenario seed `seed`: the same (model, seed), the
-/// same scenario, named `gen-<model>-<seed>`.
+/// The generated scenario of `model` for scenario seed `seed` in the newest generation
+/// ([`Generation::LATEST`]); see [`generated_by`].
 pub fn generated(model: &str, seed: u64) -> Script {
-    let mut script = draw(&ScenarioConfig::live(model), seed).0;
-    script.file.name = format!("gen-{}-{seed}", model_slug(model));
+    generated_by(model, seed, Generation::LATEST)
+}
+
+/// The generated scenario of `model` for scenario seed `seed` in `generation`: the same
+/// (generation, model, seed), the same scenario, named `gen-<model>-<seed>` (generation 1)
+/// or `gen-g<N>-<model>-<seed>`.
+pub fn generated_by(model: &str, seed: u64, generation: Generation) -> Script {
+    let config = ScenarioConfig::live_generation(model, generation);
+    let mut script = draw(&config, seed).0;
+    script.file.name = format!("gen-{}{}-{seed}", tag(generation), model_slug(model));
     script.file.description = Some(format!(
-        "generated by `a2a-chaos fidelity --generate 1 --seed {seed} --model {model}`"
+        "generated by `{}`",
+        reproduce_command(model, seed, generation)
     ));
     script
+}
+
+/// The command that draws and compares the scenario of (`model`, `seed`) in `generation`.
+pub fn reproduce_command(model: &str, seed: u64, generation: Generation) -> String {
+    format!(
+        "a2a-chaos fidelity --generate 1 --seed {seed} --model {model} --generator {}",
+        generation.number()
+    )
+}
+
+fn tag(generation: Generation) -> String {
+    match generation {
+        Generation::Classic => String::new(),
+        g => format!("g{}-", g.number()),
+    }
 }
 
 /// A model name or profile path as a file-name fragment (`models/my.toml` → `my`).
@@ -205,18 +278,43 @@ mod tests {
 
     #[test]
     fn a_generated_scenario_is_a_function_of_its_model_and_seed() {
-        let a = generated("a2a-python-1.3-plain", 7);
-        let b = generated("a2a-python-1.3-plain", 7);
+        let a = generated_by("a2a-python-1.3-plain", 7, Generation::Classic);
+        let b = generated_by("a2a-python-1.3-plain", 7, Generation::Classic);
         assert_eq!(a.to_toml(), b.to_toml());
         assert_eq!(a.file.seed, 7);
         assert!((2..=3).contains(&a.file.replicas));
-        let other = generated("a2a-python-1.3-plain", 8);
+        let other = generated_by("a2a-python-1.3-plain", 8, Generation::Classic);
         assert_ne!(a.to_toml(), other.to_toml());
         // What a live run can do, and nothing else.
         for seed in 0..64 {
-            let s = generated("a2a-python-1.3-versioned", seed);
-            live::validate(&s, "generated", false).unwrap();
-            assert!(!s.to_toml().contains("partition"), "{}", s.to_toml());
+            for generation in [Generation::Classic, Generation::Concurrent] {
+                let s = generated_by("a2a-python-1.3-versioned", seed, generation);
+                live::validate(&s, "generated", false).unwrap();
+                assert!(!s.to_toml().contains("partition"), "{}", s.to_toml());
+            }
+        }
+    }
+
+    #[test]
+    fn the_concurrent_generation_draws_races_of_every_kind_of_call() {
+        let mut patterns = std::collections::BTreeSet::new();
+        for seed in 0..200 {
+            let s = generated_by("a2a-python-1.3-versioned", seed, Generation::Concurrent);
+            assert!(s.file.name.starts_with("gen-g2-"), "{}", s.file.name);
+            for p in patterns::patterns(&s) {
+                if let Some(race) = p.strip_prefix("race:") {
+                    for call in race.split('@').next().unwrap().split('+') {
+                        patterns.insert(call.to_string());
+                    }
+                }
+            }
+        }
+        let want = ["again", "cancel", "get", "next", "next-stream", "subscribe"];
+        for w in want {
+            assert!(
+                patterns.contains(w),
+                "no race with {w} in 200 seeds: {patterns:?}"
+            );
         }
     }
 }

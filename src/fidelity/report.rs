@@ -6,8 +6,21 @@ use std::path::{Path, PathBuf};
 
 use crate::error::InputError;
 use crate::scenario::Script;
+use crate::strategies::Generation;
 
-use super::Outcome;
+use super::{patterns, Outcome};
+
+/// A scenario's step kinds and concurrency patterns, each once, in first-seen order.
+fn names(script: &Script) -> (Vec<String>, Vec<String>) {
+    let once = |v: Vec<String>| {
+        let mut seen = std::collections::BTreeSet::new();
+        v.into_iter().filter(|x| seen.insert(x.clone())).collect()
+    };
+    (
+        once(patterns::kinds(script)),
+        once(patterns::patterns(script)),
+    )
+}
 
 /// One generated scenario's row.
 #[derive(Debug, Clone)]
@@ -25,12 +38,25 @@ pub struct Row {
     pub found: Option<String>,
     pub sim_wall_ms: u64,
     pub live_wall_ms: u64,
+    /// The generation that drew the scenario ([`Generation`]).
+    pub generator: Generation,
+    /// The kinds of its steps, each once, in first-seen order ([`patterns::kinds`]).
+    pub kinds: Vec<String>,
+    /// Its concurrency patterns, each once ([`patterns::patterns`]).
+    pub patterns: Vec<String>,
+    /// The simulated orders the live runs matched, by index (`Outcome::orders`).
+    pub orders: Vec<usize>,
 }
 
 impl Row {
-    /// The row of one compared scenario.
-    pub fn of(model: &str, script: &Script, outcome: &Outcome) -> Row {
+    /// The row of one compared scenario, drawn by `generator`.
+    pub fn of(model: &str, script: &Script, outcome: &Outcome, generator: Generation) -> Row {
+        let (kinds, patterns) = names(script);
         Row {
+            generator,
+            kinds,
+            patterns,
+            orders: outcome.orders.clone(),
             model: model.to_string(),
             seed: script.file.seed,
             replicas: script.file.replicas,
@@ -63,6 +89,10 @@ pub fn runs_csv(rows: &[Row]) -> String {
         "found",
         "sim_wall_ms",
         "live_wall_ms",
+        "generator",
+        "kinds",
+        "patterns",
+        "orders",
     ];
     w.write_record(header).expect("writes to memory");
     for r in rows {
@@ -76,6 +106,14 @@ pub fn runs_csv(rows: &[Row]) -> String {
             r.found.clone().unwrap_or_default(),
             r.sim_wall_ms.to_string(),
             r.live_wall_ms.to_string(),
+            r.generator.number().to_string(),
+            r.kinds.join(" "),
+            r.patterns.join(" "),
+            r.orders
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" "),
         ])
         .expect("writes to memory");
     }
@@ -110,9 +148,54 @@ impl ModelSummary {
 
 /// The summary of every model in `rows`, by model name.
 pub fn summarise(rows: &[Row]) -> BTreeMap<String, ModelSummary> {
+    summarise_by(rows, |r| vec![r.model.clone()])
+}
+
+/// The summary of every step kind in `rows`: a scenario counts once for each kind it holds.
+pub fn summarise_kinds(rows: &[Row]) -> BTreeMap<String, ModelSummary> {
+    summarise_by(rows, |r| r.kinds.clone())
+}
+
+/// The summary of every concurrency pattern in `rows`: a scenario counts once for each
+/// pattern it holds; `none` for a scenario with no two calls in flight at once. A race
+/// counts under its calls (`race:cancel+next`) and, apart, under where they went
+/// (`race@1`: one replica, `race@2`, `race@3`, `race@r`: one or more through the router).
+pub fn summarise_patterns(rows: &[Row]) -> BTreeMap<String, ModelSummary> {
+    summarise_by(rows, |r| {
+        if r.patterns.is_empty() {
+            return vec!["none".to_string()];
+        }
+        r.patterns
+            .iter()
+            .flat_map(|p| match p.split_once('@') {
+                Some((calls, place)) => vec![calls.to_string(), format!("race@{place}")],
+                None => vec![p.clone()],
+            })
+            .collect()
+    })
+}
+
+/// The summary of `rows` grouped by `keys` (a row counts once under each of its keys).
+pub fn summarise_by(
+    rows: &[Row],
+    keys: impl Fn(&Row) -> Vec<String>,
+) -> BTreeMap<String, ModelSummary> {
     let mut out: BTreeMap<String, ModelSummary> = BTreeMap::new();
     for r in rows {
-        let s = out.entry(r.model.clone()).or_default();
+        let mut keys = keys(r);
+        keys.sort();
+        keys.dedup();
+        for key in keys {
+            let s = out.entry(key).or_default();
+            s.count(r);
+        }
+    }
+    out
+}
+
+impl ModelSummary {
+    fn count(&mut self, r: &Row) {
+        let s = self;
         s.scenarios += 1;
         match r.status {
             "agree" => s.agree += 1,
@@ -123,7 +206,6 @@ pub fn summarise(rows: &[Row]) -> BTreeMap<String, ModelSummary> {
         s.live_wall_ms += r.live_wall_ms;
         s.sim_wall_ms += r.sim_wall_ms;
     }
-    out
 }
 
 /// `summary.csv`.
@@ -163,8 +245,23 @@ pub fn summary_csv(summary: &BTreeMap<String, ModelSummary>) -> String {
 
 /// The summary as a Markdown table (the README's fidelity section).
 pub fn summary_table(summary: &BTreeMap<String, ModelSummary>) -> String {
-    let mut out = String::from(
-        "| model | scenarios | agree | unstable | documented | disagree | agreement (stable) | live s/scenario |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
+    summary_table_by("model", summary)
+}
+
+/// `summary.md`: agreement per model, per step kind and per concurrency pattern.
+pub fn summary_markdown(rows: &[Row]) -> String {
+    format!(
+        "{}\nPer step kind (a scenario counts under each kind it holds):\n\n{}\nPer concurrency pattern (`race:` calls sent at once, `@` how many replicas, `r` through the router; `held:` what raced a held turn):\n\n{}",
+        summary_table(&summarise(rows)),
+        summary_table_by("step kind", &summarise_kinds(rows)),
+        summary_table_by("pattern", &summarise_patterns(rows)),
+    )
+}
+
+/// A summary as a Markdown table whose first column is `what`.
+pub fn summary_table_by(what: &str, summary: &BTreeMap<String, ModelSummary>) -> String {
+    let mut out = format!(
+        "| {what} | scenarios | agree | unstable | documented | disagree | agreement (stable) | live s/scenario |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for (model, s) in summary {
         out.push_str(&format!(
@@ -192,8 +289,9 @@ pub fn read_runs_csv(path: &Path) -> Result<Vec<Row>, InputError> {
         let line = i + 2;
         let bad = |why: String| InputError::new(&origin, format!("line {line}: {why}"));
         let record = record.map_err(|e| bad(e.to_string()))?;
-        if record.len() != 9 {
-            return Err(bad(format!("{} fields, expected 9", record.len())));
+        // Rows before generation 2 have the first nine fields only.
+        if record.len() != 9 && record.len() != 13 {
+            return Err(bad(format!("{} fields, expected 9 or 13", record.len())));
         }
         let number = |k: usize| -> Result<u64, InputError> {
             record[k]
@@ -207,7 +305,35 @@ pub fn read_runs_csv(path: &Path) -> Result<Vec<Row>, InputError> {
             "DISAGREE" => "DISAGREE",
             other => return Err(bad(format!("unknown status `{other}`"))),
         };
+        let generator = match record.get(9) {
+            None => Generation::Classic,
+            Some(g) => g
+                .parse()
+                .ok()
+                .and_then(Generation::from_number)
+                .ok_or_else(|| bad(format!("`{g}` is no generator")))?,
+        };
+        let words = |k: usize| -> Vec<String> {
+            record
+                .get(k)
+                .map(|v| v.split_whitespace().map(str::to_string).collect())
+                .unwrap_or_default()
+        };
+        let (mut kinds, mut patterns) = (words(10), words(11));
+        if record.len() == 9 && crate::model::Profile::load(&record[0]).is_ok() {
+            // An older row: its scenario is a function of (generation, model, seed).
+            let script = super::generated_by(&record[0], number(1)?, generator);
+            (kinds, patterns) = names(&script);
+        }
+        let orders = words(12)
+            .iter()
+            .map(|o| o.parse().map_err(|_| bad(format!("`{o}` is no order"))))
+            .collect::<Result<Vec<usize>, InputError>>()?;
         rows.push(Row {
+            generator,
+            kinds,
+            patterns,
+            orders,
             model: record[0].to_string(),
             seed: number(1)?,
             replicas: number(2)? as usize,
@@ -222,12 +348,13 @@ pub fn read_runs_csv(path: &Path) -> Result<Vec<Row>, InputError> {
     Ok(rows)
 }
 
-/// The rows of several batches' `runs.csv` as one: a (model, seed) in a later batch
-/// replaces the earlier row (a re-run), and rows are sorted by model, then seed.
+/// The rows of several batches' `runs.csv` as one: a (generator, model, seed) in a later
+/// batch replaces the earlier row (a re-run), and rows are sorted by generator, model,
+/// then seed.
 pub fn merge_rows(batches: Vec<Vec<Row>>) -> Vec<Row> {
-    let mut by_key: BTreeMap<(String, u64), Row> = BTreeMap::new();
+    let mut by_key: BTreeMap<(Generation, String, u64), Row> = BTreeMap::new();
     for row in batches.into_iter().flatten() {
-        by_key.insert((row.model.clone(), row.seed), row);
+        by_key.insert((row.generator, row.model.clone(), row.seed), row);
     }
     by_key.into_values().collect()
 }
@@ -239,7 +366,7 @@ pub fn write_results(dir: &Path, rows: &[Row]) -> Result<(), InputError> {
     let summary = summarise(rows);
     std::fs::write(dir.join("runs.csv"), runs_csv(rows)).map_err(io)?;
     std::fs::write(dir.join("summary.csv"), summary_csv(&summary)).map_err(io)?;
-    std::fs::write(dir.join("summary.md"), summary_table(&summary)).map_err(io)?;
+    std::fs::write(dir.join("summary.md"), summary_markdown(rows)).map_err(io)?;
     Ok(())
 }
 

@@ -411,6 +411,14 @@ pub struct HandlerKnobs {
     /// (a2aproject/a2a-java#351); unset: a blocking send consumes its turn to the end.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub blocking_stops_consumer: bool,
+    /// The executor runs as its own task beside the consumer that saves its events (a2a-sdk
+    /// 1.x's ActiveTask: producer and consumer): when the consumer fails before the turn's
+    /// effect (a save that conflicts past `conflict_reapply`, a store that does not answer),
+    /// the client is answered with the error, but the executor goes on to its effect, and
+    /// the events it emits after are dropped unsaved; unset: a failed save before the effect
+    /// ends the turn there, with no effect.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub executor_outlives_consumer: bool,
     /// A task not terminal this long (simulated ms) after it was created fails, whatever
     /// messages came since: the timer is set per task when it starts and later messages do
     /// not extend it (Rasa's task timeout, 600 s by default). The timer lives in the replica
@@ -712,6 +720,12 @@ impl Profile {
             return Err(InputError::new(
                 origin,
                 "push.dispatch_as_anonymous is modelled for per-pod configs only: set push.shared_configs = false",
+            ));
+        }
+        if profile.handler.executor_outlives_consumer && profile.cancel.fence_effects {
+            return Err(InputError::new(
+                origin,
+                "handler.executor_outlives_consumer contradicts cancel.fence_effects: a fenced effect waits for a save, which a failed consumer never makes",
             ));
         }
         if let Some(extra) = profile.sources.keys().find(|k| !knobs.contains(k)) {

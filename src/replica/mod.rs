@@ -338,6 +338,8 @@ pub struct Replica {
     rng: RefCell<ChaCha8Rng>,
     id_prefix: String,
     next_id: Cell<u64>,
+    /// Replies made here as status messages so far ([`Replica::reply_id`]).
+    replies: Cell<u64>,
     trace: Trace,
     chaos: SharedChaos,
     card: Option<crate::card::CardAuthority>,
@@ -378,6 +380,7 @@ impl Replica {
             rng: RefCell::new(ChaCha8Rng::seed_from_u64(stream)),
             id_prefix: format!("{:04x}-r{index}b{boot}", seed & 0xffff),
             next_id: Cell::new(1),
+            replies: Cell::new(0),
             trace,
             chaos,
             card,
@@ -390,6 +393,20 @@ impl Replica {
         let n = self.next_id.get();
         self.next_id.set(n + 1);
         format!("{kind}-{}-{n}", self.id_prefix)
+    }
+
+    /// The messageId of the reply a run of the turn carried by `message_id` ends with. Where
+    /// the reply is the status's message ([`ReplyIn::Status`], a2a-sdk's `TaskUpdater`), each
+    /// run has its own: the SDK draws a new id for every reply, so two runs of one message
+    /// (a duplicate on two replicas, a queued duplicate) leave two replies, and the second
+    /// archives the first; elsewhere the turn's reply is one message per turn.
+    fn reply_id(&self, message_id: &str) -> String {
+        if self.profile.handler.reply_in != Some(ReplyIn::Status) {
+            return format!("{message_id}-reply");
+        }
+        let n = self.replies.get() + 1;
+        self.replies.set(n);
+        format!("{message_id}-reply-{}-{n}", self.id_prefix)
     }
 
     /// A new task for a message that names none: a server-chosen id, the message's context

@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::auth::auth_pending;
+use super::consumer::Orphan;
 use super::follow_up;
 use super::queue::{context_refusal, foreign_context};
 use super::save::Saved;
@@ -356,6 +357,7 @@ impl Replica {
     ) -> Result<Begun, Refusal> {
         // A message to a task that waits for authorisation answers that request (the
         // request is a marker in the task, so a takeover of the answer knows it too).
+        let began_ms = now_ms();
         let answering_auth = auth_pending(&task);
         self.take_inline_push(&message.message_id, &task.id, caller)
             .await;
@@ -382,8 +384,13 @@ impl Replica {
                     push_user_again(fresh, &user_message, reply_in, appends)
                 })
                 .await;
+            // The executor runs only once the request has read the task (a2a-sdk's
+            // ActiveTask.start reads the store first: a store that never answered fails
+            // the request before the executor starts).
+            let read = version.is_some();
+            let orphan = || read.then(|| Orphan::of(&info, &message, &task, began_ms));
             version = Some(
-                self.saved_before_effect(saved, dedup_store.as_ref(), &dedup_key)
+                self.saved_before_effect(saved, dedup_store.as_ref(), &dedup_key, orphan)
                     .await?,
             );
             first_saved = Some(task.clone());
@@ -412,8 +419,10 @@ impl Replica {
                 }
             })
             .await;
+        let read = version.is_some();
+        let orphan = || read.then(|| Orphan::of(&info, &message, &task, began_ms));
         let version = self
-            .saved_before_effect(saved, dedup_store.as_ref(), &dedup_key)
+            .saved_before_effect(saved, dedup_store.as_ref(), &dedup_key, orphan)
             .await?;
         self.record(format!(
             "{}#{}: working on {} v{version}",
@@ -449,13 +458,17 @@ impl Replica {
 
     /// The outcome of a save made before the turn's effect: its version, or, once the
     /// dedup claim is released, the refusal. A task found terminal is refused with the
-    /// model's code; a failed save may have landed (its answer lost), and a takeover could
-    /// still run the turn, so it is answered as [`Replica::after_effect`] says.
+    /// model's code (a2a-sdk cancels the executor then); a failed save may have landed (its
+    /// answer lost), and a takeover could still run the turn, so it is answered as
+    /// [`Replica::after_effect`] says, and an executor that outlives its consumer runs on
+    /// ([`Replica::executor_runs_on`]) when `orphan` gives it a turn: once the request has
+    /// read the task from the store.
     async fn saved_before_effect(
-        &self,
+        self: &Rc<Self>,
         saved: Result<Saved, Refusal>,
         dedup_store: Option<&TaskStore>,
         dedup_key: &str,
+        orphan: impl FnOnce() -> Option<Orphan>,
     ) -> Result<u64, Refusal> {
         let refusal = match saved {
             Ok(Saved::Version(v)) => return Ok(v),
@@ -463,7 +476,12 @@ impl Replica {
                 self.profile.handler.message_to_terminal_code,
                 format!("task {} is {:?}", t.id, t.status.state),
             ),
-            Err(r) => self.after_effect(r),
+            Err(r) => {
+                if let Some(orphan) = orphan() {
+                    self.executor_runs_on(orphan);
+                }
+                self.after_effect(r)
+            }
         };
         release_claim(dedup_store, dedup_key).await;
         Err(refusal)
@@ -637,7 +655,7 @@ impl Replica {
             next_state == TaskState::InputRequired,
         );
         let reply = Message {
-            message_id: format!("{}-reply", message.message_id),
+            message_id: self.reply_id(&message.message_id),
             context_id: Some(task.context_id.clone()),
             task_id: Some(task.id.clone()),
             role: Role::Agent,
@@ -747,7 +765,7 @@ impl Replica {
     }
 
     /// A duration drawn uniformly from `[lo, hi]` ms with this replica's generator.
-    fn draw(&self, (lo, hi): (u64, u64)) -> Duration {
+    pub(super) fn draw(&self, (lo, hi): (u64, u64)) -> Duration {
         Duration::from_millis(self.rng.borrow_mut().random_range(lo..=hi))
     }
 }

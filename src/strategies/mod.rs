@@ -27,18 +27,18 @@
 //! [`fault_schedules`] draws a timeline of faults on its own, and [`with_faults`] runs one
 //! beside a hand-written script.
 
-use std::collections::BTreeMap;
+mod draft;
+mod race;
+
+use draft::{build, draft, Draft};
+
 use std::ops::{Deref, RangeInclusive};
 
 use proptest::prelude::*;
-use proptest::sample::Index;
-use proptest::strategy::{BoxedStrategy, Union};
+use proptest::strategy::BoxedStrategy;
 
 use crate::error::InputError;
-use crate::faults::{heal, kill, lost_reply, partition};
-use crate::scenario::{
-    EffectGate, Expect, ScenarioFile, Script, SendStep, Step, TaskStep, TurnStep, REPLICAS_MAX,
-};
+use crate::scenario::{Expect, ScenarioFile, Script, Step, REPLICAS_MAX};
 
 /// The kinds of step a generated scenario may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -84,6 +84,11 @@ pub enum StepKind {
     /// a kill of the replica doing the turn, so the interleaving is the same in the
     /// simulation and against a real peer.
     Held,
+    /// Two or three calls on one conversation's task at the same instant, with no hold: its
+    /// next turn, the same message again, a second follow-up, a cancel, a subscription or a
+    /// read, each to its own replica, the same one or the router (a race; the
+    /// conversation's first turn goes before it when its task does not exist yet).
+    Race,
 }
 
 impl StepKind {
@@ -106,6 +111,7 @@ impl StepKind {
         StepKind::Subscribe,
         StepKind::CancelTwice,
         StepKind::Held,
+        StepKind::Race,
     ];
 
     /// The kinds of [`ScenarioConfig::default`]: every kind of the first release but
@@ -147,6 +153,27 @@ impl StepKind {
         StepKind::Held,
     ];
 
+    /// [`StepKind::LIVE`] and races ([`StepKind::Race`]): what multi-replica users do at
+    /// once, in real time as in the simulation (generation 2 of
+    /// [`ScenarioConfig::live_generation`]).
+    pub const LIVE_CONCURRENT: &'static [StepKind] = &[
+        StepKind::Send,
+        StepKind::Get,
+        StepKind::Retry,
+        StepKind::Wait,
+        StepKind::DropReply,
+        StepKind::Cancel,
+        StepKind::Kill,
+        StepKind::Restart,
+        StepKind::Heal,
+        StepKind::NonBlocking,
+        StepKind::Streaming,
+        StepKind::Subscribe,
+        StepKind::CancelTwice,
+        StepKind::Held,
+        StepKind::Race,
+    ];
+
     /// The fault kinds.
     pub const FAULTS: &'static [StepKind] = &[
         StepKind::DropReply,
@@ -160,8 +187,46 @@ impl StepKind {
     fn weight(self) -> u32 {
         match self {
             StepKind::Send => 8,
+            StepKind::Race => 3,
             StepKind::Get | StepKind::Retry | StepKind::Concurrent | StepKind::Held => 2,
             _ => 1,
+        }
+    }
+}
+
+/// Which envelope `fidelity --generate` draws from: each generation keeps the scenarios
+/// of the ones before reproducible (a seed names a scenario only with its generation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Generation {
+    /// [`StepKind::LIVE`] (2026-12-01 to -03: `results/fidelity-generated/`).
+    Classic = 1,
+    /// [`StepKind::LIVE_CONCURRENT`]: races too (`results/fidelity-concurrent/`).
+    Concurrent = 2,
+}
+
+impl Generation {
+    /// The newest generation: what `fidelity --generate` draws by default.
+    pub const LATEST: Generation = Generation::Concurrent;
+
+    /// The generation numbered `n`.
+    pub fn from_number(n: u32) -> Option<Generation> {
+        match n {
+            1 => Some(Generation::Classic),
+            2 => Some(Generation::Concurrent),
+            _ => None,
+        }
+    }
+
+    /// Its number (`--generator N`).
+    pub fn number(self) -> u32 {
+        self as u32
+    }
+
+    /// The step kinds it draws.
+    pub fn kinds(self) -> &'static [StepKind] {
+        match self {
+            Generation::Classic => StepKind::LIVE,
+            Generation::Concurrent => StepKind::LIVE_CONCURRENT,
         }
     }
 }
@@ -228,11 +293,16 @@ impl ScenarioConfig {
     /// held turn that never reaches its effect, because its task is already final, costs
     /// little real time). `a2a-chaos fidelity --generate` draws from it.
     pub fn live(model: impl Into<String>) -> Self {
+        ScenarioConfig::live_generation(model, Generation::Classic)
+    }
+
+    /// [`ScenarioConfig::live`] with the step kinds of `generation`.
+    pub fn live_generation(model: impl Into<String>, generation: Generation) -> Self {
         ScenarioConfig {
             model: model.into(),
             replicas: 2..=3,
             max_steps: 10,
-            kinds: StepKind::LIVE.to_vec(),
+            kinds: generation.kinds().to_vec(),
             await_effect_ms: 2000,
             ..ScenarioConfig::default()
         }
@@ -336,231 +406,6 @@ impl std::fmt::Debug for GeneratedScenario {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "\n{}", self.0.to_toml())
     }
-}
-
-/// One abstract step: conversation and replica numbers, not names.
-#[derive(Debug, Clone)]
-enum Draft {
-    Send(u32, Option<Index>),
-    Get(u32, Option<Index>),
-    Retry(u32, Option<Index>),
-    Concurrent(Vec<(u32, Option<Index>)>),
-    Wait(u64),
-    DropReply,
-    Cancel(u32, Option<Index>),
-    Kill(Index),
-    Restart(Index),
-    Partition(Index),
-    Heal,
-    NonBlocking(u32, Option<Index>),
-    Streaming(u32, Option<Index>),
-    Duplicate(u32, [Option<Index>; 2]),
-    Subscribe(u32, Option<Index>),
-    CancelTwice(u32, [Option<Index>; 2]),
-    Held(u32, Index, Racer),
-}
-
-/// What races a held turn (see [`StepKind::Held`]); the turn itself goes to a named replica.
-#[derive(Debug, Clone)]
-enum Racer {
-    Cancel(Option<Index>),
-    Get(Option<Index>),
-    Subscribe(Option<Index>),
-    Duplicate(Option<Index>),
-    /// The conversation's next turn.
-    NextTurn(Option<Index>),
-    /// The replica doing the turn dies.
-    KillOwner,
-}
-
-fn racer() -> BoxedStrategy<Racer> {
-    let to = || proptest::option::of(any::<Index>());
-    prop_oneof![
-        to().prop_map(Racer::Cancel),
-        to().prop_map(Racer::Get),
-        to().prop_map(Racer::Subscribe),
-        to().prop_map(Racer::Duplicate),
-        to().prop_map(Racer::NextTurn),
-        Just(Racer::KillOwner),
-    ]
-    .boxed()
-}
-
-fn draft(config: &ScenarioConfig) -> BoxedStrategy<Draft> {
-    let conv = 0..config.conversations;
-    let to = || proptest::option::of(any::<Index>());
-    let target = || (conv.clone(), to());
-    let mut kinds = config.kinds.clone();
-    kinds.sort();
-    kinds.dedup();
-    let options: Vec<(u32, BoxedStrategy<Draft>)> = kinds
-        .iter()
-        .map(|kind| {
-            let s = match kind {
-                StepKind::Send => target().prop_map(|(c, t)| Draft::Send(c, t)).boxed(),
-                StepKind::Get => target().prop_map(|(c, t)| Draft::Get(c, t)).boxed(),
-                StepKind::Retry => target().prop_map(|(c, t)| Draft::Retry(c, t)).boxed(),
-                StepKind::Concurrent => proptest::collection::vec(target(), 2..=2)
-                    .prop_map(Draft::Concurrent)
-                    .boxed(),
-                StepKind::Wait => (1u64..=500).prop_map(Draft::Wait).boxed(),
-                StepKind::DropReply => Just(Draft::DropReply).boxed(),
-                StepKind::Cancel => target().prop_map(|(c, t)| Draft::Cancel(c, t)).boxed(),
-                StepKind::Kill => any::<Index>().prop_map(Draft::Kill).boxed(),
-                StepKind::Restart => any::<Index>().prop_map(Draft::Restart).boxed(),
-                StepKind::Partition => any::<Index>().prop_map(Draft::Partition).boxed(),
-                StepKind::Heal => Just(Draft::Heal).boxed(),
-                StepKind::NonBlocking => {
-                    target().prop_map(|(c, t)| Draft::NonBlocking(c, t)).boxed()
-                }
-                StepKind::Streaming => target().prop_map(|(c, t)| Draft::Streaming(c, t)).boxed(),
-                StepKind::Duplicate => (conv.clone(), to(), to())
-                    .prop_map(|(c, a, b)| Draft::Duplicate(c, [a, b]))
-                    .boxed(),
-                StepKind::Subscribe => target().prop_map(|(c, t)| Draft::Subscribe(c, t)).boxed(),
-                StepKind::CancelTwice => (conv.clone(), to(), to())
-                    .prop_map(|(c, a, b)| Draft::CancelTwice(c, [a, b]))
-                    .boxed(),
-                StepKind::Held => (conv.clone(), any::<Index>(), racer())
-                    .prop_map(|(c, owner, r)| Draft::Held(c, owner, r))
-                    .boxed(),
-            };
-            (kind.weight(), s)
-        })
-        .collect();
-    Union::new_weighted(options).boxed()
-}
-
-/// Turns drafts into steps: turns numbered in sending order, replicas folded onto `replicas`.
-fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
-    let mut last_turn: BTreeMap<u32, u32> = BTreeMap::new();
-    let replica = |i: &Index| format!("replica-{}", i.index(replicas));
-    let to = |t: &Option<Index>| t.as_ref().map(replica);
-    // Conversations are named in order of first appearance, so a shrunk case reads c1, c2.
-    let mut order: BTreeMap<u32, usize> = BTreeMap::new();
-    for d in drafts {
-        let mut note = |c: u32| {
-            let next = order.len() + 1;
-            order.entry(c).or_insert(next);
-        };
-        match d {
-            Draft::Send(c, _)
-            | Draft::Get(c, _)
-            | Draft::Retry(c, _)
-            | Draft::Cancel(c, _)
-            | Draft::NonBlocking(c, _)
-            | Draft::Streaming(c, _)
-            | Draft::Duplicate(c, _)
-            | Draft::Subscribe(c, _)
-            | Draft::CancelTwice(c, _)
-            | Draft::Held(c, _, _) => note(*c),
-            Draft::Concurrent(list) => list.iter().for_each(|(c, _)| note(*c)),
-            _ => {}
-        }
-    }
-    let name = |c: u32| format!("c{}", order.get(&c).copied().unwrap_or(1));
-    // The turn a send carries: the conversation's next, or (`again`) its last once more.
-    let mut send = |c: u32, t: &Option<Index>, again: bool| {
-        let last = last_turn.entry(c).or_insert(0);
-        if !again || *last == 0 {
-            *last += 1;
-        }
-        SendStep {
-            conversation: name(c),
-            turn: *last,
-            to: to(t),
-            message_id: None,
-            blocking: None,
-            streaming: None,
-            principal: None,
-            context_id: None,
-            needs_auth: None,
-            reply: None,
-        }
-    };
-    let task = |c: u32, t: &Option<Index>| TaskStep {
-        conversation: name(c),
-        to: to(t),
-        principal: None,
-    };
-    let mut steps = Vec::new();
-    for d in drafts {
-        let step = match d {
-            Draft::Send(c, t) => Step::Send(send(*c, t, false)),
-            Draft::Retry(c, t) => Step::Send(send(*c, t, true)),
-            Draft::Concurrent(list) => Step::Concurrent(
-                list.iter()
-                    .map(|(c, t)| Step::Send(send(*c, t, false)))
-                    .collect(),
-            ),
-            Draft::Get(c, t) => Step::Get(task(*c, t)),
-            Draft::Cancel(c, t) => Step::Cancel(task(*c, t)),
-            Draft::Wait(ms) => Step::WaitMs(*ms),
-            Draft::DropReply => Step::Fault(lost_reply::DropNextReply.into()),
-            Draft::Kill(i) => Step::Fault(kill::Kill(replica(i)).into()),
-            Draft::Restart(i) => Step::Fault(kill::Restart(replica(i)).into()),
-            Draft::Partition(i) => {
-                Step::Fault(partition::Partition(replica(i), "store".into()).into())
-            }
-            Draft::Heal => Step::Fault(heal::HealAll.into()),
-            Draft::NonBlocking(c, t) => Step::Sequence(vec![
-                Step::Send(SendStep {
-                    blocking: Some(false),
-                    ..send(*c, t, false)
-                }),
-                Step::WaitMs(SETTLE_MS),
-            ]),
-            Draft::Streaming(c, t) => Step::Send(SendStep {
-                streaming: Some(true),
-                ..send(*c, t, false)
-            }),
-            Draft::Duplicate(c, [a, b]) => {
-                let first = send(*c, a, false);
-                let second = SendStep {
-                    to: to(b),
-                    ..first.clone()
-                };
-                Step::Concurrent(vec![Step::Send(first), Step::Send(second)])
-            }
-            Draft::Subscribe(c, t) => Step::Subscribe(task(*c, t)),
-            Draft::CancelTwice(c, [a, b]) => {
-                Step::Sequence(vec![Step::Cancel(task(*c, a)), Step::Cancel(task(*c, b))])
-            }
-            Draft::Held(c, owner, r) => {
-                let owner = Some(*owner);
-                let turn = send(*c, &owner, false);
-                let gate = TurnStep {
-                    conversation: turn.conversation.clone(),
-                    turn: turn.turn,
-                };
-                let racing = match r {
-                    Racer::Cancel(t) => Step::Cancel(task(*c, t)),
-                    Racer::Get(t) => Step::Get(task(*c, t)),
-                    Racer::Subscribe(t) => Step::Subscribe(task(*c, t)),
-                    Racer::Duplicate(t) => Step::Send(SendStep {
-                        to: to(t),
-                        ..turn.clone()
-                    }),
-                    Racer::NextTurn(t) => Step::Send(send(*c, t, false)),
-                    Racer::KillOwner => Step::Fault(
-                        kill::Kill(replica(owner.as_ref().expect("the held turn is pinned")))
-                            .into(),
-                    ),
-                };
-                steps.push(Step::Effect(EffectGate::Hold, gate.clone()));
-                Step::Concurrent(vec![
-                    Step::Send(turn),
-                    Step::Sequence(vec![
-                        Step::Effect(EffectGate::Await, gate.clone()),
-                        racing,
-                        Step::Effect(EffectGate::Release, gate),
-                    ]),
-                ])
-            }
-        };
-        steps.push(step);
-    }
-    steps
 }
 
 fn base(config: &ScenarioConfig, replicas: usize, seed: u64) -> ScenarioFile {
@@ -689,7 +534,8 @@ pub fn with_faults(script: &Script, schedule: &[Step]) -> Result<Script, InputEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::faults::Action;
+    use crate::faults::{kill, Action};
+    use proptest::sample::Index;
     use proptest::strategy::ValueTree;
     use proptest::test_runner::{Config, TestRng, TestRunner};
 

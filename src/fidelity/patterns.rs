@@ -1,0 +1,317 @@
+//! What a scenario does, named for the agreement tables, and the orders its races can take.
+//!
+//! [`kinds`] names each top-level step by what it is (`send`, `retry`, `streaming`,
+//! `non-blocking`, `cancel-twice`, `held`, `race`, a fault's step key, ...), and
+//! [`patterns`] names each group of calls in flight at once on one task: a race
+//! (`race:cancel+next@2`: its calls sorted, then how many replicas they were pinned to, `r`
+//! when one went through the router) or a held turn and what raced it (`held:cancel`). Both are
+//! read from the scenario itself, so a found scenario or a hand-written one is named as a
+//! generated one is. `fidelity --generate` reports agreement per kind and per pattern.
+//!
+//! [`order_variants`] is how a race is compared: nothing fixes the order in which a real
+//! server serves calls sent at the same instant, so the simulation runs the scenario as
+//! drawn and once per small stagger of every race (each call of a race delayed by its
+//! position times 2, 5, 10, 20 or 40 ms, in the drawn order and reversed). A live run
+//! agrees when its observables are those of one of these orders
+//! ([`crate::fidelity::run_case`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::scenario::{EffectGate, Script, Step};
+
+/// The stagger steps of [`order_variants`], in simulated ms.
+pub const STAGGERS_MS: [u64; 5] = [2, 5, 10, 20, 40];
+
+/// The kind of every top-level step of `script`, in order (`hold-effect` steps, part of a
+/// held turn, are not listed).
+pub fn kinds(script: &Script) -> Vec<String> {
+    let mut sent: BTreeSet<(String, u32)> = BTreeSet::new();
+    let mut out = Vec::new();
+    for step in &script.steps {
+        let kind = match step {
+            Step::Effect(EffectGate::Hold, _) => continue,
+            Step::Send(s) => {
+                let again = !sent.insert((s.conversation.clone(), s.turn));
+                if again {
+                    "retry"
+                } else if s.streaming == Some(true) {
+                    "streaming"
+                } else {
+                    "send"
+                }
+                .to_string()
+            }
+            Step::Sequence(v) => match v.as_slice() {
+                [Step::Send(s), Step::WaitMs(_)] if s.blocking == Some(false) => {
+                    sent.insert((s.conversation.clone(), s.turn));
+                    "non-blocking".to_string()
+                }
+                [Step::Cancel(_), Step::Cancel(_)] => "cancel-twice".to_string(),
+                _ => "sequence".to_string(),
+            },
+            Step::Concurrent(v) => {
+                note_sends(v, &mut sent);
+                if held(v) {
+                    "held".to_string()
+                } else {
+                    "race".to_string()
+                }
+            }
+            other => word(other),
+        };
+        out.push(kind);
+    }
+    out
+}
+
+/// The concurrency pattern of every group of calls in flight at once in `script`, in order.
+pub fn patterns(script: &Script) -> Vec<String> {
+    let mut sent: BTreeSet<(String, u32)> = BTreeSet::new();
+    let mut out = Vec::new();
+    for step in &script.steps {
+        match step {
+            Step::Send(s) => {
+                sent.insert((s.conversation.clone(), s.turn));
+            }
+            Step::Sequence(v) => note_sends(v, &mut sent),
+            Step::Concurrent(v) if held(v) => {
+                let racer = v
+                    .iter()
+                    .find_map(|s| match s {
+                        Step::Sequence(inner) => inner
+                            .iter()
+                            .find(|s| !matches!(s, Step::Effect(..)))
+                            .map(|racing| call_word(racing, &sent)),
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| "nothing".into());
+                note_sends(v, &mut sent);
+                out.push(format!("held:{racer}"));
+            }
+            Step::Concurrent(v) => {
+                let before = sent.clone();
+                let mut words: Vec<String> = Vec::new();
+                let mut seen_here: BTreeSet<(String, u32)> = BTreeSet::new();
+                for s in v {
+                    let word = match s {
+                        Step::Send(send)
+                            if !before.contains(&(send.conversation.clone(), send.turn))
+                                && !seen_here.insert((send.conversation.clone(), send.turn)) =>
+                        {
+                            "again".to_string()
+                        }
+                        _ => call_word(s, &before),
+                    };
+                    words.push(word);
+                }
+                words.sort();
+                let pinned: BTreeSet<&str> = v.iter().filter_map(target).collect();
+                let unpinned = v.iter().any(|s| is_call(s) && target(s).is_none());
+                let place = if unpinned {
+                    "r".to_string()
+                } else {
+                    pinned.len().to_string()
+                };
+                note_sends(v, &mut sent);
+                out.push(format!("race:{}@{place}", words.join("+")));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The scenario as drawn, then once per stagger of its races ([`STAGGERS_MS`], forward
+/// and reversed); just the scenario when it has no race. Held turns are left alone: their
+/// holds fix the order.
+pub fn order_variants(script: &Script) -> Vec<Script> {
+    let has_race = script
+        .steps
+        .iter()
+        .any(|s| matches!(s, Step::Concurrent(v) if !held(v)));
+    let mut out = vec![script.clone()];
+    if !has_race {
+        return out;
+    }
+    for ms in STAGGERS_MS {
+        for reverse in [false, true] {
+            let steps: Vec<Step> = script
+                .steps
+                .iter()
+                .map(|s| match s {
+                    Step::Concurrent(v) if !held(v) => Step::Concurrent(stagger(v, ms, reverse)),
+                    other => other.clone(),
+                })
+                .collect();
+            let variant = Script::from_steps(&script.file, &steps)
+                .expect("a staggered race is as valid as the race");
+            out.push(variant);
+        }
+    }
+    out
+}
+
+/// Counts of every distinct name in `names` (a scenario counts once per name).
+pub fn tally<'a>(names: impl IntoIterator<Item = &'a String>) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for n in names.into_iter().collect::<BTreeSet<_>>() {
+        *out.entry(n.clone()).or_insert(0) += 1;
+    }
+    out
+}
+
+fn stagger(calls: &[Step], ms: u64, reverse: bool) -> Vec<Step> {
+    let n = calls.len();
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let position = if reverse { n - 1 - i } else { i } as u64;
+            if position == 0 {
+                s.clone()
+            } else {
+                Step::Sequence(vec![Step::WaitMs(position * ms), s.clone()])
+            }
+        })
+        .collect()
+}
+
+/// A held turn: a `concurrent` whose racing side awaits the turn's effect.
+fn held(calls: &[Step]) -> bool {
+    calls.iter().any(|s| match s {
+        Step::Sequence(inner) => inner
+            .iter()
+            .any(|s| matches!(s, Step::Effect(EffectGate::Await, _))),
+        _ => false,
+    })
+}
+
+fn note_sends(steps: &[Step], sent: &mut BTreeSet<(String, u32)>) {
+    for s in steps {
+        match s {
+            Step::Send(send) => {
+                sent.insert((send.conversation.clone(), send.turn));
+            }
+            Step::Sequence(v) | Step::Concurrent(v) => note_sends(v, sent),
+            _ => {}
+        }
+    }
+}
+
+fn is_call(step: &Step) -> bool {
+    matches!(
+        step,
+        Step::Send(_) | Step::Cancel(_) | Step::Get(_) | Step::Subscribe(_) | Step::SetPush(_)
+    )
+}
+
+fn target(step: &Step) -> Option<&str> {
+    match step {
+        Step::Send(s) => s.to.as_deref(),
+        Step::Cancel(t) | Step::Get(t) | Step::Subscribe(t) => t.to.as_deref(),
+        Step::SetPush(p) => p.to.as_deref(),
+        _ => None,
+    }
+}
+
+/// A call named for a pattern: `next`, `next-stream`, `again` (a message sent before),
+/// `cancel`, `subscribe`, `get`, or the step's kind.
+fn call_word(step: &Step, sent: &BTreeSet<(String, u32)>) -> String {
+    match step {
+        Step::Send(s) if sent.contains(&(s.conversation.clone(), s.turn)) => "again".into(),
+        Step::Send(s) if s.streaming == Some(true) => "next-stream".into(),
+        Step::Send(_) => "next".into(),
+        other => word(other),
+    }
+}
+
+fn word(step: &Step) -> String {
+    match step {
+        Step::Send(_) => "send".into(),
+        Step::Cancel(_) => "cancel".into(),
+        Step::Get(_) => "get".into(),
+        Step::Subscribe(_) => "subscribe".into(),
+        Step::SetPush(_) => "set-push".into(),
+        Step::Authorize(_) => "authorize".into(),
+        Step::Concurrent(_) => "concurrent".into(),
+        Step::Sequence(_) => "sequence".into(),
+        Step::Fault(a) => a.to_step().map_or("fault".into(), |(k, _)| k.to_string()),
+        Step::WaitMs(_) => "wait".into(),
+        Step::UntilMs(_) => "until".into(),
+        Step::Effect(gate, _) => gate.key().into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn script(steps: &str) -> Script {
+        Script::parse(
+            &format!("name = \"x\"\nmodel = \"reference\"\nreplicas = 2\n{steps}"),
+            "x.toml",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_race_is_named_by_its_calls_and_replicas() {
+        let s = script(
+            r#"
+[[step]]
+send = { conversation = "c1", turn = 1 }
+[[step]]
+concurrent = [
+  { send = { conversation = "c1", turn = 2, to = "replica-0" } },
+  { send = { conversation = "c1", turn = 2, to = "replica-1" } },
+  { cancel = { conversation = "c1", to = "replica-1" } },
+]
+[[step]]
+concurrent = [
+  { send = { conversation = "c1", turn = 2 } },
+  { subscribe = { conversation = "c1", to = "replica-0" } },
+]
+"#,
+        );
+        assert_eq!(kinds(&s), ["send", "race", "race"]);
+        assert_eq!(
+            patterns(&s),
+            ["race:again+cancel+next@2", "race:again+subscribe@r"]
+        );
+        // Each race staggered both ways at every step, and the scenario as drawn.
+        let variants = order_variants(&s);
+        assert_eq!(variants.len(), 1 + 2 * STAGGERS_MS.len());
+        assert_eq!(variants[0].steps, s.steps);
+        match &variants[2].steps[1] {
+            Step::Concurrent(v) => {
+                assert!(matches!(&v[0], Step::Sequence(w) if w[0] == Step::WaitMs(4)));
+                assert!(matches!(&v[2], Step::Cancel(_)));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_held_turn_is_named_by_its_racer_and_never_staggered() {
+        let s = script(
+            r#"
+[[step]]
+send = { conversation = "c1", turn = 1 }
+[[step]]
+hold-effect = { conversation = "c1", turn = 2 }
+[[step]]
+concurrent = [
+  { send = { conversation = "c1", turn = 2, to = "replica-0" } },
+  { sequence = [
+    { await-effect = { conversation = "c1", turn = 2 } },
+    { cancel = { conversation = "c1" } },
+    { release-effect = { conversation = "c1", turn = 2 } },
+  ] },
+]
+"#,
+        );
+        assert_eq!(kinds(&s), ["send", "held"]);
+        assert_eq!(patterns(&s), ["held:cancel"]);
+        assert_eq!(order_variants(&s).len(), 1);
+    }
+}
