@@ -58,6 +58,11 @@ pub struct GenerateArgs {
     /// Print the scenario files and run nothing.
     #[arg(long)]
     pub print: bool,
+    /// Without --generate: run each scenario live this many times and print, for each run,
+    /// the simulated order it matched or its differences from the closest one (races: which
+    /// orders real time takes); the verdict table is the first run's.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
     /// Merge the runs.csv of batches run apart (on several machines, or seeds continued
     /// later) into --out, and rerun nothing: a (model, seed) in a later directory replaces
     /// the earlier row. Repeatable.
@@ -120,9 +125,13 @@ pub struct Row {
     pub note: Option<String>,
 }
 
-/// The scenario files of a suite and of its `found/` directory, in name order.
+/// The scenario files of a suite and of its `found/` directory, in name order; a file is a
+/// suite of one.
 pub fn suite(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
     let origin = dir.display().to_string();
+    if dir.is_file() {
+        return Ok(vec![dir.to_path_buf()]);
+    }
     let toml_files = |dir: &Path| -> Result<Vec<PathBuf>, InputError> {
         let entries = std::fs::read_dir(dir)
             .map_err(|e| InputError::new(&origin, format!("cannot read the suite: {e}")))?;
@@ -194,7 +203,7 @@ pub fn compare(
     rows
 }
 
-pub fn cmd_fidelity(dir: &Path, peer: &PeerArgs) -> Result<i32, InputError> {
+pub fn cmd_fidelity(dir: &Path, peer: &PeerArgs, repeat: usize) -> Result<i32, InputError> {
     let files = suite(dir)?;
     let options = peer.options()?;
     // Everything is read and checked before anything runs.
@@ -232,6 +241,26 @@ pub fn cmd_fidelity(dir: &Path, peer: &PeerArgs) -> Result<i32, InputError> {
             .collect();
         let live_observed = differential::Observables::of(&record, &real);
         let (order, _) = differential::closest(&observed_orders, &live_observed);
+        for run in 1..=repeat.max(1) {
+            if repeat < 2 {
+                break;
+            }
+            let again = if run == 1 {
+                live_observed.clone()
+            } else {
+                let (summary, record) = live::run_scenario(script, profile.clone(), &options)?;
+                differential::Observables::of(&record, &summary)
+            };
+            match differential::closest(&observed_orders, &again) {
+                (i, d) if d.is_empty() => println!("live run {run}: simulated order {i}"),
+                (i, d) => {
+                    println!("live run {run}: no simulated order; closest {i}:");
+                    for d in d {
+                        println!("    {d}");
+                    }
+                }
+            }
+        }
         let checked = &orders[order];
         let sim = checked.summary.clone();
         let simulated = checked

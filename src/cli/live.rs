@@ -46,8 +46,11 @@ pub struct PeerArgs {
     /// process its own; the final tasks are read from every running replica) or shared.
     #[arg(long, value_name = "PLACEMENT", value_parser = ["memory", "shared"])]
     pub placement: Option<String>,
-    /// The database the replicas share (SQLAlchemy URL); default a fresh SQLite file per run,
-    /// or $A2A_CHAOS_LIVE_DB. With the a2a-python preset, a PostgreSQL URL (e.g.
+    /// The database the replicas share: `sqlite` (a fresh SQLite file per run), or a
+    /// SQLAlchemy URL; default $A2A_CHAOS_LIVE_DB, else, with the a2a-python preset, a
+    /// PostgreSQL server the command starts from target/peer-postgres/
+    /// (tests/peers/postgres/setup.sh) and stops at its end, and a SQLite file with any
+    /// other peer. With the preset, a PostgreSQL URL (e.g.
     /// postgresql+asyncpg://user:pass@localhost/a2a) names the server: each run creates a
     /// database of its own there (the role needs CREATEDB) and drops it at the end.
     #[arg(long)]
@@ -206,6 +209,15 @@ pub fn check_peer(
                 "the a2a-python peer for SDK {} is not installed ({} is missing); run tests/peers/a2a-python/setup.sh",
                 f.sdk,
                 python.display()
+            ),
+        ));
+    }
+    if options.db.is_none() && live::postgres::bin_dir().is_none() {
+        return Err(InputError::new(
+            origin,
+            format!(
+                "the a2a-python preset runs on PostgreSQL by default, and no server is installed under {}; run tests/peers/postgres/setup.sh (or tests/peers/a2a-python/setup.sh, which runs it), or pass --db sqlite",
+                live::postgres::install_dir().display()
             ),
         ));
     }

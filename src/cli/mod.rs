@@ -158,7 +158,7 @@ pub enum Command {
     /// --generate N, draw N scenarios nobody chose per model instead and compare everything
     /// both worlds observe.
     Fidelity {
-        /// The suite: a directory of scenario files (its `found/` too).
+        /// The suite: a directory of scenario files (its `found/` too), or one file.
         #[arg(default_value = "tests/fidelity")]
         dir: PathBuf,
         #[command(flatten)]
@@ -285,13 +285,15 @@ pub fn main(cli: Cli) -> i32 {
         } => match generate.generate {
             _ if !generate.merge.is_empty() => fidelity::cmd_merge(&generate),
             Some(n) => fidelity::cmd_generate(n, &generate, &dir, &peer),
-            None => fidelity::cmd_fidelity(&dir, &peer),
+            None => fidelity::cmd_fidelity(&dir, &peer, generate.repeat),
         },
         Command::List => {
             list::cmd_list();
             Ok(0)
         }
     };
+    // A PostgreSQL server a live command started for its runs ends with the command.
+    crate::live::postgres::stop_shared();
     match result {
         Ok(code) => code,
         Err(e) => {

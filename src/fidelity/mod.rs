@@ -4,15 +4,16 @@
 //! The fixed suite (`a2a-chaos fidelity`, `tests/fidelity/`) is what the models were fitted
 //! to; [`generated`] draws scenarios nobody chose (`fidelity --generate N`) from
 //! [`crate::strategies::ScenarioConfig::live`]. Each [`Case`] runs once simulated with its
-//! model and twice live against the model's real peer ([`crate::live`]):
-//! - the two live runs differ: the scenario is **unstable** (real time raced; the effect
-//!   holds fix the orders the generator knows matter, not every order), never an agreement;
-//!   a scenario whose two live runs agree but differ from the simulation gets a third live
-//!   run, and is unstable if that one differs;
-//! - the simulated run differs from the live one in any [`observe::Observables`]: a
-//!   **disagreement**, listed with both sides, then shrunk ([`shrink`]) re-running both
-//!   worlds and written under `tests/fidelity/found/` ([`report::write_found`]);
-//! - otherwise they **agree**.
+//! model (once per order of its races, [`patterns::order_variants`]) and twice live against
+//! the model's real peer ([`crate::live`]), compared on every [`observe::Observables`]:
+//! - every live run equals a simulated order: they **agree**;
+//! - some do and some do not: **unstable** (real time took an order the simulation never
+//!   does; the effect holds fix the orders the generator knows matter, not every order),
+//!   never an agreement;
+//! - none does (a third live run is made when the two agree with each other): a
+//!   **disagreement**, listed with both sides against the closest simulated order, then
+//!   shrunk ([`shrink`]) re-running both worlds and written under `tests/fidelity/found/`
+//!   ([`report::write_found`]).
 
 pub mod observe;
 pub mod patterns;
@@ -168,48 +169,45 @@ impl Live {
 /// Runs `script` simulated (once per order of its races) and live `live_runs` times (2 to
 /// tell an unstable scenario; 1 while shrinking), and compares them.
 ///
-/// Without a race, as ever: the two live runs differ → unstable; they agree with each
-/// other but not with the simulation → a third live run on fresh replicas, unstable if it
-/// differs, else a disagreement. With a race, every live run must equal one of the
-/// simulated orders: then the scenario agrees, whichever orders real time took; a live run
-/// that equals none is a disagreement when the live runs (and a third) agree with each
-/// other, and unstable when they do not.
+/// Every live run must equal one of the simulated orders (the scenario as drawn, when it has
+/// no race): then the scenario agrees, whichever orders real time took. When the live runs
+/// agree with each other but with no simulated order, a third runs on fresh replicas. Some
+/// live runs equal a simulated order and some none: unstable (real time took an order the
+/// simulation never does). No live run equals one: a disagreement, whether or not the live
+/// runs agree with each other.
 pub fn run_case(script: &Script, live: &mut Live, live_runs: usize) -> Result<Outcome, InputError> {
     let started = Instant::now();
     let orders = simulate_orders(script)?;
     let sim_wall_ms = started.elapsed().as_millis() as u64;
     let started = Instant::now();
     let real = live.observe(script, 0)?;
-    let raced = orders.len() > 1;
     let matched = |o: &Observables| orders.iter().position(|s| s.diff(o, "s", "r").is_empty());
     let mut unstable = Vec::new();
     let mut matches = vec![matched(&real)];
     for run in 1..live_runs {
         let again = live.observe(script, run)?;
         matches.push(matched(&again));
-        unstable = real.diff(&again, "live run 1", "live run 2");
-        if !unstable.is_empty() && !raced {
-            break;
+        if unstable.is_empty() {
+            unstable = real.diff(&again, "live run 1", &format!("live run {}", run + 1));
         }
     }
-    let (nearest, mut differ) = closest(&orders, &real);
-    if raced && matches.iter().all(Option::is_some) {
-        // Each live run took an order the simulation also takes.
-        unstable.clear();
-        differ.clear();
-    }
+    let (nearest, differ) = closest(&orders, &real);
     if unstable.is_empty() && !differ.is_empty() && live_runs >= 2 {
         // Two live runs can agree by luck on a race the real system does not always win
         // the same way: a disagreement gets a third run, on fresh replicas.
         let third = live.fresh_twin().observe(script, 0)?;
+        matches.push(matched(&third));
         unstable = real.diff(&third, "live run 1", "live run 3");
     }
     let live_wall_ms = started.elapsed().as_millis() as u64;
-    let status = if !unstable.is_empty() {
-        Status::Unstable(unstable)
-    } else if differ.is_empty() {
+    let status = if matches.iter().all(Option::is_some) {
+        // Each live run took an order the simulation also takes.
         Status::Agree
+    } else if matches.iter().any(Option::is_some) {
+        // Real time took an order the simulation takes, and one it never does.
+        Status::Unstable(unstable)
     } else {
+        // No live run is anything the simulation does.
         Status::Disagree(differ)
     };
     let variants = orders.len();

@@ -6,8 +6,8 @@
 //! - every client operation's outcome, grouped by what it asked for (`send c1#2`,
 //!   `cancel c1`), as `ok` with the task state in the answer (a stream's last state when
 //!   no event held the task), `fail` with its code, or `info`; whether a stream began with
-//!   the task; for a send, whether the replica that answered performed its effect (an `ok`:
-//!   before the answer or only after it); operations that asked the same thing at once are compared as a multiset, since
+//!   the task; for a send, whether the replica that answered performed its effect (a
+//!   blocking `ok`: before the answer or only after it); operations that asked the same thing at once are compared as a multiset, since
 //!   which of two concurrent duplicates wins is not an observable;
 //! - the effects per turn at the ledger: how many arrived, how many were applied;
 //! - the final task of every conversation: its state, artifact names, the client's message
@@ -191,16 +191,18 @@ impl Observables {
 }
 
 /// Whether the effect of a send ran, as the call can know it: an effect of its message
-/// performed by the replica that answered it. An answer that says the turn happened (`ok`)
-/// tells whether that effect ran before it or only after (a duplicate answered by the turn
-/// already running, a non-blocking answer); a failure or an unknown outcome tells only that
-/// it ran, since when a refused call's executor gets to its effect is a race of the real
-/// system's timing (a2a-sdk answers a failed consumer while its executor runs on).
+/// performed by the replica that answered it. A blocking answer that says the turn happened
+/// (`ok`) tells whether that effect ran before it or only after (a duplicate answered by the
+/// turn already running); a non-blocking answer, a failure or an unknown outcome tells only
+/// that it ran, since which comes first is then a race of the real system's timing (a
+/// non-blocking answer against the agent's think time; a2a-sdk answers a failed consumer
+/// while its executor runs on).
 fn its_effect(record: &RunRecord, op: &crate::client::history::Op) -> Option<&'static str> {
     let crate::client::history::OpKind::Send {
         conversation,
         turn,
         message_id,
+        blocking,
         ..
     } = &op.kind
     else {
@@ -220,8 +222,8 @@ fn its_effect(record: &RunRecord, op: &crate::client::history::Op) -> Option<&'s
         .collect();
     let first = *times.iter().min()?;
     Some(match op.outcome {
-        Outcome::Ok if first <= op.complete_ms => "its effect before the answer",
-        Outcome::Ok => "its effect after the answer",
+        Outcome::Ok if *blocking && first <= op.complete_ms => "its effect before the answer",
+        Outcome::Ok if *blocking => "its effect after the answer",
         _ => "its effect ran",
     })
 }

@@ -10,10 +10,10 @@
 //!
 //! [`order_variants`] is how a race is compared: nothing fixes the order in which a real
 //! server serves calls sent at the same instant, so the simulation runs the scenario as
-//! drawn and once per small stagger of every race (each call of a race delayed by its
-//! position times 2, 5, 10, 20 or 40 ms, in the drawn order and reversed). A live run
-//! agrees when its observables are those of one of these orders
-//! ([`crate::fidelity::run_case`]).
+//! drawn and in the orders small staggers give its races (each call of a race delayed by
+//! its position times 2, 5, 10, 20 or 40 ms, in the drawn order and reversed; each race on
+//! its own, up to [`ORDERS_MAX`] orders). A live run agrees when its observables are those
+//! of one of these orders ([`crate::fidelity::run_case`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -121,34 +121,78 @@ pub fn patterns(script: &Script) -> Vec<String> {
     out
 }
 
-/// The scenario as drawn, then once per stagger of its races ([`STAGGERS_MS`], forward
-/// and reversed); just the scenario when it has no race. Held turns are left alone: their
-/// holds fix the order.
+/// The most simulated orders one scenario gets ([`order_variants`]).
+pub const ORDERS_MAX: usize = 150;
+
+/// The scenario as drawn, then every combination of the orders of its races: each race as
+/// drawn, or staggered by one of [`STAGGERS_MS`] per position, forward or reversed, each
+/// race on its own (independent races in one scenario may each go either way). When that
+/// is more than [`ORDERS_MAX`], each race takes fewer staggers (the smallest and the
+/// largest, then the largest only), and past that every race takes the same stagger.
+/// Just the scenario when it has no race. Held turns are left alone: their holds fix the
+/// order.
 pub fn order_variants(script: &Script) -> Vec<Script> {
-    let has_race = script
+    let races: Vec<usize> = script
         .steps
         .iter()
-        .any(|s| matches!(s, Step::Concurrent(v) if !held(v)));
-    let mut out = vec![script.clone()];
-    if !has_race {
-        return out;
+        .enumerate()
+        .filter(|(_, s)| matches!(s, Step::Concurrent(v) if !held(v)))
+        .map(|(i, _)| i)
+        .collect();
+    if races.is_empty() {
+        return vec![script.clone()];
     }
-    for ms in STAGGERS_MS {
-        for reverse in [false, true] {
-            let steps: Vec<Step> = script
-                .steps
-                .iter()
-                .map(|s| match s {
-                    Step::Concurrent(v) if !held(v) => Step::Concurrent(stagger(v, ms, reverse)),
-                    other => other.clone(),
-                })
-                .collect();
-            let variant = Script::from_steps(&script.file, &steps)
-                .expect("a staggered race is as valid as the race");
-            out.push(variant);
+    let per_race = |staggers: &[u64]| -> Vec<Option<(u64, bool)>> {
+        let mut orders = vec![None];
+        for &ms in staggers {
+            orders.push(Some((ms, false)));
+            orders.push(Some((ms, true)));
         }
-    }
-    out
+        orders
+    };
+    let choices = [
+        per_race(&STAGGERS_MS),
+        per_race(&[STAGGERS_MS[1], STAGGERS_MS[4]]),
+        per_race(&[STAGGERS_MS[4]]),
+    ];
+    let fits = |n: usize| {
+        n.checked_pow(races.len() as u32)
+            .is_some_and(|total| total <= ORDERS_MAX)
+    };
+    let combos: Vec<Vec<Option<(u64, bool)>>> = match choices.iter().find(|c| fits(c.len())) {
+        Some(orders) => {
+            // Every combination, the first race's order varying slowest.
+            let mut combos = vec![Vec::new()];
+            for _ in &races {
+                combos = combos
+                    .into_iter()
+                    .flat_map(|prefix| {
+                        orders.iter().map(move |o| {
+                            let mut next = prefix.clone();
+                            next.push(*o);
+                            next
+                        })
+                    })
+                    .collect();
+            }
+            combos
+        }
+        // Too many races to combine: one order for all of them at once.
+        None => choices[0].iter().map(|o| vec![*o; races.len()]).collect(),
+    };
+    combos
+        .into_iter()
+        .map(|combo| {
+            let mut steps = script.steps.clone();
+            for (&at, order) in races.iter().zip(&combo) {
+                if let (Some((ms, reverse)), Step::Concurrent(v)) = (order, &steps[at]) {
+                    steps[at] = Step::Concurrent(stagger(v, *ms, *reverse));
+                }
+            }
+            Script::from_steps(&script.file, &steps)
+                .expect("a staggered race is as valid as the race")
+        })
+        .collect()
 }
 
 /// Counts of every distinct name in `names` (a scenario counts once per name).
@@ -278,11 +322,15 @@ concurrent = [
             patterns(&s),
             ["race:again+cancel+next@2", "race:again+subscribe@r"]
         );
-        // Each race staggered both ways at every step, and the scenario as drawn.
+        // Each race as drawn or staggered both ways at every step, on its own: 11 x 11.
         let variants = order_variants(&s);
-        assert_eq!(variants.len(), 1 + 2 * STAGGERS_MS.len());
+        let per_race = 1 + 2 * STAGGERS_MS.len();
+        assert_eq!(variants.len(), per_race * per_race);
         assert_eq!(variants[0].steps, s.steps);
-        match &variants[2].steps[1] {
+        // The first race varies slowest: variant 2 * 11 is its 2 ms stagger reversed, the
+        // second race as drawn.
+        assert_eq!(variants[2 * per_race].steps[2], s.steps[2]);
+        match &variants[2 * per_race].steps[1] {
             Step::Concurrent(v) => {
                 assert!(matches!(&v[0], Step::Sequence(w) if w[0] == Step::WaitMs(4)));
                 assert!(matches!(&v[2], Step::Cancel(_)));

@@ -27,6 +27,7 @@ pub mod history;
 pub mod observer;
 pub mod peer;
 pub mod pool;
+pub mod postgres;
 pub mod proxy;
 pub mod recording;
 pub mod reports;

@@ -43,7 +43,7 @@ use crate::net::{self, Call};
 /// Makes the replica die when the thread that started it does, so a run that is killed
 /// (Ctrl-C, SIGTERM, SIGKILL) leaves no replica behind (Linux; elsewhere the fleet's
 /// `Drop` is the only guard).
-fn die_with_parent(command: &mut Command) {
+pub(crate) fn die_with_parent(command: &mut Command) {
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::process::CommandExt;

@@ -58,6 +58,9 @@ pub struct Pool {
     served: BTreeSet<u64>,
 }
 
+/// `--db sqlite`: a fresh SQLite file in the run's directory instead of PostgreSQL.
+pub const SQLITE: &str = "sqlite";
+
 fn loopback() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 0))
 }
@@ -88,9 +91,25 @@ impl Pool {
         // With the preset, a PostgreSQL URL names the server: the pool gets a database of
         // its own there, dropped at the end.
         let mut run_db = None;
+        let preset = options.peer_for(profile).is_a2a_python();
+        let sqlite = || format!("sqlite+aiosqlite:///{}", run_dir.join("tasks.db").display());
         let db = match options.db.clone() {
-            None => format!("sqlite+aiosqlite:///{}", run_dir.join("tasks.db").display()),
-            Some(url) if options.peer_for(profile).is_a2a_python() && peer::is_postgres(&url) => {
+            Some(word) if word == SQLITE => sqlite(),
+            // The default: with the preset, the command's own PostgreSQL server
+            // ([`super::postgres`]); other peers keep a SQLite file unless --db names a URL.
+            None if !preset => sqlite(),
+            None => {
+                let server = super::postgres::shared_url(&options.work_dir)
+                    .map_err(|e| InputError::new("live", e))?;
+                let sdk = profile.fidelity.clone().unwrap_or_default().sdk;
+                let created =
+                    peer::RunDatabase::create(&sdk, &server, &peer::database_name(&run_dir))
+                        .map_err(|e| InputError::new("live", e))?;
+                let url = created.url.clone();
+                run_db = Some(created);
+                url
+            }
+            Some(url) if preset && peer::is_postgres(&url) => {
                 let sdk = profile.fidelity.clone().unwrap_or_default().sdk;
                 let created = peer::RunDatabase::create(&sdk, &url, &peer::database_name(&run_dir))
                     .map_err(|e| InputError::new("live", e))?;

@@ -419,6 +419,18 @@ pub struct HandlerKnobs {
     /// ends the turn there, with no effect.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub executor_outlives_consumer: bool,
+    /// A save before the turn's effect that conflicts, and whose re-read finds the task
+    /// terminal (another replica canceled or completed it), answers the send with that
+    /// terminal task: the consumer hands it to the request's subscription and cancels the
+    /// executor (a2a-sdk 1.x `EventConsumer._process_event`); unset: the send is refused
+    /// with `message_to_terminal_code`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub terminal_reread_answers_task: bool,
+    /// A streaming turn stopped before its end (by a cancel, or a save's re-read that found
+    /// the task terminal) sends the task it ends on as its stream's last event; unset: the
+    /// stream ends with no final event.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stream_ends_with_terminal: bool,
     /// A task not terminal this long (simulated ms) after it was created fails, whatever
     /// messages came since: the timer is set per task when it starts and later messages do
     /// not extend it (Rasa's task timeout, 600 s by default). The timer lives in the replica

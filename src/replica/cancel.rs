@@ -138,15 +138,19 @@ impl Replica {
                     self.push(&canceled).await;
                     Ok(canceled)
                 }
-                Err(SaveError::Conflict { .. }) => match self.load(task_id).await {
-                    Ok(Some((t, _))) if t.status.state == TaskState::Canceled => Ok(t),
-                    _ => Err(rpc(
-                        -32002,
-                        format!("task {task_id} changed while canceling"),
-                    )),
-                },
-                Err(SaveError::NotCancelable) => {
-                    Err(rpc(-32002, format!("task {task_id} is not cancelable")))
+                // The task changed, or became terminal, since it was read: a cancel that
+                // lost to another cancel answers the canceled task, anything else is not
+                // cancelable (a2a-sdk 1.3.0 `_cancel_remote`: the store's refusal of a
+                // CANCELED save over a terminal task is a ConcurrentTaskModificationError,
+                // and the reload's CANCELED task is returned).
+                Err(SaveError::Conflict { .. }) | Err(SaveError::NotCancelable) => {
+                    match self.load(task_id).await {
+                        Ok(Some((t, _))) if t.status.state == TaskState::Canceled => Ok(t),
+                        _ => Err(rpc(
+                            -32002,
+                            format!("task {task_id} changed while canceling"),
+                        )),
+                    }
                 }
                 Err(SaveError::Unavailable(e)) => Err(rpc(-32603, e)),
             };

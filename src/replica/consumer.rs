@@ -20,11 +20,14 @@
 
 use std::rc::Rc;
 
-use a2a::Message;
+use a2a::{Message, Task};
 
-use super::{Replica, TurnInfo};
+use super::save::Saved;
+use super::turn::release_claim;
+use super::{rpc, Refusal, Replica, TurnInfo};
 use crate::faults::KillPoint;
 use crate::ground::ledger::{self, EffectRequest};
+use crate::store::TaskStore;
 use crate::trace::event::failure_tone;
 use crate::trace::now_ms;
 
@@ -152,4 +155,69 @@ impl Replica {
             .borrow_mut()
             .reached(&self.name, KillPoint::AfterEffect);
     }
+
+    /// The outcome of a save made before the turn's effect: its version, or, once the
+    /// dedup claim is released, the refusal. A task found terminal is refused with the
+    /// model's code (a2a-sdk cancels the executor then); a failed save may have landed (its
+    /// answer lost), and a takeover could still run the turn, so it is answered as
+    /// [`Replica::after_effect`] says, and an executor that outlives its consumer runs on
+    /// ([`Replica::executor_runs_on`]) when `orphan` gives it a turn: once the request has
+    /// read the task from the store.
+    pub(super) async fn saved_before_effect(
+        self: &Rc<Self>,
+        saved: Result<Saved, Refusal>,
+        dedup_store: Option<&TaskStore>,
+        dedup_key: &str,
+        orphan: impl FnOnce() -> Option<Orphan>,
+    ) -> Result<Before, Refusal> {
+        let refusal = match saved {
+            Ok(Saved::Version(v)) => return Ok(Before::Version(v)),
+            Ok(Saved::Terminal(t, _)) if self.profile.handler.terminal_reread_answers_task => {
+                release_claim(dedup_store, dedup_key).await;
+                self.record(format!(
+                    "{} is {:?} on the re-read: the send is answered with it",
+                    t.id, t.status.state
+                ));
+                return Ok(Before::Answered(t));
+            }
+            Ok(Saved::Terminal(t, _)) => rpc(
+                self.profile.handler.message_to_terminal_code,
+                format!("task {} is {:?}", t.id, t.status.state),
+            ),
+            Err(r) => {
+                if let Some(orphan) = orphan() {
+                    self.executor_runs_on(orphan);
+                }
+                self.after_effect(r)
+            }
+        };
+        release_claim(dedup_store, dedup_key).await;
+        Err(refusal)
+    }
+
+    /// A turn stopped before its end (a cancel reached it, or a save's re-read found the
+    /// task terminal) answers `ended`; with `handler.stream_ends_with_terminal` a streaming
+    /// turn's stream hears that task as its last event, as a2a-sdk's subscribers hear the
+    /// executor's canceled status or the terminal task the consumer re-read.
+    pub(super) async fn stopped(
+        &self,
+        ended: Result<Task, Refusal>,
+        sink: Option<&tokio::sync::mpsc::Sender<a2a::StreamResponse>>,
+    ) -> Result<Task, Refusal> {
+        if let (Ok(task), Some(tx), true) =
+            (&ended, sink, self.profile.handler.stream_ends_with_terminal)
+        {
+            let _ = tx.send(a2a::StreamResponse::Task(task.clone())).await;
+        }
+        ended
+    }
+}
+
+/// How a save before the effect ended, when the turn is not refused.
+pub(super) enum Before {
+    /// It landed: the version.
+    Version(u64),
+    /// Its re-read found the task terminal, and the send is answered with it
+    /// (`handler.terminal_reread_answers_task`).
+    Answered(Box<Task>),
 }

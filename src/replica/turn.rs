@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::auth::auth_pending;
-use super::consumer::Orphan;
+use super::consumer::{Before, Orphan};
 use super::follow_up;
 use super::queue::{context_refusal, foreign_context};
 use super::save::Saved;
@@ -389,10 +389,13 @@ impl Replica {
             // the request before the executor starts).
             let read = version.is_some();
             let orphan = || read.then(|| Orphan::of(&info, &message, &task, began_ms));
-            version = Some(
-                self.saved_before_effect(saved, dedup_store.as_ref(), &dedup_key, orphan)
-                    .await?,
-            );
+            match self
+                .saved_before_effect(saved, dedup_store.as_ref(), &dedup_key, orphan)
+                .await?
+            {
+                Before::Version(v) => version = Some(v),
+                Before::Answered(t) => return Ok(Begun::Replay(t)),
+            }
             first_saved = Some(task.clone());
         }
         // Append the user message and save the task as working.
@@ -421,9 +424,13 @@ impl Replica {
             .await;
         let read = version.is_some();
         let orphan = || read.then(|| Orphan::of(&info, &message, &task, began_ms));
-        let version = self
+        let version = match self
             .saved_before_effect(saved, dedup_store.as_ref(), &dedup_key, orphan)
-            .await?;
+            .await?
+        {
+            Before::Version(v) => v,
+            Before::Answered(t) => return Ok(Begun::Replay(t)),
+        };
         self.record(format!(
             "{}#{}: working on {} v{version}",
             info.conversation, info.turn, task.id
@@ -454,37 +461,6 @@ impl Replica {
             first_saved: first_saved.unwrap_or_else(|| task.clone()),
             task,
         })))
-    }
-
-    /// The outcome of a save made before the turn's effect: its version, or, once the
-    /// dedup claim is released, the refusal. A task found terminal is refused with the
-    /// model's code (a2a-sdk cancels the executor then); a failed save may have landed (its
-    /// answer lost), and a takeover could still run the turn, so it is answered as
-    /// [`Replica::after_effect`] says, and an executor that outlives its consumer runs on
-    /// ([`Replica::executor_runs_on`]) when `orphan` gives it a turn: once the request has
-    /// read the task from the store.
-    async fn saved_before_effect(
-        self: &Rc<Self>,
-        saved: Result<Saved, Refusal>,
-        dedup_store: Option<&TaskStore>,
-        dedup_key: &str,
-        orphan: impl FnOnce() -> Option<Orphan>,
-    ) -> Result<u64, Refusal> {
-        let refusal = match saved {
-            Ok(Saved::Version(v)) => return Ok(v),
-            Ok(Saved::Terminal(t, _)) => rpc(
-                self.profile.handler.message_to_terminal_code,
-                format!("task {} is {:?}", t.id, t.status.state),
-            ),
-            Err(r) => {
-                if let Some(orphan) = orphan() {
-                    self.executor_runs_on(orphan);
-                }
-                self.after_effect(r)
-            }
-        };
-        release_claim(dedup_store, dedup_key).await;
-        Err(refusal)
     }
 
     pub(super) async fn finish_turn(
@@ -542,7 +518,7 @@ impl Replica {
         // Think (the model call).
         tokio::time::sleep(self.draw(self.timing.think_ms)).await;
         if active.canceled.get() {
-            return self.canceled_result(task).await;
+            return self.stopped(self.canceled_result(task).await, sink).await;
         }
 
         // The action needs the user's authorisation (the turn asked for one, or the task
@@ -574,7 +550,7 @@ impl Replica {
                         "{}#{}: {} became {:?} before the effect; no effect",
                         info.conversation, info.turn, t.id, t.status.state
                     ));
-                    return Ok(*t);
+                    return self.stopped(Ok(*t), sink).await;
                 }
                 // The working save landed: a takeover may still run this turn.
                 Err(r) => return Err(self.after_effect(r)),
@@ -638,7 +614,7 @@ impl Replica {
         }
         if active.canceled.get() && !fenced {
             // Stopped at its next await: the effect ran, its result is never saved.
-            return self.canceled_result(task).await;
+            return self.stopped(self.canceled_result(task).await, sink).await;
         }
 
         // Write the artifact and the reply; input-required until the last turn.
@@ -714,7 +690,7 @@ impl Replica {
                     if saved.is_ok() && self.profile.push.on == PushOn::EverySave {
                         self.push(&fresh).await;
                     }
-                    return Ok(*t);
+                    return self.stopped(Ok(*t), sink).await;
                 }
                 Err(r) => return Err(self.after_effect(r)),
             }
@@ -728,7 +704,7 @@ impl Replica {
                     "{}#{}: {} became {:?}; result not saved",
                     info.conversation, info.turn, t.id, t.status.state
                 ));
-                return Ok(*t);
+                return self.stopped(Ok(*t), sink).await;
             }
             Err(r) => return Err(self.after_effect(r)),
         };
@@ -771,7 +747,8 @@ impl Replica {
 }
 
 pub(super) enum Begun {
-    /// A deduplicated message: the task it produced before.
+    /// No turn runs: the task the send is answered with (a deduplicated message's, or the
+    /// terminal task a save's re-read found).
     Replay(Box<Task>),
     /// A turn that has saved its working state and still has to run.
     Turn(Box<Turn>),

