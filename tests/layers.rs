@@ -10,7 +10,7 @@
 //! | drive | `workload`, `scenario`, `world` (the turmoil world and its driver) |
 //! | judge | `check` |
 //! | runs | `experiment`, `sim` (the front door) |
-//! | tools | `sweep`, `output`, `shrink`, `strategies`, `live`, `bench` |
+//! | tools | `sweep`, `output`, `shrink`, `strategies`, `live`, `fidelity`, `bench` |
 //! | shell | `cli` |
 //!
 //! A use inside a `#[cfg(test)]` module, or in a comment, does not count. When this test

@@ -3,7 +3,7 @@
 //!
 //! The fixed suite (`a2a-chaos fidelity`, `tests/fidelity/`) is what the models were fitted
 //! to; [`generated`] draws scenarios nobody chose (`fidelity --generate N`) from
-//! [`crate::strategies::ScenarioConfig::live`]. Each [`Case`] runs once simulated with its
+//! [`crate::strategies::ScenarioConfig::live`]. Each case ([`run_case`]) runs once simulated with its
 //! model and twice live against the model's real peer ([`crate::live`]):
 //! - the two live runs differ: the scenario is **unstable** (real time raced; the effect
 //!   holds fix the orders the generator knows matter, not every order), never an agreement;
