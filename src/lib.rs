@@ -1,10 +1,10 @@
 //! a2a-chaos: a deterministic multi-replica chaos simulator for A2A (Agent2Agent) servers.
 //!
 //! Several in-process A2A replicas speak real A2A JSON-RPC over HTTP/1.1 on turmoil's
-//! simulated network, behind a router, with per-pod memory stores or a shared versioned
-//! store, plus an independent business-effect ledger and a webhook receiver. The driver
-//! injects pod kills, partitions, latency and lost replies; clients retry and duplicate;
-//! checkers then compare what clients were told with what really happened.
+//! simulated network, behind a router, with per-pod memory stores or a shared store (plain
+//! or versioned), plus an independent business-effect ledger and a webhook receiver. The
+//! driver injects pod kills, partitions, latency and lost replies; clients retry and
+//! duplicate; checkers then compare what clients were told with what really happened.
 //!
 //! One u64 seed drives everything, so any run replays exactly.
 //!
