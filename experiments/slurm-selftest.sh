@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's Slurm recipes (issue 23), run on a real single-node Slurm cluster that this
+# The Slurm recipes of docs/SWEEPS.md (issue 23), run on a real single-node Slurm cluster that this
 # script starts and stops itself.
 #
 #   experiments/slurm-selftest.sh [LOG]     # as root; LOG defaults to results/slurm-selftest.txt
@@ -7,7 +7,7 @@
 # It installs slurm-wlm and munge from Debian when they are missing, builds the release
 # binary, writes munge's key and slurm.conf into a temporary folder, and starts munged,
 # slurmctld and slurmd there (in the foreground, each by its PID; the EXIT trap stops them
-# by PID, even on failure). Then, in a work folder with the README's job script as it
+# by PID, even on failure). Then, in a work folder with docs/SWEEPS.md's job script as it
 # stands (only its exp= and out= lines changed), it:
 #
 #   1. runs the sweep unsharded, for reference;
@@ -231,22 +231,22 @@ EOF
     [[ $state == idle ]] || fail "the node is '$state', not idle (see $tmp/slurm/log)"
     pass "slurmctld (pid $slurmctld_pid) and slurmd (pid $slurmd_pid) run; $host is idle"
 
-    # The README's job script, as it stands but for its exp= and out= lines.
+    # The job script of docs/SWEEPS.md, as it stands but for its exp= and out= lines.
     cd "$tmp"/work
     ln -s "$repo"/target target
     printf '%s\n' "$EXPERIMENT" >experiments/slurm-selftest.toml
     awk '/<!-- slurm-job-script/ {found = 1; next}
          found && /^  ```sh/ {inside = 1; next}
          inside && /^  ```/ {exit}
-         inside {sub(/^  /, ""); print}' "$repo"/README.md >readme.sbatch
-    [[ -s readme.sbatch ]] || fail "no job script after the slurm-job-script marker in README.md"
+         inside {sub(/^  /, ""); print}' "$repo"/docs/SWEEPS.md >readme.sbatch
+    [[ -s readme.sbatch ]] || fail "no job script after the slurm-job-script marker in docs/SWEEPS.md"
     local out=$tmp/sweep
     sed -e "s|^exp=.*|exp=experiments/slurm-selftest.toml|" -e "s|^out=.*|out=$out|" \
         readme.sbatch >a2a-chaos.sbatch
     local changed
     changed=$(diff readme.sbatch a2a-chaos.sbatch | grep -c '^>' || true)
-    [[ $changed -eq 2 ]] || fail "the job script differs from the README's in $changed lines, not 2"
-    pass "a2a-chaos.sbatch is the README's job script with exp= and out= changed:"
+    [[ $changed -eq 2 ]] || fail "the job script differs from docs/SWEEPS.md's in $changed lines, not 2"
+    pass "a2a-chaos.sbatch is docs/SWEEPS.md's job script with exp= and out= changed:"
     sed 's/^/    /' a2a-chaos.sbatch
 
     say
@@ -311,7 +311,7 @@ EOF
     [[ $(job_field "$okmerge" JobState) == PENDING && $reason == DependencyNeverSatisfied ]] ||
         fail "the afterok merge is $(job_field "$okmerge" JobState) ($reason)"
     scancel "$okmerge"
-    pass "the afterok merge is PENDING ($reason), as the README warns; cancelled it"
+    pass "the afterok merge is PENDING ($reason), as docs/SWEEPS.md warns; cancelled it"
 
     say
     say "## 6. scontrol requeue ${array}_1"

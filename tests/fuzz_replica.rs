@@ -18,8 +18,8 @@
 //! and nothing panics or hangs: every call has a simulated-time deadline and the world a
 //! simulated-time budget.
 //!
-//! Known bugs are pinned by `#[ignore]`d tests below and tolerated (and counted) in the
-//! fuzz properties so the default run stays green.
+//! The bugs this target found are fixed; each stays pinned by a `bug_*` test below, with its
+//! postmortem, and the property tolerates none of them.
 
 mod fuzz_support;
 
@@ -480,20 +480,11 @@ fn check_envelope(
     prop_assert_eq!(v.get("jsonrpc"), Some(&json!("2.0")), "{}", v);
     let id = v.get("id").cloned().unwrap_or(Value::Null);
     let id_usable = matches!(id, Value::String(_) | Value::Number(_) | Value::Null);
-    // Known bug (see `bug_an_invalid_request_echoes_an_unusable_id`).
-    let known_bug = !id_usable
-        && same_id(&id, request_id)
-        && matches!(expect, Expect::Code { code: -32600, .. });
-    if known_bug {
-        fuzz_support::known_bug();
-        outcome("known bug: unusable id echoed");
-    } else {
-        prop_assert!(id_usable, "response id {id} is not a JSON-RPC id");
-    }
+    prop_assert!(id_usable, "response id {id} is not a JSON-RPC id");
     match expect {
         Expect::Code { code: -32700, .. } => prop_assert!(id.is_null(), "parse error with id {id}"),
         Expect::Code { id_null: true, .. } => prop_assert!(
-            id.is_null() || known_bug,
+            id.is_null(),
             "id {id} for an unusable request id {request_id}"
         ),
         Expect::Code { code: -32600, .. } => {
@@ -513,14 +504,6 @@ fn check_envelope(
             "neither result nor error: {v}"
         ))),
     }
-}
-
-fn first_event_is_input_required(body: &[u8]) -> bool {
-    let mut buf = BytesMut::from(body);
-    matches!(take_event(&mut buf), Ok(Some(e)) if serde_json::from_str::<Value>(&e)
-        .ok()
-        .and_then(|v| v.pointer("/result/task/status/state").cloned())
-        == Some(json!("TASK_STATE_INPUT_REQUIRED")))
 }
 
 fn check_post(
@@ -572,14 +555,11 @@ fn check_post(
             // The model keeps a subscription open until the task ends (`subscribe.interrupted`,
             // as a2a-sdk does live): a quiet stream is its behaviour.
             outcome("subscription stays open (subscribe.interrupted)");
-        } else if *idle {
-            // Known bug: a subscription to a task that is already input-required never ends.
+        } else {
             prop_assert!(
-                method == "SubscribeToTask" && first_event_is_input_required(reply),
+                !*idle,
                 "{method} stream went quiet for {IDLE:?} without ending"
             );
-            fuzz_support::known_bug();
-            outcome("known bug: subscription never ends");
         }
         let mut buf = BytesMut::from(&reply[..]);
         let mut events = 0;
@@ -1262,11 +1242,11 @@ fn a_well_formed_conversation_runs_through_the_fuzz_world() {
     }
 }
 
-/// Bug (src/replica.rs, `Replica::dispatch`): a request without `method` (or `jsonrpc`) is
-/// answered `-32600` with its `id` echoed even when that id is not a JSON-RPC id (an object,
-/// an array, a boolean). JSON-RPC 2.0 §5: when the id cannot be read it MUST be null. Fix:
-/// move the id check before the method check, or answer
-/// `if id is String|Number|Null { id } else { Null }` in the first `-32600` branch.
+/// Postmortem (fixed): a request without `method` (or `jsonrpc`) was answered `-32600` with
+/// its `id` echoed even when that id is not a JSON-RPC id (an object, an array, a boolean).
+/// JSON-RPC 2.0 §5: when the id cannot be read it MUST be null. Fixed in
+/// src/replica/rpc.rs, `Replica::dispatch`: the id is checked before the method, and an
+/// unusable one is answered `-32600` with a null id.
 #[test]
 fn bug_an_invalid_request_echoes_an_unusable_id() {
     let seen = one(
@@ -1284,14 +1264,14 @@ fn bug_an_invalid_request_echoes_an_unusable_id() {
     assert_eq!(v["id"], Value::Null, "the unusable id was echoed: {v}");
 }
 
-/// Bug (src/replica.rs, `Replica::subscribe`): SubscribeToTask on a task that is already
-/// input-required sends the Task snapshot and then polls the store forever: the loop only
-/// ends on an event that *arrives* in a terminal or interrupted state, and the snapshot's
-/// own state is never checked. The module doc promises the stream ends at an interrupted
-/// state. Fix: after sending the snapshot, `return` when
-/// `task.status.state == TaskState::InputRequired` (as for a later event). The a2a-python
-/// models keep such a stream open on purpose (`subscribe.interrupted`, seen live), so this
-/// runs on the reference design, whose stream ends there.
+/// Postmortem (fixed): SubscribeToTask on a task that was already input-required sent the
+/// Task snapshot and then polled the store forever: the loop only ended on an event that
+/// *arrived* in a terminal or interrupted state, and the snapshot's own state was never
+/// checked, though the module doc promised the stream ends at an interrupted state. Fixed
+/// in src/replica/subscribe.rs, `Replica::subscribe`: the snapshot's state ends the stream
+/// as a later event's does. The a2a-python models keep such a stream open on purpose
+/// (`subscribe.interrupted`, seen live), so this runs on the reference design, whose stream
+/// ends there.
 #[test]
 fn bug_subscribing_to_an_input_required_task_never_ends() {
     let first = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {

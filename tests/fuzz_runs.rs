@@ -10,7 +10,8 @@
 //!   simulated-time budget (`world::RunSpec::budget`) and reported with an error.
 //!
 //! Runs are slow next to parsing (tens of ms each), so the default counts are small; see
-//! `docs/FUZZING.md` for longer runs. Known bugs found here are pinned by `#[ignore]`d tests.
+//! `docs/FUZZING.md` for longer runs. The bugs found here are fixed; each stays pinned by a
+//! `bug_*` test at the bottom, with its postmortem, and no property steps around it.
 
 mod fuzz_support;
 
@@ -30,15 +31,10 @@ fn experiment(text: &str) -> Experiment {
     Experiment::parse(text, "fuzz/run.toml", None).unwrap_or_else(|e| panic!("{e}\n{text}"))
 }
 
-/// A run's error must be `None`; a known bug is tolerated (and counted).
+/// A run's error must be `None`.
 fn check_run_error(error: &Option<String>, input: &str) -> Result<(), TestCaseError> {
     match error {
         None => Ok(()),
-        // Known bug (see `bug_a_burst_of_connections_crashes_every_run`).
-        Some(e) if e.contains("server socket buffer full") => {
-            fuzz_support::known_bug();
-            Ok(())
-        }
         Some(e) => Err(TestCaseError::fail(format!("the run failed: {e}\n{input}"))),
     }
 }
@@ -116,20 +112,6 @@ fn generated_run() -> impl Strategy<Value = String> {
         )
 }
 
-/// Whether the slowest client the workload allows could outlast the run's budget: every
-/// conversation starting last, every attempt of every turn timing out after its backoff.
-/// (A missing bound: the budget ignores the workload; see the report in `docs/FUZZING.md`.)
-fn outlasts_budget(exp: &Experiment) -> bool {
-    let w = &exp.file.workload;
-    let attempts = u64::from(w.retries) + 1;
-    let turn_ms = attempts * w.request_timeout_ms + u64::from(w.retries) * w.retry_backoff_ms;
-    let worst_ms = w.start_spread_ms + u64::from(w.turns) * (turn_ms + w.gap_ms[1])
-        // The final read of every task, one after another.
-        + u64::from(w.conversations) * w.request_timeout_ms;
-    let end_ms = worst_ms.max(exp.file.faults.window_ms) + exp.file.faults.liveness_ms;
-    u128::from(end_ms) >= exp.budget.as_millis()
-}
-
 #[test]
 fn fuzz_runs_generated_experiments() {
     fuzz("runs/generated-experiments", 12, 1, generated_run, |text| {
@@ -140,13 +122,7 @@ fn fuzz_runs_generated_experiments() {
             &exp.file.routing[0],
             exp.file.seeds.start,
         );
-        match &summary.error {
-            // A workload that may outlast the budget is cut at it: reported, not a hang.
-            Some(e) if e.contains("did not finish") && outlasts_budget(&exp) => {
-                fuzz_support::known_bug();
-            }
-            other => check_run_error(other, &text)?,
-        }
+        check_run_error(&summary.error, &text)?;
         prop_assert_eq!(
             summary.requests,
             summary.ok + summary.fail + summary.info,
@@ -197,11 +173,6 @@ fn fuzz_runs_mutated_scenarios() {
                 Ok(record) => record,
                 Err(panic) => {
                     let why = panic_message(&*panic);
-                    if why.contains("server socket buffer full") {
-                        // Known bug: see `bug_a_wide_concurrent_step_crashes_the_run`.
-                        fuzz_support::known_bug();
-                        return Ok(1);
-                    }
                     return Err(TestCaseError::fail(format!(
                         "the run panicked: {why}\n{text}"
                     )));
@@ -274,22 +245,11 @@ fn fuzz_runs_cli_check_on_mutated_scenarios() {
                 Some(2) => {
                     // One message; it spans lines only when it quotes a multi-line value.
                     let first = stderr.lines().next().unwrap_or("");
-                    if first.starts_with("error: model: unknown model") {
-                        // Known bug: see `bug_an_unknown_model_is_found_only_at_run_time`
-                        // in tests/fuzz_scenario.rs.
-                        fuzz_support::known_bug();
-                    } else {
-                        prop_assert!(
-                            first.starts_with(&format!("error: {path}")),
-                            "names the file first: {stderr}"
-                        );
-                    }
+                    prop_assert!(
+                        first.starts_with(&format!("error: {path}")),
+                        "names the file first: {stderr}"
+                    );
                     prop_assert!(!stderr.contains("panicked"), "{stderr}");
-                }
-                Some(101) if stderr.contains("server socket buffer full") => {
-                    // Known bugs: see `bug_a_wide_concurrent_step_crashes_the_run` and
-                    // `bug_a_panicking_scenario_run_crashes_check`.
-                    fuzz_support::known_bug();
                 }
                 other => {
                     return Err(TestCaseError::fail(format!(
@@ -441,15 +401,14 @@ fn a_scenario_that_waits_forever_is_cut_at_its_budget() {
     assert_eq!(record.history.len(), 1, "the send before the wait ran");
 }
 
-// ------------------------------------------------------------------ known bugs
+// ------------------------------------------------------------------ fixed bugs, pinned
 
-/// Bug (src/runner.rs, `run_one`): a panic inside a simulated host (here the router's
-/// `expect`) is reported as tokio's own follow-up panic, "a spawned task panicked and the
-/// LocalSet is configured to shutdown on unhandled panic", so the report says that a run
-/// panicked but not where or why. Fix: while the run is inside `catch_unwind`, capture the
-/// first panic's message and location with a panic hook (for example a thread-local
-/// `Option<String>` set by a hook installed once with `std::panic::set_hook` that chains to
-/// the previous one) and report that instead.
+/// Postmortem (fixed): a panic inside a simulated host (here the router's `expect`) was
+/// reported as tokio's own follow-up panic, "a spawned task panicked and the LocalSet is
+/// configured to shutdown on unhandled panic", so the report said that a run panicked but
+/// not where or why. Fixed in src/sim/summary.rs, `contain`: a panic hook installed once
+/// keeps the first panic's message and location while a run is contained, and the report
+/// carries that.
 #[test]
 fn bug_a_contained_panic_loses_its_message() {
     let exp = experiment(SMALL);
@@ -463,14 +422,12 @@ fn bug_a_contained_panic_loses_its_message() {
     );
 }
 
-/// Bug (src/cluster.rs, `run`): turmoil queues at most 64 unaccepted connections per
-/// listener (`tcp_capacity`, default 64) and panics with "server socket buffer full" past
-/// that. A valid experiment whose conversations start together (`conversations = 120`,
-/// `start-spread-ms = 0`; or 100 with `duplicate-rate = 1.0`) crashes every run at the
-/// router. Fix: raise the cap in `world::run`'s builder, e.g.
-/// `.tcp_capacity(4 * CONVERSATIONS_MAX as usize)` (each conversation holds at most two
-/// connections to the router at once, a duplicate included), or refuse such workloads in
-/// `WorkloadSpec::validate`.
+/// Postmortem (fixed): turmoil queues at most 64 unaccepted connections per listener
+/// (`tcp_capacity`, default 64) and panics with "server socket buffer full" past that. A
+/// valid experiment whose conversations started together (`conversations = 120`,
+/// `start-spread-ms = 0`; or 100 with `duplicate-rate = 1.0`) crashed every run at the
+/// router. Fixed in src/world/mod.rs, `run`: the builder raises the cap to
+/// `world::TCP_CAPACITY` (4,096).
 #[test]
 fn bug_a_burst_of_connections_crashes_every_run() {
     let exp = experiment(
@@ -485,14 +442,12 @@ fn bug_a_burst_of_connections_crashes_every_run() {
     assert_eq!(summary.error, None);
 }
 
-/// Bug (src/cluster.rs, `run`, as `bug_a_burst_of_connections_crashes_every_run`; and
-/// src/scenario.rs, `Script::from_file`): a `concurrent` step of more than 64 sends opens
-/// that many connections to the router in the same instant, past turmoil's accept queue
-/// (`tcp_capacity`, 64), and the run panics with "server socket buffer full"; through
-/// `a2a-chaos check` that is a crash (exit 101). Found by `fuzz_runs_cli_check_on_mutated_scenarios`
-/// (a pinned scenario with one line repeated 72 times). Fix: raise `tcp_capacity` in
-/// `world::run` above the widest burst the inputs allow, and bound the width of a
-/// `concurrent` step in `Script::from_file` to match (say 256).
+/// Postmortem (fixed, as `bug_a_burst_of_connections_crashes_every_run`): a `concurrent`
+/// step of more than 64 sends opened that many connections to the router in the same
+/// instant, past turmoil's accept queue (`tcp_capacity`, 64), and the run panicked with
+/// "server socket buffer full"; through `a2a-chaos check` that was a crash (exit 101). Found
+/// by `fuzz_runs_cli_check_on_mutated_scenarios` (a pinned scenario with one line repeated
+/// 72 times). Fixed by the same cap, `world::TCP_CAPACITY` in src/world/mod.rs.
 #[test]
 fn bug_a_wide_concurrent_step_crashes_the_run() {
     let sends: Vec<String> = (0..100)
@@ -539,12 +494,12 @@ fn ttl_scenario() -> String {
     scenario.display().to_string()
 }
 
-/// Bug (src/store.rs, `StoreState::claim` and `StoreState::finish`): `now_ms + lease_ms` and
-/// `now_ms + ttl_ms` are unchecked, and both come from a model profile. With
-/// `ttl_ms = 18446744073709551615` (a "remember forever" TTL) the first finished turn panics
-/// with "attempt to add with overflow" in debug builds, and in release the sum wraps so the
-/// entry expires at once and a retry runs its effect again. Fix: `now_ms.saturating_add(...)`
-/// in both places (or bound `dedup.ttl_ms` and `dedup.lease_ms` in `Profile::parse`).
+/// Postmortem (fixed): `now_ms + lease_ms` and `now_ms + ttl_ms` were unchecked, and both
+/// come from a model profile. With `ttl_ms = 18446744073709551615` (a "remember forever"
+/// TTL) the first finished turn panicked with "attempt to add with overflow" in debug
+/// builds, and in release the sum wrapped so the entry expired at once and a retry ran its
+/// effect again. Fixed in src/store/state.rs, `StoreState::claim` and `StoreState::finish`:
+/// `now_ms.saturating_add(...)`.
 #[test]
 fn bug_a_huge_dedup_ttl_overflows_the_store_clock() {
     let script = Script::load(std::path::Path::new(&ttl_scenario())).unwrap();
@@ -554,12 +509,12 @@ fn bug_a_huge_dedup_ttl_overflows_the_store_clock() {
     assert_eq!(summary.effects, 1, "the retry is deduplicated");
 }
 
-/// Bug (src/cli/mod.rs, `run_scenario`, used by `check` and `replay`): unlike
-/// `runner::run_one`, a scenario run is not wrapped in `catch_unwind`, so a run that panics
-/// (the TTL overflow above) crashes `a2a-chaos check` with exit 101 and a backtrace, where
-/// the contract promises a clear message and exit 1 or 2, never a panic. Fix: wrap
-/// `world::run` in `run_scenario` as `run_one` does and return the summary with
-/// `error: Some("panicked: ...")`, which `check` already reports as a failed expectation.
+/// Postmortem (fixed): unlike `runner::run_one`, a scenario run (what `check` and `replay`
+/// run) was not wrapped in `catch_unwind`, so a run that panicked (the TTL overflow above)
+/// crashed `a2a-chaos check` with exit 101 and a backtrace, where the contract promises a
+/// clear message and exit 1 or 2, never a panic. Fixed in src/sim/mod.rs: every run goes
+/// through `sim::contain`, and a panic becomes the summary's `error`, which `check` reports
+/// as a failed expectation.
 #[test]
 fn bug_a_panicking_scenario_run_crashes_check() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_a2a-chaos"))

@@ -398,16 +398,14 @@ fn bound_deeply_nested_concurrent_steps_are_an_error_not_a_stack_overflow() {
     assert!(err.message.contains("recursion"), "{err}");
 }
 
-// ------------------------------------------------------------------ known bugs
+// ------------------------------------------------------------------ fixed bugs, pinned
 
-/// Bug (src/scenario.rs, `Script::from_file`; seen through src/cli/mod.rs, `run_scenario`):
-/// a scenario's `model` is not checked when the file is read, only when it runs, and the
-/// error then names `model` instead of the file: `a2a-chaos check s.toml` with
-/// `model = "nope"` prints `error: model: unknown model `nope`; ...`, not the file (the
-/// contract: one clear message naming the file). Experiments do check their models at parse
-/// time and name the file. Fix: in `Script::from_file`, load the profile once,
-/// `Profile::load(&file.model).map_err(|e| InputError::new(origin, e.to_string()))?`, and
-/// keep it in the `Script` for `run_scenario`.
+/// Postmortem (fixed): a scenario's `model` was not checked when the file was read, only
+/// when it ran, and the error then named `model` instead of the file: `a2a-chaos check
+/// s.toml` with `model = "nope"` printed `error: model: unknown model `nope`; ...`, not the
+/// file (the contract: one clear message naming the file). Experiments already checked
+/// their models at parse time. Fixed in src/scenario/mod.rs, `Script::from_file`: the
+/// profile is loaded there, and an error names the file.
 #[test]
 fn bug_an_unknown_model_is_found_only_at_run_time() {
     let err = Script::parse("name = \"n\"\nmodel = \"nope\"\n", "s.toml")

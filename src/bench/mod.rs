@@ -25,7 +25,7 @@
 //!    experiment's workload and faults, both routings, until a seed or wall cap; per
 //!    (model, invariant), the first violating seed and the wall time it took to find it;
 //!    `bench --hazards` adds the hazards reported upstream, each on the model that has it
-//!    ([`upstream`]).
+//!    (`bench/upstream.rs`).
 //!
 //! Where the time goes is reported as a split: the idle floor times the ticks a run took is
 //! turmoil stepping runtimes; the rest is the requests' own work (A2A logic, hyper, the

@@ -331,7 +331,7 @@ pub const UPSTREAM: &[Upstream] = &[
         },
     },
     Upstream {
-        // No upstream issue: read from the legacy handler's code (README hazard table).
+        // No upstream issue: read from the legacy handler's code (the hazard table of docs/HAZARDS.md).
         id: "a2a-python code",
         title: "a task that finishes between a subscription's snapshot and its tap ends the stream with no final event",
         model: "a2a-python-legacy-handler",

@@ -39,7 +39,7 @@ pub struct GenerateArgs {
     /// The first scenario seed.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// A model to compare (repeatable); default every built-in model with a [fidelity]
+    /// A model to compare (repeatable); default every built-in model with a `[fidelity]`
     /// table.
     #[arg(long = "model")]
     pub models: Vec<String>,

@@ -27,7 +27,7 @@ pub struct PeerArgs {
     /// {dir} {root} {think-ms} (docs/PEERS.md; also in the replica's environment as
     /// A2A_CHAOS_INDEX, _REPLICA, _PORT, _LEDGER, _DB, _RUN_DIR, _THINK_MS). A scenario's
     /// think-ms reaches every preset as --think-ms (a range: its midpoint). Default: the
-    /// preset the model's [fidelity] table names.
+    /// preset the model's `[fidelity]` table names.
     #[arg(long)]
     pub peer: Option<String>,
     /// Your own task store for the a2a-python preset, as module:Class (an a2a-sdk TaskStore

@@ -42,7 +42,7 @@ pub enum Command {
     Run {
         /// Experiment file (TOML).
         experiment: Option<PathBuf>,
-        /// Where to write the results (default results/<experiment-name>/). With --shard,
+        /// Where to write the results (default `results/<experiment-name>/`). With --shard,
         /// the sweep's folder: the shard writes its own shard-K-of-N/ inside it.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -56,7 +56,7 @@ pub enum Command {
         /// No progress bar and no table (unless --wide): one line of outcome, for batch logs.
         #[arg(long)]
         quiet: bool,
-        /// Run only shard K of N (K from 0) and write it to results/<name>/shard-K-of-N/;
+        /// Run only shard K of N (K from 0) and write it to `results/<name>/shard-K-of-N/`;
         /// `auto` takes it from a Kubernetes Indexed Job or a Slurm job array (contiguous,
         /// not stepped), checked against the shards already in the sweep's folder.
         #[arg(long, value_name = "K/N|auto")]
@@ -82,7 +82,7 @@ pub enum Command {
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
         /// Where to write (default: the sweep's folder, which holds the shard-K-of-N/
-        /// folders; results/<experiment-name>/ when the shards are in several places).
+        /// folders; `results/<experiment-name>/` when the shards are in several places).
         #[arg(long)]
         out: Option<PathBuf>,
         /// Print the full table instead of the compact summary.

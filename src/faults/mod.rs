@@ -6,8 +6,9 @@
 //!   link, hold messages, arm a fault point, change the agent card. Each kind of action is a
 //!   type in this folder that implements [`ActionKind`]: its scenario step (`kill =
 //!   "replica-1"`), how it acts on a world (through [`Target`], which the simulated driver
-//!   and the live driver implement), the hosts it names, what it shades on a timeline and
-//!   whether a live run can do it. The [`actions!`] invocation below is their registry.
+//!   implements; the live driver, `live::apply_fault`, matches on the few actions a live
+//!   run can make), the hosts it names, what it shades on a timeline and whether a live run
+//!   can do it. The `actions!` invocation below is their registry.
 //! - [`FaultKind`]s are what an experiment's `[faults]` table names (`kill = 0.5`): each
 //!   plans [`Scheduled`] actions inside the fault window from its rate and the run's
 //!   generator. [`FAULTS`] is their registry.
@@ -56,9 +57,10 @@ pub use self::kill_point::{
     KillPoint, DOWN_MS as KILL_POINT_DOWN_MS, STABILITY_MS as KILL_POINT_STABILITY_MS,
 };
 
-/// What a fault action may do to a world: the simulated driver (turmoil) and the live driver
-/// (real processes on loopback) implement it. Each method is one primitive; an action is a
-/// call of one or more of them.
+/// What a fault action may do to a world: the simulated driver (turmoil) implements it.
+/// The live driver (real processes on loopback, `live::apply_fault`) does not: it matches
+/// on the actions that [`ActionKind::live`] allows. Each method is one primitive; an action
+/// is a call of one or more of them.
 pub trait Target {
     /// Crash a host: its software stops and its memory is gone.
     fn crash(&mut self, host: &str);
@@ -88,8 +90,8 @@ pub trait Target {
     fn kill_at(&mut self, point: KillPoint, probability: f64);
     /// Change the agent card the router serves.
     fn card(&mut self, change: &CardChange);
-    /// The readers of a replica's open subscriptions stop reading (simulated only: the
-    /// live driver keeps this default, and `stall-readers` is refused live).
+    /// The readers of a replica's open subscriptions stop reading (simulated only:
+    /// `stall-readers` is refused live).
     fn stall_readers(&mut self, _host: &str) {}
 }
 

@@ -3,7 +3,7 @@
 //!
 //! The fixed suite (`a2a-chaos fidelity`, `tests/fidelity/`) is what the models were fitted
 //! to; [`generated`] draws scenarios nobody chose (`fidelity --generate N`) from
-//! [`crate::strategies::ScenarioConfig::live`]. Each [`Case`] runs once simulated with its
+//! [`crate::strategies::ScenarioConfig::live`]. Each case ([`run_case`]) runs simulated with its
 //! model (once per order of its races, [`patterns::order_variants`]) and twice live against
 //! the model's real peer ([`crate::live`]), compared on every [`observe::Observables`]:
 //! - every live run equals a simulated order: they **agree**;

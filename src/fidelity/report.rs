@@ -243,7 +243,7 @@ pub fn summary_csv(summary: &BTreeMap<String, ModelSummary>) -> String {
     String::from_utf8(w.into_inner().expect("flushes to memory")).expect("UTF-8 in, UTF-8 out")
 }
 
-/// The summary as a Markdown table (the README's fidelity section).
+/// The summary as a Markdown table (the table of docs/FIDELITY.md).
 pub fn summary_table(summary: &BTreeMap<String, ModelSummary>) -> String {
     summary_table_by("model", summary)
 }

@@ -5,7 +5,7 @@
 //! are followed, whether the resolved address is pinned between the check and the
 //! connection, how many retries, and whether failures are logged.
 //!
-//! Names in push URLs go through [`resolve`], a simulated DNS:
+//! Names in push URLs go through [`Resolver::resolve`], a simulated DNS:
 //! - `webhook` and `hooks.example` resolve to the webhook host at a public address;
 //! - `rebind.example` has two A records and a zero TTL: its answers alternate public,
 //!   private (an internal service), public, ...: DNS rebinding (A2A-BEHAVIOURS.md §6.6),

@@ -114,7 +114,7 @@ const PUSH_HOSTS: &[&str] = &["webhook", "hooks.example"];
 
 /// Where a `set-push` step's `url` points in a live run: the same path on the run's own
 /// webhook (`webhook_addr`, on loopback), or why it cannot run live. Only the webhook's
-/// hosts ([`PUSH_HOSTS`]) are served, so a real peer never sends anywhere else, and not
+/// hosts (`PUSH_HOSTS`) are served, so a real peer never sends anywhere else, and not
 /// `/redirect/...` (the simulated receiver's redirect names a private address that does not
 /// exist on this machine) nor `/hang/...` (a receiver that never answers).
 pub fn push_target(url: &str, webhook_addr: &str) -> Result<String, String> {

@@ -105,7 +105,7 @@ impl PeerCommand {
 
     /// Whether the replicas serve the tasks they hold at `GET /__a2a_chaos/tasks` for
     /// certain (the Mastra and a2a-js presets); a user's command is asked too, and read with
-    /// GetTask when it does not serve that path ([`crate::live::tasks_from`]).
+    /// GetTask when it does not serve that path (`live::tasks_from`).
     pub fn serves_tasks(&self) -> bool {
         self.is_mastra() || self.is_a2a_js()
     }
@@ -221,7 +221,7 @@ fn quote(text: &str) -> String {
 }
 
 /// `text` as one shell word: as it is when nothing in it is special to the shell, else
-/// [`quote`]d (how a reproduce command prints its flags).
+/// quoted as `quote` does (how a reproduce command prints its flags).
 pub fn shell_word(text: &str) -> String {
     let plain = !text.is_empty()
         && text

@@ -305,7 +305,7 @@ pub struct Wiring {
     pub card: Option<crate::card::CardAuthority>,
     /// The identity provider's out-of-band grants (`auth.auth_required_resume = "grant"`).
     pub grants: crate::auth::Grants,
-    /// Its slot's graceful-shutdown state, shared with the driver ([`drain`]).
+    /// Its slot's graceful-shutdown state, shared with the driver (`replica/drain.rs`).
     pub drain: Rc<DrainSignal>,
 }
 

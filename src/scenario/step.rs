@@ -87,7 +87,7 @@ pub enum EffectGate {
     /// From now on the turn's effects are applied on arrival and answered only once
     /// released: the executor stays inside its effect step.
     Hold,
-    /// Wait until an effect of the turn has arrived (at most [`AWAIT_EFFECT_MAX`]).
+    /// Wait until an effect of the turn has arrived (at most [`crate::scenario::AWAIT_EFFECT_MAX`]).
     Await,
     /// Answer the turn's held effects, and stop holding it.
     Release,

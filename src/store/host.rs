@@ -16,7 +16,7 @@ use super::{SharedState, PORT};
 /// Simulated time one store operation takes (a database round trip inside the store host).
 pub const OP_TIME: Duration = Duration::from_millis(2);
 
-/// The `store` host: serves [`StoreState`] over HTTP until the host is crashed.
+/// The `store` host: serves [`crate::store::StoreState`] over HTTP until the host is crashed.
 pub async fn serve(state: SharedState, trace: Trace, chaos: SharedChaos) -> turmoil::Result {
     net::serve(PORT, move |req| {
         let state = state.clone();

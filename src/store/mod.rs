@@ -14,10 +14,10 @@
 //! case that skips the version check unless the task is missing or already terminal.
 //!
 //! - [`table`]: the task table as a trait, and the built-in [`VersionedTable`];
-//! - [`state`]: everything a store holds around its table;
-//! - [`wire`]: one request applied to a store, in a pod or in the host;
-//! - [`client`]: a replica's [`TaskStore`], local or remote;
-//! - [`host`]: the `store` host.
+//! - `state.rs`: everything a store holds around its table ([`StoreState`]);
+//! - `wire.rs`: one request applied to a store, in a pod or in the host;
+//! - `client.rs`: a replica's [`TaskStore`], local or remote;
+//! - `host.rs`: the `store` host ([`serve`]).
 
 mod client;
 mod host;

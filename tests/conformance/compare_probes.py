@@ -1,4 +1,4 @@
-"""Puts two probe.py recordings side by side, as Markdown (for /work/reports and docs).
+"""Puts two probe.py recordings side by side, as Markdown (for docs/CONFORMANCE.md).
 
 For each probe (matched by name, in the first file's order): the request as the first
 recording sent it, then each recording's answer (HTTP status, the headers probe.py kept,

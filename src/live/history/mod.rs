@@ -1,7 +1,7 @@
 //! `check-history`: a recorded history ([`super::recording`]) as a [`RunRecord`], and the
 //! checkers its data supports.
 //!
-//! Each client exchange becomes one [`Op`] (an injected duplicate too: the server saw it);
+//! Each client exchange becomes one [`Op`](crate::client::history::Op) (an injected duplicate too: the server saw it);
 //! the ledger's `effect` and `save` lines become the record's effects and save log; the
 //! `final-task` lines its final tasks. Both A2A wires are read ([`super::wire`]).
 //!

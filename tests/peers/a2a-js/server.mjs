@@ -11,9 +11,9 @@
 // process, so a replica knows only the tasks it saved itself (a follow-up, a GetTask or a
 // resubscribe on another replica finds nothing, and a killed replica forgets everything).
 //
-// The executor performs the turn of src/replica.rs: turn n of a conversation (the message's
-// data part {conversation, turn, turns}; for a plain text message, the task's next turn of
-// a --turns long conversation named after its contextId) sets the task working, thinks,
+// The executor performs the turn of src/replica/turn.rs: turn n of a conversation (the
+// message's data part {conversation, turn, turns}; for a plain text message, the task's next
+// turn of a --turns long conversation named after its contextId) sets the task working, thinks,
 // reports one business effect to the a2a-chaos ledger (/effect), composes, writes artifact
 // turn-n and ends input-required, or completed on the last turn. A cancel is cooperative:
 // the executor stops at its next step once its task was canceled. Effects and saves are

@@ -11,8 +11,8 @@ One process is one replica. It serves A2A 1.0 JSON-RPC on ``POST /`` and its car
 - ``--store versioned``: 1.3's cluster mode, ``VersionedDatabaseTaskStore`` plus
   ``DatabaseTaskEventStream`` (compare-and-swap, shared event log).
 
-The executor performs the turn of src/replica.rs: turn ``n`` of a conversation (read from the
-message's data part ``{conversation, turn, turns}``) sets the task working, thinks, performs
+The executor performs the turn of src/replica/turn.rs: turn ``n`` of a conversation (read from
+the message's data part ``{conversation, turn, turns}``) sets the task working, thinks, performs
 one business effect by POSTing it to the a2a-chaos ledger (``/effect``), composes, writes
 artifact ``turn-n`` and ends input-required, or completed on the conversation's last turn.
 A message without that data part (plain text) is a turn too: on a new task, turn 1 of a
