@@ -24,7 +24,8 @@
 //!   [`shard`] and [`journal`]: sweeps split over machines, and resumed after an interruption;
 //! - [`live`]: the same scripts over real TCP against real replicas (`serve`, `live`,
 //!   `fidelity`);
-//! - [`names`]: names that become file names (experiments, scenarios, models);
+//! - [`names`]: names that become file names (experiments, scenarios, models); [`input`]:
+//!   the one bounded reader every input file comes through;
 //! - [`shrink`]: from a failing run to a small scenario; [`strategies`]: proptest strategies
 //!   that generate scenarios for your own tests.
 
@@ -41,6 +42,7 @@ pub mod experiment;
 pub mod faults;
 pub mod fidelity;
 pub mod ground;
+pub mod input;
 pub mod live;
 pub mod logging;
 pub mod model;

@@ -206,8 +206,7 @@ pub fn cmd_merge(dirs: Vec<PathBuf>, out: Option<PathBuf>, wide: bool) -> Result
         }
         let csv_path = dir.join("runs.csv");
         let csv_origin = csv_path.display().to_string();
-        let bytes = std::fs::read(&csv_path)
-            .map_err(|e| InputError::new(&csv_origin, format!("cannot read: {e}")))?;
+        let bytes = crate::input::read_bytes(&csv_path, crate::input::FileKind::RunsCsv)?;
         let runs = report::parse_runs_csv(&bytes, &csv_origin)?;
         if runs.len() as u64 != m.runs {
             return Err(InputError::new(

@@ -66,8 +66,7 @@ fn load(path: &Option<PathBuf>) -> Result<(Experiment, Option<String>), InputErr
     match path {
         Some(p) => {
             let origin = p.display().to_string();
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| InputError::new(&origin, format!("cannot read: {e}")))?;
+            let text = crate::input::read_text(p, crate::input::FileKind::Experiment)?;
             let exp = Experiment::parse(&text, &origin, Some(origin.clone()))?;
             Ok((exp, Some(text)))
         }

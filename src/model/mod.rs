@@ -726,8 +726,7 @@ impl Profile {
     /// A built-in profile by name, or a profile file when `name` ends in `.toml`.
     pub fn load(name: &str) -> Result<Profile, InputError> {
         if name.ends_with(".toml") {
-            let text = std::fs::read_to_string(Path::new(name))
-                .map_err(|e| InputError::new(name, format!("cannot read model file: {e}")))?;
+            let text = crate::input::read_text(Path::new(name), crate::input::FileKind::Model)?;
             return Profile::parse(&text, name);
         }
         match BUILTIN.iter().find(|(n, _)| *n == name) {

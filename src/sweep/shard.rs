@@ -229,15 +229,16 @@ impl Manifest {
     pub fn read(dir: &Path) -> Result<Manifest, InputError> {
         let path = dir.join(MANIFEST);
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            InputError::new(
+        if let Err(e) = std::fs::metadata(&path) {
+            return Err(InputError::new(
                 &origin,
                 format!(
                     "cannot read: {e} (is {} the output of `run --shard`?)",
                     dir.display()
                 ),
-            )
-        })?;
+            ));
+        }
+        let text = crate::input::read_text(&path, crate::input::FileKind::Manifest)?;
         let m: Manifest = serde_json::from_str(&text)
             .map_err(|e| InputError::new(&origin, format!("not a shard manifest: {e}")))?;
         if m.format != 1 {
