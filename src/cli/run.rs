@@ -27,6 +27,7 @@ use std::time::Instant;
 use crate::check;
 use crate::error::InputError;
 use crate::experiment::{self, Experiment};
+use crate::output::files::OutLock;
 use crate::output::{report, terminal};
 use crate::sim::RunSummary;
 use crate::sweep::batch;
@@ -132,6 +133,8 @@ pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
             .unwrap_or_else(|| Path::new("results").join(&exp.file.name)),
     };
 
+    // One run at a time in a folder: a second one would truncate this one's journal.
+    let _lock = OutLock::take(&out)?;
     clean_stale_temporaries(&out);
     let all = runner::work_items(&exp);
     let mine = match &shard {

@@ -488,10 +488,7 @@ impl Fleet {
             .port();
         let line = self.command_line(index, port);
         let log_path = self.dir.join(format!("replica-{index}.log"));
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log_path)
+        let log = crate::output::files::append_no_follow(&log_path)
             .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
         let err = log
             .try_clone()

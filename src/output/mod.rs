@@ -1,7 +1,9 @@
 //! What a sweep writes and prints: tables and CSV ([`report`]), the chart ([`chart`]), the
 //! timeline of one failing run ([`timeline`]), the compact terminal summary ([`terminal`])
-//! and the JUnit file of `check --junit` ([`junit`]).
+//! and the JUnit file of `check --junit` ([`junit`]); [`files`] opens every output file
+//! without following links, and locks an output folder.
 pub mod chart;
+pub mod files;
 pub mod junit;
 pub mod report;
 pub mod terminal;

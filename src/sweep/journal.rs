@@ -12,7 +12,7 @@
 //! run sorted by work item, so they equal those of a sweep that went straight through; then
 //! the journal is removed.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 
 use crate::check::{self, Verdict};
 use crate::error::InputError;
+use crate::output::files as output;
 use crate::sim::{InvariantResult, RunSummary};
 
 /// The journal's file name inside the output directory.
@@ -54,7 +55,7 @@ impl Journal {
     pub fn create(dir: &Path, experiment: &str, fingerprint: &str) -> std::io::Result<Journal> {
         std::fs::create_dir_all(dir)?;
         let path = Journal::path_in(dir);
-        let mut file = File::create(&path)?;
+        let mut file = output::create_no_follow(&path)?;
         let head = json!({
             "a2a-chaos-journal": FORMAT,
             "experiment": experiment,
@@ -135,7 +136,7 @@ impl Journal {
                 resumed,
             )));
         }
-        let file = OpenOptions::new()
+        let file = output::options_no_follow()
             .write(true)
             .open(&path)
             .and_then(|f| {
@@ -144,7 +145,7 @@ impl Journal {
             })
             .and_then(|f| {
                 drop(f);
-                OpenOptions::new().append(true).open(&path)
+                output::options_no_follow().append(true).open(&path)
             })
             .map_err(|e| InputError::new(&origin, format!("cannot continue the journal: {e}")))?;
         Ok(Some((Journal { file, path }, resumed)))
