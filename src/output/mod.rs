@@ -1,9 +1,11 @@
 //! What a sweep writes and prints: tables and CSV ([`report`]), the chart ([`chart`]), the
 //! timeline of one failing run ([`timeline`]), the compact terminal summary ([`terminal`])
 //! and the JUnit file of `check --junit` ([`junit`]); [`files`] opens every output file
-//! without following links, and locks an output folder.
+//! without following links, and locks an output folder; [`html`] is the markup type the
+//! pages are built from, escaping every value by construction.
 pub mod chart;
 pub mod files;
+pub mod html;
 pub mod junit;
 pub mod report;
 pub mod terminal;
