@@ -6,6 +6,10 @@
 //! loopback ports of their own. Pushes go to the real URLs that push configs name (never to
 //! a private address; to loopback only with `--allow-loopback-push`). It serves until
 //! interrupted (Ctrl-C or SIGTERM).
+//!
+//! Real clients are nobody's script, so `serve`'s doors are bounded where a simulation's
+//! need not be: the connection limit and timeouts of [`crate::net::ServerLimits`]
+//! (`--max-connections`, `--header-timeout-ms`).
 
 use std::cell::RefCell;
 use std::io::Write as _;
@@ -43,9 +47,20 @@ pub struct ServeArgs {
     /// not serve it already (Mastra serves 0.3 natively).
     #[arg(long)]
     pub enable_v0_3_compat: bool,
+    /// Most connections served at once (default: a quarter of the open-file limit, at most
+    /// 4096). At the limit it stops accepting, and first sheds the oldest connection that
+    /// has not sent its request head.
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// How long a connection may take to send its request head (ms).
+    #[arg(long, value_name = "MS", default_value_t = crate::net::HEADER_TIMEOUT_MS)]
+    pub header_timeout_ms: u64,
 }
 
 pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
+    if args.max_connections == Some(0) {
+        return Err(InputError::new("--max-connections", "must be at least 1"));
+    }
     let mut profile = Profile::load(&args.model)?;
     if args.enable_v0_3_compat && profile.wire().v03() == crate::model::V03Wire::Off {
         let mut wire = profile.wire();
@@ -58,6 +73,7 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
         .build()
         .map_err(|e| InputError::new("serve", format!("cannot start a runtime: {e}")))?;
     let net = RealNet::new();
+    net.set_limits(server_limits(args.max_connections, args.header_timeout_ms));
     let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
     let bind = |host: &str, port: u16, addr: SocketAddr| {
         net.bind(host, port, addr)
@@ -177,4 +193,17 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
             Ok(1)
         }
     }
+}
+
+/// The bounds of `serve`'s and `proxy`'s servers from their flags.
+pub(super) fn server_limits(
+    connections: Option<usize>,
+    header_timeout_ms: u64,
+) -> net::ServerLimits {
+    let mut limits = net::ServerLimits::default();
+    if let Some(n) = connections {
+        limits.connections_max = n;
+    }
+    limits.header_timeout = std::time::Duration::from_millis(header_timeout_ms.max(1));
+    limits
 }
