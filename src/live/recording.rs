@@ -213,9 +213,14 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// Creates (or truncates) the file.
-    pub fn create(path: &Path) -> std::io::Result<Recorder> {
-        let file = std::fs::File::create(path)?;
+    /// Creates the file; one that exists is refused (`AlreadyExists`) unless `overwrite`.
+    /// A symbolic link in its place is refused either way.
+    pub fn create(path: &Path, overwrite: bool) -> std::io::Result<Recorder> {
+        let file = if overwrite {
+            crate::output::files::create_no_follow(path)?
+        } else {
+            crate::output::files::create_new(path)?
+        };
         Ok(Recorder {
             out: Rc::new(RefCell::new(std::io::BufWriter::new(file))),
             lines: Rc::default(),
