@@ -1,9 +1,8 @@
 //! Markup built so that no value reaches a page raw.
 //!
 //! [`Html`] is a fragment of HTML or SVG. Its constructors are [`Html::text`], which escapes,
-//! [`Html::new`] (empty), [`Html::from_static`] (a literal of the program's own), and the [`html!`](crate::output::html::html) and
-//! [`html_line!`](crate::output::html::html_line) macros, which append a template with its
-//! values: the template is the program's own markup (a literal), and every value goes
+//! [`Html::new`] (empty), [`Html::from_static`] (a literal of the program's own), and the
+//! crate's `html!` and `html_line!` macros, which append a template with its values: the template is the program's own markup (a literal), and every value goes
 //! through [`ToHtml`], which escapes text (`&str`, `String`) and writes numbers as they
 //! are; only another [`Html`] is taken as markup. The macros expand their template through
 //! `concat!`, so Rust refuses an implicit capture (`{name}` inside the template): every value
