@@ -589,7 +589,14 @@ pub enum BodyError {
 /// Reads a request body to its end; one over [`BODY_BYTES_MAX`] bytes is read on and
 /// dropped (at most [`DRAIN_BYTES_MAX`]) and refused, so the caller can answer it with a 413
 /// the client sees, rather than a reset connection.
-pub async fn read_request_or_drain(mut body: Incoming) -> Result<Bytes, BodyError> {
+pub async fn read_request_or_drain(body: Incoming) -> Result<Bytes, BodyError> {
+    let read = drain_request(body).await;
+    // Over real TCP, the connection no longer waits on its client (it is not shed).
+    bounded::body_read();
+    read
+}
+
+async fn drain_request(mut body: Incoming) -> Result<Bytes, BodyError> {
     let mut buf = Vec::new();
     let mut over = false;
     let mut seen = 0usize;
@@ -619,7 +626,14 @@ pub async fn read_request_or_drain(mut body: Incoming) -> Result<Bytes, BodyErro
 }
 
 /// Reads a request body to its end, refusing more than [`BODY_BYTES_MAX`] bytes.
-pub async fn read_request(mut body: Incoming) -> Result<Bytes, CallError> {
+pub async fn read_request(body: Incoming) -> Result<Bytes, CallError> {
+    let read = whole_request(body).await;
+    // Over real TCP, the connection no longer waits on its client (it is not shed).
+    bounded::body_read();
+    read
+}
+
+async fn whole_request(mut body: Incoming) -> Result<Bytes, CallError> {
     let mut buf = Vec::new();
     while let Some(frame) = next_request_frame(&mut body).await? {
         if let Some(data) = frame.data_ref() {

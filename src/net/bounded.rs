@@ -3,10 +3,12 @@
 //! - **Connection limit with back-pressure.** At most `connections_max` connections are
 //!   served at once. At the limit the loop stops accepting (the kernel's backlog holds the
 //!   rest, and past it the clients' own retries) and resumes as soon as one ends. Before it
-//!   waits, it sheds the oldest connection that has not sent a whole request head yet: an
-//!   idle socket is the cheapest thing to give up, and shedding the oldest first means a
-//!   client that connects and sends its request at once is served even while thousands of
-//!   idle sockets queue in front of it.
+//!   waits, it sheds the oldest connection that is still waiting on its client: one that has
+//!   not sent a whole request head, or whose handler is still reading a request body that
+//!   has not all arrived ([`body_read`]). Such a socket is the cheapest thing to give up
+//!   (nothing has been done for it), and shedding the oldest first means a client that
+//!   connects and sends its request at once is served even while thousands of idle or slow
+//!   sockets queue in front of it. A connection whose request is whole is never shed.
 //! - **Header timeout.** A connection that has not sent its request head within
 //!   `header_timeout` is closed.
 //! - **Write stall.** A client that reads nothing of its answer for `write_stall_timeout` is
@@ -46,9 +48,35 @@ struct Book {
     open: Cell<usize>,
     /// Woken when a connection ends.
     freed: Notify,
-    /// Connections that have not sent a whole request head yet, by accept order, each with
-    /// the signal that sheds it.
-    waiting: RefCell<BTreeMap<u64, Rc<Notify>>>,
+    /// Connections still waiting on their client (no whole head, or a body still being
+    /// read), by accept order, each with the signal that sheds it.
+    waiting: RefCell<BTreeMap<u64, Rc<Shed>>>,
+}
+
+/// The signal that sheds one connection: set, then notified.
+#[derive(Default)]
+struct Shed {
+    set: Cell<bool>,
+    notify: Notify,
+}
+
+/// The connection a handler serves, for [`body_read`].
+struct Current {
+    book: Rc<Book>,
+    id: u64,
+}
+
+tokio::task_local! {
+    static CURRENT: Current;
+}
+
+/// Says that the handler of this task's connection has read its request body (to its end,
+/// or given up on it): the connection no longer waits on its client and is not shed. Outside
+/// a bounded real server (every simulation) it does nothing.
+pub(crate) fn body_read() {
+    let _ = CURRENT.try_with(|c| {
+        c.book.waiting.borrow_mut().remove(&c.id);
+    });
 }
 
 /// Counts a connection while it lives.
@@ -125,7 +153,8 @@ pub(super) async fn accept_until<H, F, G, T>(
         while book.open.get() >= connections_max {
             let oldest = book.waiting.borrow_mut().pop_first();
             if let Some((_, shed)) = oldest {
-                shed.notify_one();
+                shed.set.set(true);
+                shed.notify.notify_one();
             }
             tokio::select! {
                 biased;
@@ -145,7 +174,7 @@ pub(super) async fn accept_until<H, F, G, T>(
                 let id = next_id;
                 next_id += 1;
                 book.open.set(book.open.get() + 1);
-                let shed = Rc::new(Notify::new());
+                let shed = Rc::new(Shed::default());
                 book.waiting.borrow_mut().insert(id, shed.clone());
                 let open = Open(book.clone(), id);
                 serve(stream, limits, handler.clone(), guard(), open, shed);
@@ -170,7 +199,7 @@ fn serve<H, F, T>(
     handler: H,
     guard: T,
     open: Open,
-    shed: Rc<Notify>,
+    shed: Rc<Shed>,
 ) where
     H: Fn(Request<Incoming>) -> F + Clone + 'static,
     F: Future<Output = Result<Response<BoxBody>, BoxError>> + 'static,
@@ -181,13 +210,23 @@ fn serve<H, F, T>(
         let headed = Rc::new(Cell::new(false));
         let service = {
             let (headed, book, id) = (headed.clone(), open.0.clone(), open.1);
-            hyper::service::service_fn(move |req| {
-                // The head is in: this connection is a request now, not an idle socket.
+            hyper::service::service_fn(move |req: Request<Incoming>| {
+                // The head is in; the connection waits on its client until its body is read
+                // (at once when it has none).
                 headed.set(true);
-                book.waiting.borrow_mut().remove(&id);
-                handler(req)
+                if http_body::Body::is_end_stream(req.body()) {
+                    book.waiting.borrow_mut().remove(&id);
+                }
+                CURRENT.scope(
+                    Current {
+                        book: book.clone(),
+                        id,
+                    },
+                    handler(req),
+                )
             })
         };
+
         let io = Stalling::new(stream, limits.write_stall_timeout);
         let connection = hyper::server::conn::http1::Builder::new()
             .auto_date_header(false)
@@ -205,8 +244,9 @@ fn serve<H, F, T>(
                         break;
                     }
                 }
-                () = shed.notified(), if !headed.get() => {
-                    if !headed.get() {
+                // Shed by the accept loop (only ever while it waited on its client).
+                () = shed.notify.notified() => {
+                    if shed.set.get() {
                         break;
                     }
                 }
