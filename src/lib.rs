@@ -25,7 +25,8 @@
 //! - [`live`]: the same scripts over real TCP against real replicas (`serve`, `live`,
 //!   `fidelity`);
 //! - [`names`]: names that become file names (experiments, scenarios, models); [`input`]:
-//!   the one bounded reader every input file comes through;
+//!   the one bounded reader every input file comes through; [`files`]: output files that
+//!   cannot be hijacked (no symbolic links, one process per output folder);
 //! - [`shrink`]: from a failing run to a small scenario; [`strategies`]: proptest strategies
 //!   that generate scenarios for your own tests.
 
@@ -41,6 +42,7 @@ pub mod error;
 pub mod experiment;
 pub mod faults;
 pub mod fidelity;
+pub mod files;
 pub mod ground;
 pub mod input;
 pub mod live;

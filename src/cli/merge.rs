@@ -311,7 +311,7 @@ pub fn cmd_merge(dirs: Vec<PathBuf>, out: Option<PathBuf>, wide: bool) -> Result
             None
         }
     };
-    let _lock = crate::output::files::OutLock::take(&out)?;
+    let _lock = crate::files::OutLock::take(&out)?;
     write_outputs(exp.as_ref(), &m.experiment, &runs, &out)?;
     Ok(0)
 }

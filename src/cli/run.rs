@@ -27,7 +27,7 @@ use std::time::Instant;
 use crate::check;
 use crate::error::InputError;
 use crate::experiment::{self, Experiment};
-use crate::output::files::OutLock;
+use crate::files::OutLock;
 use crate::output::{report, terminal};
 use crate::sim::RunSummary;
 use crate::sweep::batch;

@@ -237,7 +237,7 @@ pub fn write_results(dir: &Path, rows: &[Row]) -> Result<(), InputError> {
     let io = |e: std::io::Error| InputError::new(dir.display().to_string(), e.to_string());
     std::fs::create_dir_all(dir).map_err(io)?;
     let summary = summarise(rows);
-    let write = crate::output::files::write_atomic;
+    let write = crate::files::write_atomic;
     write(&dir.join("runs.csv"), runs_csv(rows).as_bytes()).map_err(io)?;
     write(&dir.join("summary.csv"), summary_csv(&summary).as_bytes()).map_err(io)?;
     write(&dir.join("summary.md"), summary_table(&summary).as_bytes()).map_err(io)?;
@@ -313,6 +313,6 @@ pub fn write_found(
         "{}.toml",
         script.file.name.replacen("gen-", "found-", 1)
     ));
-    crate::output::files::write_atomic(&path, text.as_bytes()).map_err(io)?;
+    crate::files::write_atomic(&path, text.as_bytes()).map_err(io)?;
     Ok(path)
 }

@@ -488,7 +488,7 @@ impl Fleet {
             .port();
         let line = self.command_line(index, port);
         let log_path = self.dir.join(format!("replica-{index}.log"));
-        let log = crate::output::files::append_no_follow(&log_path)
+        let log = crate::files::append_no_follow(&log_path)
             .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
         let err = log
             .try_clone()

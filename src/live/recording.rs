@@ -217,9 +217,9 @@ impl Recorder {
     /// A symbolic link in its place is refused either way.
     pub fn create(path: &Path, overwrite: bool) -> std::io::Result<Recorder> {
         let file = if overwrite {
-            crate::output::files::create_no_follow(path)?
+            crate::files::create_no_follow(path)?
         } else {
-            crate::output::files::create_new(path)?
+            crate::files::create_new(path)?
         };
         Ok(Recorder {
             out: Rc::new(RefCell::new(std::io::BufWriter::new(file))),

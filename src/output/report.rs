@@ -155,9 +155,9 @@ pub fn table(runs: &[RunSummary]) -> String {
 
 /// Writes `contents` to `path` atomically: to `<name>.tmp-<pid>` beside it, synced, then
 /// renamed into place, so a reader (or a run killed half-way) never leaves half a file.
-/// A symbolic link at `path` is refused ([`crate::output::files::write_atomic`]).
+/// A symbolic link at `path` is refused ([`crate::files::write_atomic`]).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    crate::output::files::write_atomic(path, contents)
+    crate::files::write_atomic(path, contents)
 }
 
 /// A run's latencies as `runs.csv` stores them: ascending values, each followed by `xN`

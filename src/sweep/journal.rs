@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 
 use crate::check::{self, Verdict};
 use crate::error::InputError;
-use crate::output::files as output;
+use crate::files;
 use crate::sim::{InvariantResult, RunSummary};
 
 /// The journal's file name inside the output directory.
@@ -55,7 +55,7 @@ impl Journal {
     pub fn create(dir: &Path, experiment: &str, fingerprint: &str) -> std::io::Result<Journal> {
         std::fs::create_dir_all(dir)?;
         let path = Journal::path_in(dir);
-        let mut file = output::create_no_follow(&path)?;
+        let mut file = files::create_no_follow(&path)?;
         let head = json!({
             "a2a-chaos-journal": FORMAT,
             "experiment": experiment,
@@ -144,7 +144,7 @@ impl Journal {
                 resumed,
             )));
         }
-        let file = output::options_no_follow()
+        let file = files::options_no_follow()
             .write(true)
             .open(&path)
             .and_then(|f| {
@@ -153,7 +153,7 @@ impl Journal {
             })
             .and_then(|f| {
                 drop(f);
-                output::options_no_follow().append(true).open(&path)
+                files::options_no_follow().append(true).open(&path)
             })
             .map_err(|e| InputError::new(&origin, format!("cannot continue the journal: {e}")))?;
         Ok(Some((Journal { file, path }, resumed)))
