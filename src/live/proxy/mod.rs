@@ -22,9 +22,13 @@
 //! tasks/get on the 0.3 wire) and writes the copies as `final-task` lines, the last effects
 //! and saves, and a `stop` line. Every upstream is taken as ready: the proxy does no health
 //! checks.
+//!
+//! The faults' periods are in `faults.rs`, the final read (with the credentials it sends)
+//! in `final_read.rs`. The listener and the ledger keep the bounds of
+//! [`crate::net::ServerLimits`]; the run ends in [`Stopped`]: as asked, or a failure.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -46,6 +50,11 @@ use super::recording::{Line, Recorder, SaveLine};
 use super::wire;
 use super::{observer, recording};
 
+mod faults;
+mod final_read;
+
+pub use faults::Faults;
+
 /// Request headers passed on to the upstream (the rest are hop-by-hop or the proxy's).
 const FORWARDED: &[&str] = &[
     "a2a-version",
@@ -54,51 +63,6 @@ const FORWARDED: &[&str] = &[
     "x-a2a-extensions",
     CONTEXT_HEADER,
 ];
-
-/// Most task ids read back when the proxy stops.
-const FINAL_TASKS_MAX: usize = 1000;
-
-/// The request-level faults to inject.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Faults {
-    /// Duplicate every Nth request.
-    pub duplicate_every: Option<u64>,
-    /// Drop the reply to every Nth request.
-    pub drop_reply_every: Option<u64>,
-    /// Hold requests this long before forwarding them.
-    pub delay_ms: u64,
-    /// ... every Nth request (1: all).
-    pub delay_every: u64,
-}
-
-impl Faults {
-    fn hits(every: Option<u64>, k: u64, seed: u64) -> bool {
-        every.is_some_and(|n| n > 0 && (k.wrapping_add(seed)) % n == 0)
-    }
-
-    /// The faults, in words, for the `start` line.
-    pub fn describe(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if let Some(n) = self.duplicate_every {
-            out.push(format!(
-                "duplicate 1 request in {n} (request k when (k + seed) % {n} == 0)"
-            ));
-        }
-        if let Some(n) = self.drop_reply_every {
-            out.push(format!(
-                "drop the reply to 1 request in {n} (request k when (k + seed) % {n} == 0)"
-            ));
-        }
-        if self.delay_ms > 0 {
-            out.push(format!(
-                "delay 1 request in {} by {} ms",
-                self.delay_every.max(1),
-                self.delay_ms
-            ));
-        }
-        out
-    }
-}
 
 /// What `a2a-chaos proxy` was asked to do.
 #[derive(Debug, Clone)]
@@ -782,54 +746,6 @@ impl Proxy {
             }
             Err(e) => {
                 self.respond_line(seq, status, i, by, None, false, false, Some(e.to_string()))
-            }
-        }
-    }
-
-    /// Every task seen, read from every upstream, as `final-task` lines.
-    async fn read_final_tasks(&self) {
-        let ids: BTreeSet<String> = self.contexts.borrow().keys().cloned().collect();
-        let method = if self.v03.get() {
-            "tasks/get"
-        } else {
-            "GetTask"
-        };
-        for id in ids.iter().take(FINAL_TASKS_MAX) {
-            for (i, up) in self.upstreams.iter().enumerate() {
-                let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": method, "params": {"id": id}});
-                let mut headers = if self.v03.get() {
-                    Vec::new()
-                } else {
-                    vec![("a2a-version", "1.0".to_string())]
-                };
-                let token = self.options.token.as_ref().map(|t| format!("Bearer {t}"));
-                if let Some(a) = token.or_else(|| self.credentials.borrow().get(id).cloned()) {
-                    headers.push(("authorization", a));
-                }
-                let mut call = self.call(
-                    i,
-                    "/",
-                    Bytes::from(serde_json::to_vec(&body).expect("requests serialise")),
-                    &headers,
-                );
-                call.timeout = Duration::from_secs(3);
-                let Ok(reply) = net::send(&call).await else {
-                    continue;
-                };
-                let Ok(value) = serde_json::from_slice::<Value>(&reply.body) else {
-                    continue;
-                };
-                let Some(result) = value.get("result") else {
-                    continue;
-                };
-                let task = result.get("task").unwrap_or(result).clone();
-                if task.get("id").and_then(Value::as_str) == Some(id.as_str()) {
-                    self.recorder.write(&Line::FinalTask {
-                        at_ms: now_ms(),
-                        replica: up.name.clone(),
-                        task,
-                    });
-                }
             }
         }
     }
