@@ -152,8 +152,7 @@ impl Experiment {
     /// Reads an experiment file.
     pub fn load(path: &Path) -> Result<Experiment, InputError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| InputError::new(&origin, format!("cannot read: {e}")))?;
+        let text = crate::input::read_text(path, crate::input::FileKind::Experiment)?;
         Experiment::parse(&text, &origin, Some(origin.clone()))
     }
 

@@ -61,6 +61,9 @@
 //!   - [`logging`]: logs stamped with simulated time;
 //!   - [`names`]: names that become file names (experiments, scenarios, models);
 //!   - [`error`]: errors for unusable input, naming the file;
+//!   - [`input`]: the one bounded reader every input file comes through;
+//!   - [`files`]: output files that cannot be hijacked (no symbolic links, one process per
+//!     output folder);
 //!   - [`activity`]: the work in flight that tells the driver a run has settled;
 //!   - [`seed`]: one run seed and a derived stream for each consumer of it.
 
@@ -76,7 +79,9 @@ pub mod error;
 pub mod experiment;
 pub mod faults;
 pub mod fidelity;
+pub mod files;
 pub mod ground;
+pub mod input;
 pub mod live;
 pub mod logging;
 pub mod model;

@@ -14,6 +14,15 @@
 //! real listeners it holds (one per port) and connects by host name to the real addresses it
 //! maps; a thread without one (every simulation) uses turmoil, exactly as before. The choice
 //! is one thread-local read per connection, so the simulation's cost and traces are unchanged.
+//!
+//! A real server faces clients nobody scripted, so on real TCP every door is bounded
+//! ([`ServerLimits`], never applied in a simulation): at most `connections_max` connections
+//! at once (at the limit the server stops accepting, and first sheds the oldest connection
+//! that has not sent its request head yet, so idle sockets cannot starve real clients); a
+//! request head must arrive within `header_timeout`, each piece of a request body within
+//! `body_idle_timeout`, and a client that reads nothing of its answer for `write_stall_timeout`
+//! is cut. A failed `accept` (EMFILE, ENFILE, ECONNABORTED, ...) is logged and retried after a
+//! short backoff: the server never stops on one.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -47,6 +56,62 @@ pub struct RealNet {
     /// The same moment by the machine's wall clock, to place times other processes on this
     /// machine report ([`RealNet::ms_at_unix`]).
     start_unix: std::cell::Cell<std::time::SystemTime>,
+    /// The bounds every server of this thread keeps.
+    limits: std::cell::Cell<ServerLimits>,
+}
+
+/// The bounds of a real server (see the module docs). The simulation has none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// Most connections served at once, per listener.
+    pub connections_max: usize,
+    /// How long a connection may take to send its request head.
+    pub header_timeout: Duration,
+    /// How long a request body may go without a byte.
+    pub body_idle_timeout: Duration,
+    /// How long a client may read nothing of its answer.
+    pub write_stall_timeout: Duration,
+}
+
+/// Default time for a request head to arrive (ms).
+pub const HEADER_TIMEOUT_MS: u64 = 10_000;
+
+/// Most connections a server serves at once by default, whatever the descriptor limit.
+pub const CONNECTIONS_MAX_DEFAULT: usize = 4096;
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            connections_max: ServerLimits::connections_for_fd_limit(fd_limit()),
+            header_timeout: Duration::from_millis(HEADER_TIMEOUT_MS),
+            body_idle_timeout: Duration::from_secs(10),
+            write_stall_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl ServerLimits {
+    /// The default connection limit for a process that may open `fds` descriptors: a
+    /// quarter of them, less a reserve (every connection may need a few more: the call it
+    /// makes to an upstream, the store or the ledger, and the other end when that is in
+    /// this process), at least 16 and at most [`CONNECTIONS_MAX_DEFAULT`].
+    pub fn connections_for_fd_limit(fds: u64) -> usize {
+        (fds.saturating_sub(64) / 4).clamp(16, CONNECTIONS_MAX_DEFAULT as u64) as usize
+    }
+}
+
+/// This process's soft limit on open descriptors (`RLIMIT_NOFILE`); 1024 when unknown.
+pub fn fd_limit() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+        limit.rlim_cur
+    } else {
+        1024
+    }
 }
 
 impl RealNet {
@@ -57,7 +122,18 @@ impl RealNet {
             listeners: RefCell::default(),
             start: std::cell::Cell::new(Instant::now()),
             start_unix: std::cell::Cell::new(std::time::SystemTime::now()),
+            limits: std::cell::Cell::new(ServerLimits::default()),
         })
+    }
+
+    /// Sets the bounds the servers of this map keep (for servers started after the call).
+    pub fn set_limits(&self, limits: ServerLimits) {
+        self.limits.set(limits);
+    }
+
+    /// The bounds the servers of this map keep.
+    pub fn limits(&self) -> ServerLimits {
+        self.limits.get()
     }
 
     /// Starts the clock again (a pool's next scenario begins at 0 ms).
@@ -211,12 +287,7 @@ where
                 format!("no real listener was bound for port {port} (RealNet::bind)")
             })?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
-        let accept = async || {
-            let (stream, _peer) = listener.accept().await?;
-            let _ = stream.set_nodelay(true);
-            Ok(stream)
-        };
-        accept_until(accept, stop.as_mut(), &handler, &guard).await?;
+        bounded::accept_until(&listener, net.limits(), stop.as_mut(), &handler, &guard).await;
     } else {
         let listener = turmoil::net::TcpListener::bind(("0.0.0.0", port)).await?;
         let accept = async || listener.accept().await.map(|(stream, _peer)| stream);
@@ -249,6 +320,8 @@ where
         }
     }
 }
+
+mod bounded;
 
 fn serve_connection<S, H, F, T>(stream: S, handler: H, guard: T)
 where
@@ -516,12 +589,21 @@ pub enum BodyError {
 /// Reads a request body to its end; one over [`BODY_BYTES_MAX`] bytes is read on and
 /// dropped (at most [`DRAIN_BYTES_MAX`]) and refused, so the caller can answer it with a 413
 /// the client sees, rather than a reset connection.
-pub async fn read_request_or_drain(mut body: Incoming) -> Result<Bytes, BodyError> {
+pub async fn read_request_or_drain(body: Incoming) -> Result<Bytes, BodyError> {
+    let read = drain_request(body).await;
+    // Over real TCP, the connection no longer waits on its client (it is not shed).
+    bounded::body_read();
+    read
+}
+
+async fn drain_request(mut body: Incoming) -> Result<Bytes, BodyError> {
     let mut buf = Vec::new();
     let mut over = false;
     let mut seen = 0usize;
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| BodyError::Call(CallError::Broken(e.to_string())))?;
+    while let Some(frame) = next_request_frame(&mut body)
+        .await
+        .map_err(BodyError::Call)?
+    {
         if let Some(data) = frame.data_ref() {
             seen = seen.saturating_add(data.len());
             if seen > BODY_BYTES_MAX {
@@ -545,5 +627,43 @@ pub async fn read_request_or_drain(mut body: Incoming) -> Result<Bytes, BodyErro
 
 /// Reads a request body to its end, refusing more than [`BODY_BYTES_MAX`] bytes.
 pub async fn read_request(body: Incoming) -> Result<Bytes, CallError> {
-    read_body(body, BODY_BYTES_MAX).await
+    let read = whole_request(body).await;
+    // Over real TCP, the connection no longer waits on its client (it is not shed).
+    bounded::body_read();
+    read
+}
+
+async fn whole_request(mut body: Incoming) -> Result<Bytes, CallError> {
+    let mut buf = Vec::new();
+    while let Some(frame) = next_request_frame(&mut body).await? {
+        if let Some(data) = frame.data_ref() {
+            if buf.len() + data.len() > BODY_BYTES_MAX {
+                return Err(CallError::Broken(format!(
+                    "body over {BODY_BYTES_MAX} bytes"
+                )));
+            }
+            buf.extend_from_slice(data);
+        }
+    }
+    Ok(Bytes::from(buf))
+}
+
+/// The next frame of a request body. Over real TCP a body that sends nothing for the
+/// server's `body_idle_timeout` is given up ([`ServerLimits`]); a simulation waits as it
+/// always has.
+async fn next_request_frame(body: &mut Incoming) -> Result<Option<Frame<Bytes>>, CallError> {
+    let broken = |e: hyper::Error| CallError::Broken(e.to_string());
+    match real() {
+        Some(net) => {
+            let idle = net.limits().body_idle_timeout;
+            match tokio::time::timeout(idle, body.frame()).await {
+                Ok(frame) => frame.transpose().map_err(broken),
+                Err(_) => Err(CallError::Broken(format!(
+                    "the request body sent nothing for {} ms",
+                    idle.as_millis()
+                ))),
+            }
+        }
+        None => body.frame().await.transpose().map_err(broken),
+    }
 }

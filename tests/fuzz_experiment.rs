@@ -48,6 +48,10 @@ fn check_parse(text: &str) -> Result<u64, TestCaseError> {
             for (name, rate) in &f.faults.rates {
                 prop_assert!(FAULTS.iter().any(|(n, _)| n == name), "fault {name}");
                 prop_assert!(rate.is_finite() && *rate >= 0.0, "{name} = {rate}");
+                // Within what the rate means (a probability, or what the planner places).
+                let kind = a2a_chaos::faults::fault(name).expect("a known fault");
+                let max = kind.rate().max(f.faults.window_ms, f.faults.swarm);
+                prop_assert!(*rate <= max, "{name} = {rate} over {max}");
             }
             // The budget covers the fault window and the liveness phase.
             let needed = u128::from(f.faults.window_ms) + u128::from(f.faults.liveness_ms);
@@ -293,9 +297,27 @@ fn bound_fault_rates_must_be_finite_and_non_negative() {
         let err = Experiment::parse(&text, "f.toml", None).unwrap_err();
         assert!(err.message.contains("kill"), "{rate}: {err}");
     }
-    // Huge but finite rates are accepted: planning caps arrivals at 1000 per fault.
+    // A rate means arrivals per simulated second over the window: one past what the planner
+    // places (1,000 a fault, half of that expected at the swarm's largest draw) would plan a
+    // thousand kills near t = 0, close to none at all, so it is refused naming its range.
     let text = a2a_chaos::experiment::DEFAULT.replace("kill = 0.6", "kill = 1e308");
+    let err = Experiment::parse(&text, "f.toml", None).unwrap_err();
+    assert!(
+        err.message.contains("kill = 1e308 is out of range")
+            && err.message.contains("the range is [0, 95.238]"),
+        "{err}"
+    );
+    let text = a2a_chaos::experiment::DEFAULT.replace("kill = 0.6", "kill = 95");
     assert!(Experiment::parse(&text, "f.toml", None).is_ok());
+    // A probability is in [0, 1].
+    for (line, ok) in [("lost-reply = 1.0", true), ("lost-reply = 7", false)] {
+        let text = a2a_chaos::experiment::DEFAULT.replace("lost-reply = 0.03", line);
+        assert_eq!(
+            Experiment::parse(&text, "f.toml", None).is_ok(),
+            ok,
+            "{line}"
+        );
+    }
 }
 
 #[test]

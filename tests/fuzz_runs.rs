@@ -75,7 +75,7 @@ fn generated_run() -> impl Strategy<Value = String> {
         ),
         proptest::collection::btree_map(
             proptest::sample::select(&["kill", "partition", "latency", "lost-reply"][..]),
-            prop_oneof![Just(0.0f64), Just(0.5), Just(2.0), Just(1e6)],
+            0usize..4,
             0..4,
         ),
     )
@@ -104,7 +104,15 @@ fn generated_run() -> impl Strategy<Value = String> {
                 if rates.is_empty() {
                     s.push_str("none = true\n");
                 }
-                for (k, v) in rates {
+                // Values within what each rate means (faults::Rate): a probability in [0, 1];
+                // arrivals per second up to a heavy 50/s, which every window drawn here
+                // lets the planner place.
+                for (k, i) in rates {
+                    let v = if k == "lost-reply" {
+                        [0.0f64, 0.5, 1.0, 1.0][i]
+                    } else {
+                        [0.0f64, 0.5, 2.0, 50.0][i]
+                    };
                     s.push_str(&format!("{k} = {v:?}\n"));
                 }
                 s

@@ -5,7 +5,7 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | base | `seed`, `activity` (work in flight), `error`, `names` (names that become file names), `logging`, `net`, `faults` (fault kinds as data), `trace`, `protocol`, `model`, `auth` |
+//! | base | `seed`, `activity` (work in flight), `error`, `input` (the bounded reader of every input file), `files` (output files never written through a link; the output folder's lock), `names` (names that become file names), `logging`, `net`, `faults` (fault kinds as data), `trace`, `protocol`, `model`, `auth` |
 //! | hosts | `buggify`, `store`, `ground` (ledger, webhook, push egress), `card`, `router`, `replica`, `client` |
 //! | drive | `workload`, `scenario`, `world` (the turmoil world and its driver) |
 //! | judge | `check` |
@@ -29,6 +29,8 @@ const ORDER: &[&str] = &[
     "seed",
     "activity",
     "error",
+    "input",
+    "files",
     "names",
     "logging",
     "net",

@@ -431,7 +431,15 @@ fn the_comparison_catches_a_deliberately_wrong_profile() {
     std::fs::create_dir_all(&dir).unwrap();
     let right = std::fs::read_to_string(root.join("models/a2a-python-1.3-plain.toml")).unwrap();
     assert!(right.contains("queued_terminal = \"run\""));
-    let wrong = right.replace("queued_terminal = \"run\"", "queued_terminal = \"refuse\"");
+    // A name of its own: a profile file may not take a built-in model's name.
+    let wrong = right
+        .replace("queued_terminal = \"run\"", "queued_terminal = \"refuse\"")
+        .replacen(
+            "name = \"a2a-python-1.3-plain\"",
+            "name = \"a2a-python-1.3-plain-wrong\"",
+            1,
+        );
+    assert_ne!(wrong, right);
     let profile = dir.join("wrong-plain.toml");
     std::fs::write(&profile, wrong).unwrap();
     let scenario = std::fs::read_to_string(

@@ -3,13 +3,20 @@
 //! ([`process_cpu_s`]), and the stopwatch every phase is timed with (wall and CPU seconds
 //! together).
 //!
-//! Everything is read from `/proc` and is `None` where `/proc` does not tell.
+//! Everything is read from `/proc` (through the one bounded reader, [`crate::input`]) and is
+//! `None` where `/proc` does not tell.
 
+use std::path::Path;
 use std::time::Instant;
+
+/// A `/proc` file's text, if it can be read.
+fn proc_text(path: &str) -> Option<String> {
+    crate::input::read_text(Path::new(path), crate::input::FileKind::Log).ok()
+}
 
 /// Peak resident set size of this process (`VmHWM`), in KiB, if `/proc` has it.
 pub fn peak_rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let status = proc_text("/proc/self/status")?;
     status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
@@ -18,7 +25,7 @@ pub fn peak_rss_kib() -> Option<u64> {
 
 /// The load averages, as `/proc/loadavg` gives them (first three fields).
 pub fn load_average() -> Option<(f64, String)> {
-    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let text = proc_text("/proc/loadavg")?;
     let fields: Vec<&str> = text.split_whitespace().take(3).collect();
     let one = fields.first()?.parse().ok()?;
     Some((one, fields.join(" ")))
@@ -27,7 +34,7 @@ pub fn load_average() -> Option<(f64, String)> {
 /// CPU seconds this process has used, user plus system, every thread (`/proc/self/stat`,
 /// in the kernel's 100 Hz clock ticks).
 pub fn process_cpu_s() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let stat = proc_text("/proc/self/stat")?;
     // The command name (field 2) may hold spaces; the fields after its `)` are fixed.
     let rest = &stat[stat.rfind(')')? + 1..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
@@ -59,5 +66,18 @@ impl Stopwatch {
             _ => None,
         };
         (self.wall.elapsed().as_secs_f64(), cpu)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_files_read_through_the_bounded_reader() {
+        // /proc files say they hold 0 bytes; the reader's cap, not their size, bounds them.
+        assert!(peak_rss_kib().is_some_and(|k| k > 0));
+        assert!(load_average().is_some());
+        assert!(process_cpu_s().is_some());
     }
 }

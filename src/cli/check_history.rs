@@ -4,7 +4,10 @@
 //! Output as `check`: each invariant's verdict, with the reason for each `unknown` the
 //! history's data forces; `--json` prints the contract's object last (with `unknown_because`
 //! and `partial`); `--timeline FILE.html` draws the history. Exit 0 when no invariant
-//! failed, 1 when one did, 2 for unusable input.
+//! failed and at least one was exercised, 1 when one failed or the recording exercised
+//! nothing (every verdict unknown: an empty recording proves nothing, as a `check` that
+//! exercised nothing), 2 for unusable input (a malformed recording among them: two lines
+//! recording one request differently).
 
 use std::path::{Path, PathBuf};
 
@@ -40,6 +43,10 @@ pub fn cmd_check_history(args: CheckHistoryArgs) -> Result<i32, InputError> {
     let checked = history::check_all(&recorded);
     let summary = summarise(&recorded.record, &checked.findings, 0);
     let failed = !summary.violated().is_empty();
+    let exercised_nothing = summary
+        .invariants
+        .iter()
+        .all(|i| i.verdict == crate::check::Verdict::Unknown);
     if !args.json {
         let r = &recorded.record;
         println!(
@@ -75,6 +82,8 @@ pub fn cmd_check_history(args: CheckHistoryArgs) -> Result<i32, InputError> {
             "{}",
             if failed {
                 "violations found"
+            } else if exercised_nothing {
+                "the recording exercised nothing: every invariant is unknown, so it proves nothing"
             } else {
                 "no violations found"
             }
@@ -95,7 +104,8 @@ pub fn cmd_check_history(args: CheckHistoryArgs) -> Result<i32, InputError> {
     }
     if args.json {
         let f = file.clone();
-        let mut value = report::check_json(&file, &[summary], !failed, move |_| {
+        let passed = !failed && !exercised_nothing;
+        let mut value = report::check_json(&file, &[summary], passed, move |_| {
             format!("a2a-chaos check-history {f}")
         });
         value["unknown_because"] = serde_json::json!(checked.unknown);
@@ -103,5 +113,5 @@ pub fn cmd_check_history(args: CheckHistoryArgs) -> Result<i32, InputError> {
         value["notes"] = serde_json::json!(recorded.notes);
         println!("{value}");
     }
-    Ok(if failed { 1 } else { 0 })
+    Ok(if failed || exercised_nothing { 1 } else { 0 })
 }

@@ -206,8 +206,7 @@ pub fn cmd_merge(dirs: Vec<PathBuf>, out: Option<PathBuf>, wide: bool) -> Result
         }
         let csv_path = dir.join("runs.csv");
         let csv_origin = csv_path.display().to_string();
-        let bytes = std::fs::read(&csv_path)
-            .map_err(|e| InputError::new(&csv_origin, format!("cannot read: {e}")))?;
+        let bytes = crate::input::read_bytes(&csv_path, crate::input::FileKind::RunsCsv)?;
         let runs = report::parse_runs_csv(&bytes, &csv_origin)?;
         if runs.len() as u64 != m.runs {
             return Err(InputError::new(
@@ -312,6 +311,7 @@ pub fn cmd_merge(dirs: Vec<PathBuf>, out: Option<PathBuf>, wide: bool) -> Result
             None
         }
     };
+    let _lock = crate::files::OutLock::take(&out)?;
     write_outputs(exp.as_ref(), &m.experiment, &runs, &out)?;
     Ok(0)
 }

@@ -184,8 +184,7 @@ pub enum Loaded {
 /// Reads a scenario or experiment file, telling them apart by the `models` key.
 pub fn load(path: &Path) -> Result<Loaded, InputError> {
     let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| InputError::new(&origin, format!("cannot read: {e}")))?;
+    let text = crate::input::read_text(path, crate::input::FileKind::ScenarioOrExperiment)?;
     let value: toml::Table =
         toml::from_str(&text).map_err(|e| InputError::toml(&origin, &text, &e))?;
     if value.contains_key("models") {

@@ -1,5 +1,6 @@
 //! `a2a-chaos proxy`: the recording proxy in front of a user's replicas (see
-//! [`crate::live::proxy`]). Exit 0 when it stopped cleanly, 2 for unusable input.
+//! [`crate::live::proxy`]). Exit 0 when it stopped as asked, 1 when its listener failed, 2
+//! for unusable input (an existing `--out` without `--force` among them).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -23,9 +24,24 @@ pub struct ProxyArgs {
     /// Seeds the strategy's choices and the fault schedule.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// The history file to write (JSONL).
+    /// The history file to write (JSONL). An existing file is refused unless --force.
     #[arg(long, default_value = "history.jsonl")]
     pub out: PathBuf,
+    /// Overwrite the --out history if there is one.
+    #[arg(long)]
+    pub force: bool,
+    /// The Bearer token the final read sends (GetTask of every task seen); without it, each
+    /// task is read with the Authorization header its client sent.
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// Most client connections served at once (default: a quarter of the open-file limit,
+    /// at most 4096); at the limit the oldest connection that has not sent its request head
+    /// is shed first.
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// How long a client connection may take to send its request head (ms).
+    #[arg(long, value_name = "MS", default_value_t = crate::net::HEADER_TIMEOUT_MS)]
+    pub header_timeout_ms: u64,
     /// Where the ledger listens (POST /effect, /save, /read); port 0 picks a free one.
     #[arg(long, default_value = "127.0.0.1:0")]
     pub ledger_listen: SocketAddr,
@@ -60,12 +76,13 @@ pub fn cmd_proxy(args: ProxyArgs) -> Result<i32, InputError> {
         ("--duplicate-every", args.duplicate_every),
         ("--drop-reply-every", args.drop_reply_every),
         ("--delay-every", Some(args.delay_every)),
+        ("--max-connections", args.max_connections.map(|n| n as u64)),
     ] {
         if n == Some(0) {
             return Err(InputError::new(flag, "must be at least 1"));
         }
     }
-    proxy::run(ProxyOptions {
+    let stopped = proxy::run(ProxyOptions {
         listen: args.listen,
         ledger_listen: args.ledger_listen,
         upstreams: args.upstream,
@@ -82,6 +99,15 @@ pub fn cmd_proxy(args: ProxyArgs) -> Result<i32, InputError> {
         max_requests: args.max_requests,
         final_read: !args.no_final_read,
         forward_timeout: Duration::from_millis(args.forward_timeout_ms),
+        token: args.token,
+        force: args.force,
+        limits: super::serve::server_limits(args.max_connections, args.header_timeout_ms),
     })?;
-    Ok(0)
+    Ok(match stopped {
+        proxy::Stopped::Asked(_) => 0,
+        proxy::Stopped::Failed(why) => {
+            eprintln!("error: the proxy stopped: {why}");
+            1
+        }
+    })
 }

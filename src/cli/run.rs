@@ -27,11 +27,12 @@ use std::time::Instant;
 use crate::check;
 use crate::error::InputError;
 use crate::experiment::{self, Experiment};
+use crate::files::OutLock;
 use crate::output::{report, terminal};
 use crate::sim::RunSummary;
 use crate::sweep::batch;
 use crate::sweep::journal::Journal;
-use crate::sweep::runner::{self, Progress, SweepOptions, WorkItem};
+use crate::sweep::runner::{self, Progress, SweepOptions, WorkItem, WorkList};
 use crate::sweep::shard::{self, Manifest, Shard};
 use crate::workload::WorkloadSpec;
 use crate::world;
@@ -66,8 +67,7 @@ fn load(path: &Option<PathBuf>) -> Result<(Experiment, Option<String>), InputErr
     match path {
         Some(p) => {
             let origin = p.display().to_string();
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| InputError::new(&origin, format!("cannot read: {e}")))?;
+            let text = crate::input::read_text(p, crate::input::FileKind::Experiment)?;
             let exp = Experiment::parse(&text, &origin, Some(origin.clone()))?;
             Ok((exp, Some(text)))
         }
@@ -133,11 +133,35 @@ pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
             .unwrap_or_else(|| Path::new("results").join(&exp.file.name)),
     };
 
+    // One run at a time in a folder: a second one would truncate this one's journal.
+    let _lock = OutLock::take(&out)?;
     clean_stale_temporaries(&out);
-    let all = runner::work_items(&exp);
-    let mine = match &shard {
-        Some(s) => s.select(&all),
-        None => all.clone(),
+    let all = WorkList::of(&exp);
+    let mine_count = match &shard {
+        Some(s) => s.count_in(all.len()),
+        None => all.len(),
+    };
+    let mut done_items = BTreeSet::new();
+    // Every journaled run must be one of this sweep's runs, once: anything else means the
+    // journal was written by another run or edited, and is refused rather than merged.
+    let mut accept = |run: &RunSummary| -> Result<(), String> {
+        let item = runner::check_row(&exp, run)?;
+        let position = all.position(&item).expect("check_row found it in the list");
+        if let Some(s) = &shard {
+            if !s.owns(position as usize) {
+                return Err(format!(
+                    "seed {} of {} / {} belongs to another shard than {s}",
+                    run.seed, run.model, run.routing
+                ));
+            }
+        }
+        if !done_items.insert(item) {
+            return Err(format!(
+                "seed {} of {} / {} is in the journal twice",
+                run.seed, run.model, run.routing
+            ));
+        }
+        Ok(())
     };
     let fingerprint = runner::fingerprint(&exp);
     let journal_key = format!(
@@ -148,7 +172,7 @@ pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
         InputError::new(out.display().to_string(), format!("cannot write: {e}"))
     };
     let (mut journal, resumed) = if args.resume {
-        match Journal::resume(&out, &exp.file.name, &journal_key)? {
+        match Journal::resume(&out, &exp.file.name, &journal_key, &mut accept)? {
             Some((j, r)) => {
                 if r.torn {
                     eprintln!("resume: the journal's last line was torn by the interruption; that run is done again");
@@ -182,38 +206,35 @@ pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
             Vec::new(),
         )
     };
-    let wanted: BTreeSet<WorkItem> = mine.iter().copied().collect();
     let mut done: Vec<(WorkItem, RunSummary)> = Vec::new();
-    let mut done_items = BTreeSet::new();
     for run in resumed {
         if let Some(item) = runner::item_of(&exp, &run) {
-            if wanted.contains(&item) && done_items.insert(item) {
-                done.push((item, run));
-            }
+            done.push((item, run));
         }
     }
-    let mut pending: Vec<WorkItem> = mine
-        .iter()
-        .copied()
-        .filter(|i| !done_items.contains(i))
-        .collect();
-    let interrupted = match args.stop_after {
-        Some(n) if n < pending.len() => {
-            pending.truncate(n);
-            true
-        }
-        _ => false,
+    let done_items: BTreeSet<WorkItem> = done.iter().map(|(i, _)| *i).collect();
+    let pending_count = mine_count.saturating_sub(done_items.len() as u64);
+    let (take, interrupted) = match args.stop_after {
+        Some(n) if (n as u64) < pending_count => (n as u64, true),
+        _ => (pending_count, false),
     };
+    let mine: Box<dyn Iterator<Item = WorkItem> + Send> = match &shard {
+        Some(s) => Box::new(s.items(&all)),
+        None => Box::new(all.iter()),
+    };
+    let pending = mine
+        .filter(|i| !done_items.contains(i))
+        .take(usize::try_from(take).unwrap_or(usize::MAX));
 
     print_resolved(&exp, args.jobs);
     if let Some(s) = &shard {
-        println!("shard {s} ({} of the {} runs)", mine.len(), all.len());
+        println!("shard {s} ({mine_count} of the {} runs)", all.len());
     }
     if !done.is_empty() {
         println!(
             "resumed: {} runs from the journal, {} to go",
             done.len(),
-            pending.len()
+            take
         );
     }
     let started = Instant::now();
@@ -223,11 +244,11 @@ pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
             .iter()
             .filter(|(_, r)| !r.violated().is_empty() || r.error.is_some())
             .count(),
-        total: mine.len(),
+        total: usize::try_from(mine_count).unwrap_or(usize::MAX),
     };
     let fresh = runner::sweep_items(
         &exp,
-        &pending,
+        pending,
         &SweepOptions {
             jobs: args.jobs,
             progress: !args.quiet,

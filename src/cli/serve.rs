@@ -6,6 +6,14 @@
 //! loopback ports of their own. Pushes go to the real URLs that push configs name (never to
 //! a private address; to loopback only with `--allow-loopback-push`). It serves until
 //! interrupted (Ctrl-C or SIGTERM).
+//!
+//! Real clients are nobody's script, so `serve` is bounded where a simulation need not be,
+//! in this layer or behind options the simulation leaves off: the connection limit and
+//! timeouts of [`crate::net::ServerLimits`] (`--max-connections`, `--header-timeout-ms`), a
+//! task store of at most `--max-tasks` tasks weighing at most `--max-store-mib` (every
+//! [`SWEEP_EVERY`], the tasks at rest saved least recently are evicted, with what the
+//! replica keeps for them), event logs of [`EVENTS_PER_TASK`] versions, a ledger that keeps
+//! its last `--max-tasks` arrivals, and at most `--max-parts` parts per message (`-32602`).
 
 use std::cell::RefCell;
 use std::io::Write as _;
@@ -43,9 +51,53 @@ pub struct ServeArgs {
     /// not serve it already (Mastra serves 0.3 natively).
     #[arg(long)]
     pub enable_v0_3_compat: bool,
+    /// Most connections served at once (default: a quarter of the open-file limit, at most
+    /// 4096). At the limit it stops accepting, and first sheds the oldest connection that
+    /// has not sent its request head.
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// How long a connection may take to send its request head (ms).
+    #[arg(long, value_name = "MS", default_value_t = crate::net::HEADER_TIMEOUT_MS)]
+    pub header_timeout_ms: u64,
+    /// Most tasks kept; beyond it the tasks at rest (terminal or waiting for input) saved
+    /// least recently are evicted (a later GetTask of one is TaskNotFound).
+    #[arg(long, value_name = "N", default_value_t = TASKS_MAX_DEFAULT)]
+    pub max_tasks: usize,
+    /// Most parts one message may carry; more is refused with -32602.
+    #[arg(long, value_name = "N", default_value_t = PARTS_MAX_DEFAULT)]
+    pub max_parts: usize,
+    /// Most MiB the tasks may weigh (each weighed as its JSON size times the copies kept of
+    /// it); beyond it the same eviction as --max-tasks.
+    #[arg(long, value_name = "MIB", default_value_t = STORE_MIB_DEFAULT)]
+    pub max_store_mib: usize,
 }
 
+/// `--max-store-mib` by default.
+pub const STORE_MIB_DEFAULT: usize = 64;
+
+/// `--max-tasks` by default.
+pub const TASKS_MAX_DEFAULT: usize = 2_000;
+
+/// `--max-parts` by default.
+pub const PARTS_MAX_DEFAULT: usize = 1_000;
+
+/// Versions of one task kept in the event logs a subscription replays.
+pub const EVENTS_PER_TASK: usize = 64;
+
+/// How often the store is brought back within its bounds.
+pub const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
 pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
+    for (flag, n) in [
+        ("--max-connections", args.max_connections.unwrap_or(1)),
+        ("--max-tasks", args.max_tasks),
+        ("--max-parts", args.max_parts),
+        ("--max-store-mib", args.max_store_mib),
+    ] {
+        if n == 0 {
+            return Err(InputError::new(flag, "must be at least 1"));
+        }
+    }
     let mut profile = Profile::load(&args.model)?;
     if args.enable_v0_3_compat && profile.wire().v03() == crate::model::V03Wire::Off {
         let mut wire = profile.wire();
@@ -58,6 +110,7 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
         .build()
         .map_err(|e| InputError::new("serve", format!("cannot start a runtime: {e}")))?;
     let net = RealNet::new();
+    net.set_limits(server_limits(args.max_connections, args.header_timeout_ms));
     let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
     let bind = |host: &str, port: u16, addr: SocketAddr| {
         net.bind(host, port, addr)
@@ -73,8 +126,9 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
     let store_state = Rc::new(RefCell::new(StoreState::default()));
     let ledger_state = Rc::new(RefCell::new(LedgerState::default()));
     let timing = Timing::default();
+    let memory = replica::memory_store();
     let task_store = match profile.store.placement {
-        Placement::Memory => TaskStore::Local(replica::memory_store()),
+        Placement::Memory => TaskStore::Local(memory.clone()),
         Placement::Shared => TaskStore::Remote {
             timeout: timing.store_timeout,
         },
@@ -103,6 +157,12 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
             drain: crate::replica::DrainSignal::new(),
         },
     ));
+    replica.limit_parts(args.max_parts);
+    let bounds = store::StoreBounds {
+        tasks_max: args.max_tasks,
+        events_per_task: EVENTS_PER_TASK,
+        bytes_max: args.max_store_mib.saturating_mul(1 << 20),
+    };
     // A reader that hangs up after the first line must not take the server down with it.
     let mut out = std::io::stdout();
     let _ = writeln!(
@@ -130,6 +190,23 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
         tokio::task::spawn_local(async move { store::serve(s, t, chaos).await });
         let (l, t) = (ledger_state.clone(), trace.clone());
         tokio::task::spawn_local(async move { ledger::serve(l, t).await });
+        // The store (the replica's own memory, or the shared store host) within its bounds.
+        {
+            let (r, stores) = (replica.clone(), [memory, store_state.clone()]);
+            let ledger = ledger_state.clone();
+            tokio::task::spawn_local(async move {
+                loop {
+                    tokio::time::sleep(SWEEP_EVERY).await;
+                    let now = crate::trace::now_ms();
+                    let mut evicted = Vec::new();
+                    for s in &stores {
+                        evicted.extend(s.borrow_mut().evict(&bounds, now));
+                    }
+                    r.forget(&evicted, EVENTS_PER_TASK);
+                    ledger.borrow_mut().trim(bounds.tasks_max);
+                }
+            });
+        }
         let t = trace.clone();
         let w = Rc::new(RefCell::new(WebhookState::default()));
         tokio::task::spawn_local(async move { webhook::serve(w, WebhookMode::Ok, t).await });
@@ -163,7 +240,7 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
                 Err(e) => Err(e.to_string()),
             },
             _ = stop => {
-                let effects = ledger_state.borrow().effects().len();
+                let effects = ledger_state.borrow().arrivals();
                 let _ = writeln!(std::io::stdout(), "stopped; {effects} business effects reached the ledger");
                 Ok(())
             }
@@ -177,4 +254,17 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
             Ok(1)
         }
     }
+}
+
+/// The bounds of `serve`'s and `proxy`'s servers from their flags.
+pub(super) fn server_limits(
+    connections: Option<usize>,
+    header_timeout_ms: u64,
+) -> net::ServerLimits {
+    let mut limits = net::ServerLimits::default();
+    if let Some(n) = connections {
+        limits.connections_max = n;
+    }
+    limits.header_timeout = std::time::Duration::from_millis(header_timeout_ms.max(1));
+    limits
 }

@@ -186,7 +186,7 @@ pub fn cmd_shrink(args: ShrinkArgs) -> Result<i32, InputError> {
             InputError::new(dir.display().to_string(), format!("cannot create: {e}"))
         })?;
     }
-    std::fs::write(&out, text)
+    crate::files::write_atomic(&out, text.as_bytes())
         .map_err(|e| InputError::new(out.display().to_string(), format!("cannot write: {e}")))?;
     println!("wrote {}", out.display());
     println!(

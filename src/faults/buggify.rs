@@ -114,6 +114,10 @@ impl FaultKind for BuggifyPoints {
         "probability that an enabled code fault point fires (delay-before-save, conflict-on-save, slow-event-poll)"
     }
 
+    fn rate(&self) -> super::Rate {
+        super::Rate::Probability
+    }
+
     fn plan(&self, rate: f64, _input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
         let mut enabled: Vec<_> = POINTS
             .iter()

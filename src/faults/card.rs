@@ -221,6 +221,10 @@ impl FaultKind for CardMove {
         "probability that the card moves its execution URL to another origin mid-run"
     }
 
+    fn rate(&self) -> super::Rate {
+        super::Rate::Probability
+    }
+
     fn plan(&self, rate: f64, input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
         let at = some_time(input, rng);
         once(rate, at, CardChange::MoveTo(MOVE_HOST.into()), rng)
@@ -233,6 +237,10 @@ pub struct CardNoStreaming;
 impl FaultKind for CardNoStreaming {
     fn describe(&self) -> &'static str {
         "probability that the card turns its streaming capability off mid-run"
+    }
+
+    fn rate(&self) -> super::Rate {
+        super::Rate::Probability
     }
 
     fn plan(&self, rate: f64, input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
@@ -249,6 +257,10 @@ impl FaultKind for CardKeyRevoked {
         "probability that the card's signing key is revoked (and the card re-signed) mid-run"
     }
 
+    fn rate(&self) -> super::Rate {
+        super::Rate::Probability
+    }
+
     fn plan(&self, rate: f64, input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
         let at = some_time(input, rng);
         once(rate, at, CardChange::RevokeKey, rng)
@@ -263,6 +275,10 @@ impl FaultKind for CardTampered {
         "probability that the card a client discovers was altered (execution URL to mitm.example, signatures stripped)"
     }
 
+    fn rate(&self) -> super::Rate {
+        super::Rate::Probability
+    }
+
     fn plan(&self, rate: f64, _input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
         once(rate, 0, CardChange::Tamper, rng)
     }
@@ -275,6 +291,10 @@ pub struct CardForeignOrigin;
 impl FaultKind for CardForeignOrigin {
     fn describe(&self) -> &'static str {
         "probability that the card a client discovers is signed but names a foreign execution origin"
+    }
+
+    fn rate(&self) -> super::Rate {
+        super::Rate::Probability
     }
 
     fn plan(&self, rate: f64, _input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {

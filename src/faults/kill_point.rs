@@ -118,6 +118,10 @@ impl FaultKind for KillAtPoint {
         "probability that a replica is killed on reaching an armed point (effect, after-effect, stream); restarts after 200-1000 ms"
     }
 
+    fn rate(&self) -> super::Rate {
+        super::Rate::Probability
+    }
+
     fn plan(&self, rate: f64, _input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
         let mut armed: Vec<_> = KILL_POINTS
             .iter()

@@ -95,6 +95,10 @@ impl FaultKind for LostReply {
         "probability that the router drops a reply after the replica answered"
     }
 
+    fn rate(&self) -> super::Rate {
+        super::Rate::Probability
+    }
+
     fn plan(&self, rate: f64, _input: &PlanInput, _rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
         vec![Scheduled {
             at_ms: 0,

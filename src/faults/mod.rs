@@ -277,10 +277,56 @@ pub struct PlanInput {
     pub window_ms: u64,
 }
 
+/// What a fault's number in `[faults]` means, and so which values it may take
+/// ([`FaultSpec::validate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rate {
+    /// A probability: in [0, 1].
+    Probability,
+    /// Arrivals per simulated second over the fault window ([`arrivals`]): at most as many
+    /// as the planner can place ([`ARRIVALS_MAX`]).
+    PerSecond,
+}
+
+/// Most arrivals [`arrivals`] plans for one fault in one run.
+pub const ARRIVALS_MAX: usize = 1000;
+
+/// How much a swarm draw may scale a rate up ([`FaultSpec::resolve`]).
+pub const SWARM_SCALE_MAX: f64 = 1.75;
+
+/// Most arrivals per simulated second, whatever the window: one a millisecond.
+pub const PER_SECOND_MAX: f64 = 1000.0;
+
+impl Rate {
+    /// The largest value that still means what it says: 1 for a probability; for a rate,
+    /// one whose expected arrivals in the window (scaled by the swarm's largest draw) are
+    /// half of [`ARRIVALS_MAX`], so the cap never cuts a run's arrivals short (a rate past it
+    /// would plan a thousand faults all near t = 0, which is close to none at all), and at
+    /// most [`PER_SECOND_MAX`].
+    pub fn max(self, window_ms: u64, swarm: bool) -> f64 {
+        match self {
+            Rate::Probability => 1.0,
+            Rate::PerSecond => {
+                let scale = if swarm { SWARM_SCALE_MAX } else { 1.0 };
+                let seconds = window_ms as f64 / 1000.0 * scale;
+                if seconds <= 0.0 {
+                    PER_SECOND_MAX
+                } else {
+                    (ARRIVALS_MAX as f64 / 2.0 / seconds).min(PER_SECOND_MAX)
+                }
+            }
+        }
+    }
+}
+
 /// A kind of fault an experiment's `[faults]` table names.
 pub trait FaultKind {
     /// What the rate means, for `a2a-chaos list`.
     fn describe(&self) -> &'static str;
+    /// Whether the number is a probability or a rate per second (most faults: a rate).
+    fn rate(&self) -> Rate {
+        Rate::PerSecond
+    }
     /// Plans this fault's actions for one run.
     fn plan(&self, rate: f64, input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled>;
 }
@@ -311,6 +357,11 @@ pub const FAULTS: &[(&str, &dyn FaultKind)] = &[
 /// Whether any of these fault names changes the agent card (the run then simulates it).
 pub fn any_card_fault<'a>(names: impl IntoIterator<Item = &'a String>) -> bool {
     names.into_iter().any(|n| n.starts_with("card-"))
+}
+
+/// The fault kind of a name.
+pub fn fault(name: &str) -> Option<&'static dyn FaultKind> {
+    FAULTS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
 }
 
 /// Names of the faults.
@@ -408,6 +459,40 @@ impl FaultSpec {
                 return Err(InputError::new(
                     origin,
                     format!("[faults] {name} = {rate} must be a number >= 0"),
+                ));
+            }
+            let kind = fault(name).expect("checked above");
+            let max = kind.rate().max(self.window_ms, self.swarm);
+            if *rate > max {
+                let why = match kind.rate() {
+                    Rate::Probability => "a probability".to_string(),
+                    Rate::PerSecond => format!(
+                        "{}; the planner places at most {ARRIVALS_MAX} per run, so with window-ms = {} and swarm {}{} the rate may be at most {max:.3} per simulated second",
+                        kind.describe(),
+                        self.window_ms,
+                        if self.swarm { "on" } else { "off" },
+                        if self.swarm {
+                            format!(" (rates drawn up to {SWARM_SCALE_MAX}x)")
+                        } else {
+                            String::new()
+                        }
+                    ),
+                };
+                return Err(InputError::new(
+                    origin,
+                    format!(
+                        "[faults] {name} = {} is out of range: it is {why}; the range is [0, {}]",
+                        if *rate >= 1e6 {
+                            format!("{rate:e}")
+                        } else {
+                            rate.to_string()
+                        },
+                        if kind.rate() == Rate::Probability {
+                            "1".to_string()
+                        } else {
+                            format!("{max:.3}")
+                        }
+                    ),
                 ));
             }
             if self.none && *rate != 0.0 {
@@ -535,7 +620,7 @@ pub fn arrivals(rate_per_s: f64, window_ms: u64, rng: &mut ChaCha8Rng) -> Vec<u6
     loop {
         let u: f64 = rng.random_range(f64::EPSILON..1.0);
         t += -u.ln() / rate_per_s * 1000.0;
-        if t >= window_ms as f64 || out.len() >= 1000 {
+        if t >= window_ms as f64 || out.len() >= ARRIVALS_MAX {
             return out;
         }
         out.push(t as u64);

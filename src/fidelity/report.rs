@@ -364,9 +364,10 @@ pub fn write_results(dir: &Path, rows: &[Row]) -> Result<(), InputError> {
     let io = |e: std::io::Error| InputError::new(dir.display().to_string(), e.to_string());
     std::fs::create_dir_all(dir).map_err(io)?;
     let summary = summarise(rows);
-    std::fs::write(dir.join("runs.csv"), runs_csv(rows)).map_err(io)?;
-    std::fs::write(dir.join("summary.csv"), summary_csv(&summary)).map_err(io)?;
-    std::fs::write(dir.join("summary.md"), summary_markdown(rows)).map_err(io)?;
+    let write = crate::files::write_atomic;
+    write(&dir.join("runs.csv"), runs_csv(rows).as_bytes()).map_err(io)?;
+    write(&dir.join("summary.csv"), summary_csv(&summary).as_bytes()).map_err(io)?;
+    write(&dir.join("summary.md"), summary_markdown(rows).as_bytes()).map_err(io)?;
     Ok(())
 }
 
@@ -439,6 +440,6 @@ pub fn write_found(
         "{}.toml",
         script.file.name.replacen("gen-", "found-", 1)
     ));
-    std::fs::write(&path, text).map_err(io)?;
+    crate::files::write_atomic(&path, text.as_bytes()).map_err(io)?;
     Ok(path)
 }

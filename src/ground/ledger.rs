@@ -65,6 +65,8 @@ pub struct LedgerState {
     keys: BTreeSet<String>,
     /// Turns `(conversation, turn)` whose effects are answered only once released.
     held: BTreeSet<(String, u32)>,
+    /// Arrivals dropped by [`LedgerState::trim`] (a long-lived `serve`; 0 in a simulation).
+    trimmed: u64,
 }
 
 impl LedgerState {
@@ -74,7 +76,7 @@ impl LedgerState {
             Some(key) => self.keys.insert(key.clone()),
             None => true,
         };
-        let seq = self.effects.len() as u64;
+        let seq = self.trimmed + self.effects.len() as u64;
         self.effects.push(Effect {
             seq,
             at_ms,
@@ -84,9 +86,22 @@ impl LedgerState {
         applied
     }
 
-    /// Every arrival, in order.
+    /// Every arrival, in order (since the last [`LedgerState::trim`]).
     pub fn effects(&self) -> &[Effect] {
         &self.effects
+    }
+
+    /// How many arrivals there were, trimmed ones included.
+    pub fn arrivals(&self) -> u64 {
+        self.trimmed + self.effects.len() as u64
+    }
+
+    /// Keeps only the last `keep` arrivals (a long-lived `a2a-chaos serve`, whose memory
+    /// must not grow with every turn; a simulation never trims). Idempotency keys are kept.
+    pub fn trim(&mut self, keep: usize) {
+        let cut = self.effects.len().saturating_sub(keep);
+        self.effects.drain(..cut);
+        self.trimmed += cut as u64;
     }
 
     /// Holds the answer to every effect of this turn until [`LedgerState::release`].

@@ -488,10 +488,7 @@ impl Fleet {
             .port();
         let line = self.command_line(index, port);
         let log_path = self.dir.join(format!("replica-{index}.log"));
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log_path)
+        let log = crate::files::append_no_follow(&log_path)
             .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
         let err = log
             .try_clone()
@@ -574,7 +571,9 @@ impl Fleet {
     /// The last lines of replica `index`'s log.
     pub fn log_tail(&self, index: usize) -> String {
         let path = self.dir.join(format!("replica-{index}.log"));
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let text = crate::input::read_bytes(&path, crate::input::FileKind::Log)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         let tail = lines[lines.len().saturating_sub(15)..].join("\n");
         format!("{} (last lines):\n{tail}", path.display())

@@ -213,9 +213,14 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// Creates (or truncates) the file.
-    pub fn create(path: &Path) -> std::io::Result<Recorder> {
-        let file = std::fs::File::create(path)?;
+    /// Creates the file; one that exists is refused (`AlreadyExists`) unless `overwrite`.
+    /// A symbolic link in its place is refused either way.
+    pub fn create(path: &Path, overwrite: bool) -> std::io::Result<Recorder> {
+        let file = if overwrite {
+            crate::files::create_no_follow(path)?
+        } else {
+            crate::files::create_new(path)?
+        };
         Ok(Recorder {
             out: Rc::new(RefCell::new(std::io::BufWriter::new(file))),
             lines: Rc::default(),
@@ -240,16 +245,152 @@ impl Recorder {
     }
 }
 
-/// Reads a history file: its lines, in order; `Err` names the first line that is not one.
-pub fn read(path: &Path) -> Result<Vec<Line>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read: {e}"))?;
+/// A line of a history file and its line number (1-based).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Numbered {
+    pub number: usize,
+    pub line: Line,
+}
+
+/// Reads a history file (through [`crate::input`]: a regular file within
+/// [`crate::input::FileKind::History`]'s limit): its lines, in order, with their numbers;
+/// `Err` names the first line that is not one.
+pub fn read(path: &Path) -> Result<Vec<Numbered>, String> {
+    let text =
+        crate::input::read_text(path, crate::input::FileKind::History).map_err(|e| e.message)?;
     let mut lines = Vec::new();
     for (n, raw) in text.lines().enumerate() {
         if raw.trim().is_empty() {
             continue;
         }
         let line: Line = serde_json::from_str(raw).map_err(|e| format!("line {}: {e}", n + 1))?;
-        lines.push(line);
+        lines.push(Numbered {
+            number: n + 1,
+            line,
+        });
     }
     Ok(lines)
+}
+
+/// What identifies a line: two lines with one key are copies of one record (identical: a
+/// duplicate, read once) or a collision (different: the recording is malformed). Events and
+/// saves have no key of their own, so only identical copies of them are told apart.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Key {
+    Start,
+    Request(u64),
+    Response(u64),
+    End(u64),
+    Effect(u64),
+    FinalTask(String, String),
+    Stop,
+    /// An event or a save, by a hash of its whole content.
+    Content(u8, u64),
+}
+
+impl Key {
+    fn of(line: &Line) -> Key {
+        let content = |kind: u8| {
+            let mut h = crate::trace::Fnv::default();
+            h.write(
+                serde_json::to_string(line)
+                    .expect("history lines serialise")
+                    .as_bytes(),
+            );
+            Key::Content(kind, h.0)
+        };
+        match line {
+            Line::Start { .. } => Key::Start,
+            Line::Request { seq, .. } => Key::Request(*seq),
+            Line::Response { seq, .. } => Key::Response(*seq),
+            Line::End { seq, .. } => Key::End(*seq),
+            Line::Effect(e) => Key::Effect(e.seq),
+            Line::FinalTask { replica, task, .. } => Key::FinalTask(
+                replica.clone(),
+                task.get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            ),
+            Line::Stop { .. } => Key::Stop,
+            Line::Event { .. } => content(0),
+            Line::Save(_) => content(1),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Key::Start => "the start".into(),
+            Key::Request(s) => format!("request {s}"),
+            Key::Response(s) => format!("the response to request {s}"),
+            Key::End(s) => format!("the end of stream {s}"),
+            Key::Effect(s) => format!("ledger effect {s}"),
+            Key::FinalTask(r, t) => format!("the final copy of task {t} on {r}"),
+            Key::Stop => "the stop".into(),
+            Key::Content(..) => "an event or save".into(),
+        }
+    }
+}
+
+/// Most collisions a malformed-recording message lists.
+const COLLISIONS_SHOWN: usize = 5;
+
+/// The lines of a recording with every identical copy of a line dropped; a note says how
+/// many were (and where), or `Err` when two lines record one thing differently (48 requests
+/// sharing a `seq`, two different `start` lines): a malformed recording, never counted as
+/// events. The message names the line numbers.
+pub fn deduplicate(lines: Vec<Numbered>) -> Result<(Vec<Numbered>, Option<String>), String> {
+    let mut first: std::collections::BTreeMap<Key, usize> = Default::default();
+    let mut kept: Vec<Numbered> = Vec::with_capacity(lines.len());
+    let mut dropped: Vec<usize> = Vec::new();
+    let mut collisions: Vec<String> = Vec::new();
+    let mut collision_count = 0usize;
+    for l in lines {
+        let key = Key::of(&l.line);
+        match first.get(&key) {
+            Some(&i) if kept[i].line == l.line => dropped.push(l.number),
+            Some(&i) if matches!(key, Key::Content(..)) => {
+                // Two different events or saves with one hash: both are kept.
+                let _ = i;
+                kept.push(l);
+            }
+            Some(&i) => {
+                collision_count += 1;
+                if collisions.len() < COLLISIONS_SHOWN {
+                    collisions.push(format!(
+                        "lines {} and {} both record {}, differently",
+                        kept[i].number,
+                        l.number,
+                        key.describe()
+                    ));
+                }
+            }
+            None => {
+                first.insert(key, kept.len());
+                kept.push(l);
+            }
+        }
+    }
+    if collision_count > 0 {
+        let more = collision_count - collisions.len();
+        return Err(format!(
+            "a malformed recording: {}{}; no line of it was counted",
+            collisions.join("; "),
+            if more > 0 {
+                format!("; and {more} more such lines")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    let note = (!dropped.is_empty()).then(|| {
+        let shown: Vec<String> = dropped.iter().take(10).map(usize::to_string).collect();
+        format!(
+            "{} duplicated line(s) were identical copies of an earlier line and were read once (line {}{})",
+            dropped.len(),
+            shown.join(", "),
+            if dropped.len() > 10 { ", ..." } else { "" }
+        )
+    });
+    Ok((kept, note))
 }

@@ -749,12 +749,25 @@ impl Profile {
         Ok(profile)
     }
 
-    /// A built-in profile by name, or a profile file when `name` ends in `.toml`.
+    /// A built-in profile by name, or a profile file when `name` ends in `.toml`. A file may
+    /// not take a built-in model's name unless it is that model's own file, unchanged: runs,
+    /// results and reproduce commands name models, and one name must mean one model.
     pub fn load(name: &str) -> Result<Profile, InputError> {
         if name.ends_with(".toml") {
-            let text = std::fs::read_to_string(Path::new(name))
-                .map_err(|e| InputError::new(name, format!("cannot read model file: {e}")))?;
-            return Profile::parse(&text, name);
+            let text = crate::input::read_text(Path::new(name), crate::input::FileKind::Model)?;
+            let profile = Profile::parse(&text, name)?;
+            if let Some((_, builtin)) = BUILTIN.iter().find(|(n, _)| *n == profile.name) {
+                if text != *builtin {
+                    return Err(InputError::new(
+                        name,
+                        format!(
+                            "name = `{}` is a built-in model's name; give the profile a name of its own",
+                            profile.name
+                        ),
+                    ));
+                }
+            }
+            return Ok(profile);
         }
         match BUILTIN.iter().find(|(n, _)| *n == name) {
             Some((n, text)) => Profile::parse(text, &format!("models/{n}.toml")),

@@ -8,7 +8,7 @@
 //! numbers (`<title>`). The output is plain SVG 1.1, no script, no external resources, and
 //! deterministic: the same rows give the same bytes.
 
-use std::fmt::Write as _;
+use crate::output::html::{html, html_line, Html};
 
 use crate::output::report::SummaryRow;
 
@@ -28,21 +28,8 @@ const PALETTE: &[&str] = &[
     "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#e15759", "#9c755f",
 ];
 
-/// Escapes text for SVG and HTML.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// Escapes text for SVG and HTML (the one escape, [`crate::output::html::escape`]).
+pub use crate::output::html::escape;
 
 /// A round axis maximum at or above `v` (1, 2 or 5 times a power of ten).
 fn nice_max(v: u64) -> u64 {
@@ -93,38 +80,38 @@ pub fn svg(title: &str, rows: &[SummaryRow]) -> Vec<u8> {
     let height = TOP + combos.len() as f64 * ROW + 64.0;
     let lat_max = nice_max(rows.iter().filter_map(|r| r.p99_ms).max().unwrap_or(1));
 
-    let mut s = String::new();
-    let _ = writeln!(
+    let mut s = Html::new();
+    html_line!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="Helvetica, Arial, sans-serif" font-size="11">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="Helvetica, Arial, sans-serif" font-size="11">"#; width = width, height = height
     );
-    let _ = writeln!(
+    html_line!(
         s,
         "<title>{}: violation rate per invariant with 95% Wilson intervals, and latency</title>",
-        escape(title)
+        title
     );
-    let _ = writeln!(
+    html_line!(
         s,
-        r##"<rect x="0" y="0" width="{width:.0}" height="{height:.0}" fill="#ffffff"/>"##
+        r##"<rect x="0" y="0" width="{width:.0}" height="{height:.0}" fill="#ffffff"/>"##; width = width, height = height
     );
-    let _ = writeln!(
+    html_line!(
         s,
         r#"<text x="12" y="22" font-size="15" font-weight="bold">{}</text>"#,
-        escape(title)
+        title
     );
-    let _ = writeln!(
+    html_line!(
         s,
         r##"<text x="12" y="40" fill="#444">Runs with at least one violation, per invariant (bar), with the 95% Wilson interval (whiskers); latency of acknowledged sends (simulated ms).</text>"##
     );
     // Legend: one swatch per routing strategy.
     let mut lx = 12.0;
     for r in &routings {
-        let _ = writeln!(
+        html_line!(
             s,
             r#"<rect x="{lx:.1}" y="50" width="12" height="10" fill="{}"/><text x="{:.1}" y="59">{}</text>"#,
             colour(r),
             lx + 16.0,
-            escape(r)
+            r; lx = lx
         );
         lx += 16.0 + r.chars().count() as f64 * 6.4 + 18.0;
     }
@@ -134,23 +121,23 @@ pub fn svg(title: &str, rows: &[SummaryRow]) -> Vec<u8> {
     let bottom = TOP + combos.len() as f64 * ROW;
     for (c, inv) in invariants.iter().enumerate() {
         let x = col_x(c);
-        let _ = writeln!(
+        html_line!(
             s,
             r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-weight="bold">{}</text>"#,
             x + CELL / 2.0,
             TOP - 22.0,
-            escape(inv)
+            inv
         );
         for (frac, label) in [(0.0, "0%"), (0.5, "50%"), (1.0, "100%")] {
             let gx = x + frac * CELL;
-            let _ = writeln!(
+            html_line!(
                 s,
                 r##"<line x1="{gx:.1}" y1="{axis_y:.1}" x2="{gx:.1}" y2="{bottom:.1}" stroke="#ddd"/><text x="{gx:.1}" y="{:.1}" text-anchor="middle" fill="#666" font-size="9">{label}</text>"##,
-                axis_y - 2.0
+                axis_y - 2.0; gx = gx, axis_y = axis_y, bottom = bottom, label = label
             );
         }
     }
-    let _ = writeln!(
+    html_line!(
         s,
         r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-weight="bold">latency (ms): p50 solid, p99 light</text>"#,
         lat_x + LATENCY / 2.0,
@@ -158,10 +145,10 @@ pub fn svg(title: &str, rows: &[SummaryRow]) -> Vec<u8> {
     );
     for (frac, value) in [(0.0, 0), (0.5, lat_max / 2), (1.0, lat_max)] {
         let gx = lat_x + frac * LATENCY;
-        let _ = writeln!(
+        html_line!(
             s,
             r##"<line x1="{gx:.1}" y1="{axis_y:.1}" x2="{gx:.1}" y2="{bottom:.1}" stroke="#ddd"/><text x="{gx:.1}" y="{:.1}" text-anchor="middle" fill="#666" font-size="9">{value}</text>"##,
-            axis_y - 2.0
+            axis_y - 2.0; gx = gx, axis_y = axis_y, bottom = bottom, value = value
         );
     }
 
@@ -171,21 +158,21 @@ pub fn svg(title: &str, rows: &[SummaryRow]) -> Vec<u8> {
         let y = TOP + i as f64 * ROW;
         let mid = y + ROW / 2.0;
         if previous_model.is_some() && previous_model != Some(*model) {
-            let _ = writeln!(
+            html_line!(
                 s,
                 r##"<line x1="8" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#999"/>"##,
-                width - 8.0
+                width - 8.0; y = y
             );
         }
         previous_model = Some(*model);
-        let _ = writeln!(
+        html_line!(
             s,
             r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{} / <tspan fill="{}">{}</tspan></text>"#,
             label_w - 10.0,
             mid + 4.0,
-            escape(model),
+            model,
             colour(routing),
-            escape(routing)
+            routing
         );
         let fill = colour(routing);
         for (c, inv) in invariants.iter().enumerate() {
@@ -199,12 +186,12 @@ pub fn svg(title: &str, rows: &[SummaryRow]) -> Vec<u8> {
             let rate = row.violation_rate();
             let (lo, hi) = row.ci95;
             if row.runs_exercised == 0 {
-                let _ = writeln!(
+                html_line!(
                     s,
                     r##"<g><title>{} / {} / {}: unknown: no run of {} exercised it</title><text x="{:.1}" y="{:.1}" fill="#999" font-style="italic">unknown</text></g>"##,
-                    escape(model),
-                    escape(routing),
-                    escape(inv),
+                    model,
+                    routing,
+                    inv,
                     row.runs,
                     x + 2.0,
                     mid + 4.0
@@ -213,7 +200,7 @@ pub fn svg(title: &str, rows: &[SummaryRow]) -> Vec<u8> {
             }
             let bar = rate * CELL;
             let (x_lo, x_hi) = (x + lo * CELL, x + hi * CELL);
-            let _ = writeln!(
+            html_line!(
                 s,
                 concat!(
                     r#"<g><title>{} / {} / {}: {}/{} runs violated ({}), 95% CI {} to {}, exercised in {} runs</title>"#,
@@ -224,9 +211,9 @@ pub fn svg(title: &str, rows: &[SummaryRow]) -> Vec<u8> {
                     r##"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#222"/>"##,
                     r#"<text x="{:.1}" y="{:.1}"{}>{}/{}</text></g>"#
                 ),
-                escape(model),
-                escape(routing),
-                escape(inv),
+                model,
+                routing,
+                inv,
                 row.runs_violated,
                 row.runs,
                 pct(rate),
@@ -260,11 +247,11 @@ pub fn svg(title: &str, rows: &[SummaryRow]) -> Vec<u8> {
                 // label
                 x + CELL + 4.0,
                 mid + 4.0,
-                if row.runs_violated > 0 {
+                Html::from_static(if row.runs_violated > 0 {
                     r#" font-weight="bold""#
                 } else {
                     r##" fill="#666""##
-                },
+                }),
                 row.runs_violated,
                 row.runs
             );
@@ -277,7 +264,7 @@ pub fn svg(title: &str, rows: &[SummaryRow]) -> Vec<u8> {
             match (row.p50_ms, row.p99_ms) {
                 (Some(p50), Some(p99)) => {
                     let scale = LATENCY / lat_max as f64;
-                    let _ = writeln!(
+                    html_line!(
                         s,
                         concat!(
                             r#"<g><title>{} / {}: p50 {} ms, p99 {} ms, p99.9 {} ms</title>"#,
@@ -285,8 +272,8 @@ pub fn svg(title: &str, rows: &[SummaryRow]) -> Vec<u8> {
                             r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"/>"#,
                             r#"<text x="{:.1}" y="{:.1}">{} / {}</text></g>"#
                         ),
-                        escape(model),
-                        escape(routing),
+                        model,
+                        routing,
                         p50,
                         p99,
                         row.p999_ms.map_or("-".to_string(), |v| v.to_string()),
@@ -307,7 +294,7 @@ pub fn svg(title: &str, rows: &[SummaryRow]) -> Vec<u8> {
                     );
                 }
                 _ => {
-                    let _ = writeln!(
+                    html_line!(
                         s,
                         r##"<text x="{:.1}" y="{:.1}" fill="#999" font-style="italic">no acknowledged send</text>"##,
                         lat_x + 2.0,
@@ -323,7 +310,7 @@ pub fn svg(title: &str, rows: &[SummaryRow]) -> Vec<u8> {
         v.dedup();
         v
     };
-    let _ = writeln!(
+    html_line!(
         s,
         r##"<text x="12" y="{:.1}" fill="#444">Runs per combination: {}. Source: summary.csv beside this file. "unknown": no run exercised the invariant, so no verdict.</text>"##,
         bottom + 28.0,
@@ -332,7 +319,7 @@ pub fn svg(title: &str, rows: &[SummaryRow]) -> Vec<u8> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    s.push_str("</svg>\n");
+    html!(s, "</svg>\n");
     s.into_bytes()
 }
 

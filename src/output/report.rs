@@ -155,26 +155,9 @@ pub fn table(runs: &[RunSummary]) -> String {
 
 /// Writes `contents` to `path` atomically: to `<name>.tmp-<pid>` beside it, synced, then
 /// renamed into place, so a reader (or a run killed half-way) never leaves half a file.
+/// A symbolic link at `path` is refused ([`crate::files::write_atomic`]).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    if let Some(dir) = path.parent() {
-        if !dir.as_os_str().is_empty() {
-            std::fs::create_dir_all(dir)?;
-        }
-    }
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".tmp-{}", std::process::id()));
-    let tmp = path.with_file_name(name);
-    let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(contents)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    crate::files::write_atomic(path, contents)
 }
 
 /// A run's latencies as `runs.csv` stores them: ascending values, each followed by `xN`

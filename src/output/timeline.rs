@@ -16,14 +16,13 @@
 //! event for its text.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::check::{Finding, Violation};
 use crate::client::history::{Op, OpKind, Outcome};
 use crate::experiment::Experiment;
 use crate::faults::PeriodChange;
-use crate::output::chart::escape;
+use crate::output::html::{html, html_line, Html};
 use crate::sim::{Checked, RunSummary, Sim};
 use crate::trace::Tone;
 use crate::world::{self, RunRecord};
@@ -333,21 +332,21 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
         m
     };
 
-    let mut svg = String::new();
-    let _ = writeln!(
+    let mut svg = Html::new();
+    html_line!(
         svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{plot_w:.0}" height="{plot_h:.0}" font-family="Helvetica, Arial, sans-serif" font-size="10">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{plot_w:.0}" height="{plot_h:.0}" font-family="Helvetica, Arial, sans-serif" font-size="10">"#; plot_w = plot_w, plot_h = plot_h
     );
     // Lanes.
     for (i, lane) in lanes.iter().enumerate() {
         let top = lane_top(i);
-        let _ = writeln!(
+        html_line!(
             svg,
             r##"<rect x="0" y="{top:.1}" width="{plot_w:.0}" height="{:.1}" fill="{}"/><text x="6" y="{:.1}" font-weight="bold">{}</text>"##,
             lane_h(i),
             if i % 2 == 0 { "#fafafa" } else { "#f0f0f0" },
             lane_mid(i) + 3.0,
-            escape(lane)
+            lane; top = top, plot_w = plot_w
         );
     }
     // Time axis.
@@ -360,21 +359,21 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
     let mut t = 0;
     while t <= end_ms {
         let x = x_of(t);
-        let _ = writeln!(
+        html_line!(
             svg,
             r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{plot_h:.1}" stroke="#e0e0e0"/><text x="{x:.1}" y="12" text-anchor="middle" fill="#666">{t} ms</text>"##,
-            HEAD - 4.0
+            HEAD - 4.0; x = x, plot_h = plot_h, t = t
         );
         t += step;
     }
     if r.healed_at_ms > 0 && r.healed_at_ms <= end_ms {
         let x = x_of(r.healed_at_ms);
-        let _ = writeln!(
+        html_line!(
             svg,
             r##"<g><title>everything healed at {} ms; the liveness phase begins</title><line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{plot_h:.1}" stroke="#2ca02c" stroke-dasharray="6 3"/><text x="{:.1}" y="24" fill="#2ca02c">healed</text></g>"##,
             r.healed_at_ms,
             HEAD - 4.0,
-            x + 3.0
+            x + 3.0; x = x, plot_h = plot_h
         );
     }
     // Fault periods.
@@ -388,25 +387,25 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
         };
         let x = x_of(p.from);
         let w = ((p.to.max(p.from + 1) - p.from) as f64 * scale).max(2.0);
-        let _ = writeln!(
+        html_line!(
             svg,
             r#"<rect x="{x:.1}" y="{:.1}" width="{w:.1}" height="{:.1}" fill="{fill}" fill-opacity="0.22"><title>{}: {} ({} to {} ms)</title></rect>"#,
             lane_top(i) + inset / 2.0,
             lane_h(i) - inset,
-            escape(&p.lane),
-            escape(&p.what),
+            &p.lane,
+            &p.what,
             p.from,
-            p.to
+            p.to; x = x, w = w, fill = fill
         );
     }
     // Fault actions on the driver lane, as ticks across every lane.
     for (at, action) in &r.faults {
         let x = x_of(*at);
-        let _ = writeln!(
+        html_line!(
             svg,
             r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{plot_h:.1}" stroke="#7b3294" stroke-opacity="0.35" stroke-dasharray="2 3"><title>{at} ms fault: {}</title></line>"##,
             HEAD,
-            escape(&action.to_string())
+            &action.to_string(); x = x, plot_h = plot_h, at = at
         );
     }
     // Fault points that fired, as diamonds on the driver lane.
@@ -414,11 +413,11 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
         let y = lane_top(i) + lane_h(i) / 2.0;
         for (at, point) in &r.point_firings {
             let x = x_of(*at);
-            let _ = writeln!(
+            html_line!(
                 svg,
                 r##"<path d="M{x:.1} {:.1}l4 4l-4 4l-4 -4z" fill="#7b3294"><title>{at} ms point fired: {}</title></path>"##,
                 y - 4.0,
-                escape(point)
+                point; x = x, at = at
             );
         }
     }
@@ -431,11 +430,11 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
             continue;
         }
         let x = x_of(e.at_ms);
-        let _ = writeln!(
+        html_line!(
             svg,
             r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#888" stroke-opacity="0.35"/>"##,
             lane_mid(from),
-            lane_mid(to)
+            lane_mid(to); x = x
         );
     }
     // Client operations.
@@ -450,28 +449,28 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
             _ => "#ff7f0e",
         };
         let marked = marked_ops.get(&op.id);
-        let _ = writeln!(
+        html_line!(
             svg,
             r##"<a href="#op-{}"><rect x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{:.1}" fill="{fill}"{}><title>op {}: {} {} to {} ms: {}{}{}</title></rect></a>"##,
             op.id,
             OP_ROW - 2.0,
-            if marked.is_some() {
+            Html::from_static(if marked.is_some() {
                 r##" stroke="#000" stroke-width="1.5""##
             } else {
                 ""
-            },
+            }),
             op.id,
-            escape(&op.kind.label()),
+            &op.kind.label(),
             op.invoke_ms,
             op.complete_ms,
-            escape(&outcome_text(&op.outcome)),
+            &outcome_text(&op.outcome),
             op.replica
                 .as_deref()
                 .map(|r| format!(" from {r}"))
                 .unwrap_or_default(),
             marked
                 .map(|m| format!(" [violation {}]", m.join(", ")))
-                .unwrap_or_default()
+                .unwrap_or_default(); x = x, y = y, w = w, fill = fill
         );
     }
     // Trace events, stacked when they would overlap.
@@ -488,13 +487,13 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
         };
         last.insert(i, (x, level));
         let y = lane_top(i) + 5.0 + level as f64 * 5.0;
-        let _ = writeln!(
+        html_line!(
             svg,
             r##"<a href="#ev-{n}"><circle cx="{x:.1}" cy="{y:.1}" r="2.4" fill="{}"><title>{} ms {}: {}</title></circle></a>"##,
             event_colour(&e.host, e.event.tone()),
             e.at_ms,
-            escape(&e.host),
-            escape(&e.event.to_string())
+            &e.host,
+            &e.event.to_string(); n = n, x = x, y = y
         );
     }
     // Violation markers.
@@ -515,34 +514,34 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
         xs.sort_by(|a, b| a.0.total_cmp(&b.0));
         xs.dedup_by(|b, a| (a.0 - b.0).abs() < 1.0);
         for (x, why) in xs {
-            let _ = writeln!(
+            html_line!(
                 svg,
                 r##"<a href="#{}"><g><title>{} {}: {} ({why})</title><line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{plot_h:.1}" stroke="#d62728" stroke-width="1.2"/><path d="M{:.1},{:.1} l10,0 l-5,8 z" fill="#d62728"/><text x="{:.1}" y="{:.1}" fill="#d62728" font-weight="bold">{}</text></g></a>"##,
                 mark.label,
                 mark.label,
                 mark.invariant,
-                escape(&mark.detail),
+                &mark.detail,
                 HEAD - 8.0,
                 x - 5.0,
                 HEAD - 16.0,
                 x + 6.0,
                 HEAD - 9.0,
-                mark.label
+                mark.label; why = why, x = x, plot_h = plot_h
             );
         }
     }
-    svg.push_str("</svg>\n");
+    html!(svg, "</svg>\n");
 
     // The page.
-    let mut h = String::new();
+    let mut h = Html::new();
     let title = format!("{} / {} seed {}", r.model, r.routing, r.seed);
-    let _ = writeln!(
+    html_line!(
         h,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{} — {}</title>",
-        escape(&title),
-        escape(page.experiment)
+        &title,
+        page.experiment
     );
-    h.push_str(concat!(
+    h.push(&Html::from_static(concat!(
         "<style>\n",
         "body{font:14px/1.45 Helvetica,Arial,sans-serif;margin:20px;color:#222}\n",
         "h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:24px 0 6px}\n",
@@ -555,8 +554,8 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
         ".ok{color:#2ca02c}.fail{color:#d62728}.info{color:#ff7f0e}.hl{background:#fff0f0}\n",
         ".key span{display:inline-block;margin-right:14px}.sw{display:inline-block;width:12px;height:10px;margin-right:4px;vertical-align:middle}\n",
         "</style>\n</head>\n<body>\n"
-    ));
-    let _ = writeln!(h, "<h1>{}</h1>", escape(&title));
+    )));
+    html_line!(h, "<h1>{}</h1>", &title);
     let (ok, fail, info) = r
         .history
         .iter()
@@ -565,39 +564,42 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
             Outcome::Fail { .. } => (a, b + 1, c),
             Outcome::Info { .. } => (a, b, c + 1),
         });
-    let _ = writeln!(
+    html_line!(
         h,
         "<p>Experiment <b>{}</b>, {} replicas, faults {}. {} simulated ms; {} client operations ({ok} ok, {fail} fail, {info} info); {} effects at the ledger. Trace hash <code>{}</code>{}.</p>",
-        escape(page.experiment),
+        page.experiment,
         r.replicas,
-        escape(&world::describe_resolved(r)),
+        &world::describe_resolved(r),
         r.sim_ms,
         r.history.len(),
         r.effects.iter().filter(|e| e.applied).count(),
-        escape(&r.trace_hash),
+        &r.trace_hash,
         match page.sweep_hash {
-            Some(s) if s == r.trace_hash => " (the same as in the sweep: this is the same run)".to_string(),
-            Some(s) => format!(
-                " — <b class=\"fail\">the sweep saw {}: this re-run differs, which is a determinism bug</b>",
-                escape(s)
-            ),
-            None => String::new(),
-        }
+            Some(s) if s == r.trace_hash => {
+                Html::text(" (the same as in the sweep: this is the same run)")
+            }
+            Some(s) => {
+                let mut b = Html::new();
+                html!(
+                    b,
+                    " — <b class=\"fail\">the sweep saw {}: this re-run differs, which is a determinism bug</b>",
+                    s
+                );
+                b
+            }
+            None => Html::new(),
+        }; ok = ok, fail = fail, info = info
     );
-    let _ = writeln!(
-        h,
-        "<p>Reproduce: <code>{}</code></p>",
-        escape(&page.reproduce)
-    );
+    html_line!(h, "<p>Reproduce: <code>{}</code></p>", &page.reproduce);
     if let Some(e) = &r.error {
-        let _ = writeln!(h, "<p class=\"fail\">Run error: {}</p>", escape(e));
+        html_line!(h, "<p class=\"fail\">Run error: {}</p>", e);
     }
-    h.push_str("<h2>Violations</h2>\n");
+    html!(h, "<h2>Violations</h2>\n");
     if marks.is_empty() {
-        h.push_str("<p>None in this re-run.</p>\n");
+        html!(h, "<p>None in this re-run.</p>\n");
     }
     for f in page.findings {
-        let _ = writeln!(
+        html_line!(
             h,
             "<p><b>{}</b>: <span class=\"{}\">{}</span>, {} violation(s), exercised {} time(s).</p>",
             f.invariant,
@@ -611,17 +613,17 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
             f.exercised
         );
         for mark in marks.iter().filter(|m| m.invariant == f.invariant) {
-            let _ = writeln!(
+            html_line!(
                 h,
                 "<div class=\"v\" id=\"{}\"><b>{}</b> {}: {}</div>",
                 mark.label,
                 mark.label,
                 mark.invariant,
-                escape(&mark.detail)
+                &mark.detail
             );
         }
     }
-    h.push_str("<h2>Timeline</h2>\n<p class=\"key\">");
+    html!(h, "<h2>Timeline</h2>\n<p class=\"key\">");
     for (colour, what) in [
         ("#2ca02c", "client op ok"),
         ("#d62728", "client op fail / error event"),
@@ -630,9 +632,9 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
         ("#2ca02c", "ledger event"),
         ("#555555", "other event"),
     ] {
-        let _ = write!(
+        html!(
             h,
-            "<span><i class=\"sw\" style=\"background:{colour}\"></i>{what}</span>"
+            "<span><i class=\"sw\" style=\"background:{colour}\"></i>{what}</span>"; colour = colour, what = what
         );
     }
     for (colour, what) in [
@@ -641,34 +643,37 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
         ("#ff7f0e", "latency spike"),
         ("#e377c2", "lost replies"),
     ] {
-        let _ = write!(
+        html!(
             h,
-            "<span><i class=\"sw\" style=\"background:{colour};opacity:.35\"></i>{what}</span>"
+            "<span><i class=\"sw\" style=\"background:{colour};opacity:.35\"></i>{what}</span>"; colour = colour, what = what
         );
     }
-    h.push_str("<span>red V<i>n</i>: a violation; grey lines: messages between hosts; dotted purple: a fault action; purple diamond: a fault point (BUGGIFY or kill point) fired. Hover for details, click to jump to the row.</span></p>\n");
-    let _ = writeln!(h, "<div class=\"scroll\">\n{svg}</div>");
+    html!(h, "<span>red V<i>n</i>: a violation; grey lines: messages between hosts; dotted purple: a fault action; purple diamond: a fault point (BUGGIFY or kill point) fired. Hover for details, click to jump to the row.</span></p>\n");
+    html_line!(h, "<div class=\"scroll\">\n{svg}</div>"; svg = svg);
 
-    h.push_str("<h2>Faults</h2>\n");
+    html!(h, "<h2>Faults</h2>\n");
     if r.faults.is_empty() {
-        h.push_str("<p>None.</p>\n");
+        html!(h, "<p>None.</p>\n");
     } else {
-        h.push_str("<table><tr><th>ms</th><th>action</th></tr>\n");
+        html!(h, "<table><tr><th>ms</th><th>action</th></tr>\n");
         for (at, action) in &r.faults {
-            let _ = writeln!(
+            html_line!(
                 h,
                 "<tr><td class=\"n\">{at}</td><td>{}</td></tr>",
-                escape(&action.to_string())
+                &action.to_string(); at = at
             );
         }
-        h.push_str("</table>\n");
+        html!(h, "</table>\n");
     }
 
-    h.push_str("<h2>Fault points fired</h2>\n");
+    html!(h, "<h2>Fault points fired</h2>\n");
     if r.points_fired.is_empty() {
-        h.push_str("<p>None.</p>\n");
+        html!(h, "<p>None.</p>\n");
     } else {
-        h.push_str("<table><tr><th>point</th><th>times</th><th>at ms</th></tr>\n");
+        html!(
+            h,
+            "<table><tr><th>point</th><th>times</th><th>at ms</th></tr>\n"
+        );
         for (point, n) in &r.points_fired {
             let at: Vec<String> = r
                 .point_firings
@@ -676,58 +681,63 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
                 .filter(|(_, p)| p == point)
                 .map(|(at, _)| at.to_string())
                 .collect();
-            let _ = writeln!(
+            html_line!(
                 h,
                 "<tr><td>{}</td><td class=\"n\">{n}</td><td>{}</td></tr>",
-                escape(point),
-                at.join(", ")
+                point,
+                at.join(", "); n = n
             );
         }
-        h.push_str("</table>\n");
+        html!(h, "</table>\n");
     }
 
-    h.push_str("<h2>Client operations</h2>\n<table><tr><th>op</th><th>operation</th><th>invoke ms</th><th>complete ms</th><th>outcome</th><th>replica</th><th>violations</th></tr>\n");
+    html!(h, "<h2>Client operations</h2>\n<table><tr><th>op</th><th>operation</th><th>invoke ms</th><th>complete ms</th><th>outcome</th><th>replica</th><th>violations</th></tr>\n");
     for op in &r.history {
         let marked = marked_ops.get(&op.id);
-        let _ = writeln!(
+        html_line!(
             h,
             "<tr id=\"op-{}\"{}><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td></tr>",
             op.id,
-            if marked.is_some() { " class=\"hl\"" } else { "" },
+            Html::from_static(if marked.is_some() { " class=\"hl\"" } else { "" }),
             op.id,
-            escape(&op.kind.label()),
+            &op.kind.label(),
             op.invoke_ms,
             op.complete_ms,
             outcome_class(&op.outcome),
-            escape(&outcome_text(&op.outcome)),
-            escape(op.replica.as_deref().unwrap_or("")),
+            &outcome_text(&op.outcome),
+            op.replica.as_deref().unwrap_or(""),
             marked
                 .map(|m| {
-                    m.iter()
-                        .map(|l| format!("<a href=\"#{l}\">{l}</a>"))
-                        .collect::<Vec<_>>()
-                        .join(" ")
+                    let links: Vec<Html> = m
+                        .iter()
+                        .map(|l| {
+                            let mut a = Html::new();
+                            html!(a, "<a href=\"#{}\">{}</a>", l, l);
+                            a
+                        })
+                        .collect();
+                    Html::join(&links, &Html::from_static(" "))
                 })
                 .unwrap_or_default()
         );
     }
-    h.push_str("</table>\n");
+    html!(h, "</table>\n");
 
-    let _ = writeln!(
+    html_line!(
         h,
         "<h2>Trace</h2>\n<details><summary>All {} events</summary>\n<table><tr><th>ms</th><th>host</th><th>event</th></tr>",
         r.trace.len()
     );
     for (n, e) in r.trace.iter().enumerate() {
-        let _ = writeln!(
+        html_line!(
             h,
             "<tr id=\"ev-{n}\"><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
             e.at_ms,
-            escape(&e.host),
-            escape(&e.event.to_string())
+            &e.host,
+            &e.event.to_string(); n = n
         );
     }
-    h.push_str("</table>\n</details>\n</body>\n</html>\n");
+    html!(h, "</table>\n</details>\n</body>\n</html>\n");
     h.into_bytes()
 }
 

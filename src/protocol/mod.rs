@@ -9,12 +9,16 @@
 //! - [`at_rest`]: the task states a turn ends in (terminal, or waiting for the client);
 //! - [`sse`]: the server-sent-events framing of the streaming methods;
 //! - [`required`]: the REQUIRED fields of the params, checked as a2a-sdk checks them;
-//! - [`v03`]: the A2A 0.3 wire, translated to and from 1.0 at the edge.
+//! - [`v03`]: the A2A 0.3 wire, translated to and from 1.0 at the edge;
+//! - [`probe`]: a request's part count and id, read without building the request.
 
+pub mod probe;
 pub mod required;
 pub mod sha256;
 pub mod sse;
 pub mod v03;
+
+pub use probe::{count_message_parts, RequestId};
 
 use serde_json::{json, Value};
 

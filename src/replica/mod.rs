@@ -345,6 +345,9 @@ pub struct Replica {
     card: Option<crate::card::CardAuthority>,
     grants: crate::auth::Grants,
     drain: Rc<DrainSignal>,
+    /// Most parts a message may carry (`a2a-chaos serve --max-parts`); `None`, as in every
+    /// simulation, checks nothing.
+    parts_max: Cell<Option<usize>>,
 }
 
 impl Replica {
@@ -386,6 +389,39 @@ impl Replica {
             card,
             grants,
             drain,
+            parts_max: Cell::new(None),
+        }
+    }
+
+    /// Refuses a message with more than `max` parts (`-32602`), for a replica serving
+    /// clients nobody scripted (`a2a-chaos serve`); a simulation never sets it.
+    pub fn limit_parts(&self, max: usize) {
+        self.parts_max.set(Some(max));
+    }
+
+    /// Forgets what this replica keeps per task for tasks its store evicted (a bounded
+    /// `a2a-chaos serve`), except a task whose turn runs here; trims every task's local
+    /// event log to its last `events_per_task` versions. A task parked here (waiting for
+    /// input) is forgotten too: evicted means gone.
+    pub fn forget(&self, task_ids: &[String], events_per_task: usize) {
+        for id in task_ids {
+            let busy = self
+                .active
+                .borrow()
+                .get(id)
+                .is_some_and(|a| a.running.get());
+            if busy {
+                continue;
+            }
+            self.active.borrow_mut().remove(id);
+            self.local_events.borrow_mut().remove(id);
+            self.push_configs.borrow_mut().remove(id);
+            self.push_details.borrow_mut().remove(id);
+            self.run_text.borrow_mut().retain(|(task, _), _| task != id);
+        }
+        for log in self.local_events.borrow_mut().values_mut() {
+            let cut = log.len().saturating_sub(events_per_task.max(1));
+            log.drain(..cut);
         }
     }
 

@@ -259,6 +259,23 @@ impl Replica {
         body: &Bytes,
         caller: &Caller,
     ) -> Response<BoxBody> {
+        if let Some(max) = self.parts_max.get() {
+            // A bounded server's own limit (`serve --max-parts`), on either wire, counted
+            // before the request becomes a tree of values (85,000 empty parts would take
+            // tens of MB as one).
+            if let Some(parts) = crate::protocol::count_message_parts(body).filter(|n| *n > max) {
+                let id = serde_json::from_slice::<crate::protocol::RequestId>(body)
+                    .map(|r| r.id)
+                    .unwrap_or(Value::Null);
+                return self.rpc_error(
+                    id,
+                    rpc(
+                        a2a::errors::error_code::INVALID_PARAMS,
+                        format!("invalid params: the message has {parts} parts; at most {max} are accepted"),
+                    ),
+                );
+            }
+        }
         let request: Value = match serde_json::from_slice(body) {
             Ok(v) => v,
             Err(e) => return self.rpc_error(Value::Null, rpc(-32700, format!("parse error: {e}"))),

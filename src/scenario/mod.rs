@@ -193,8 +193,7 @@ impl Script {
     /// Reads a scenario file.
     pub fn load(path: &Path) -> Result<Script, InputError> {
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| InputError::new(&origin, format!("cannot read: {e}")))?;
+        let text = crate::input::read_text(path, crate::input::FileKind::Scenario)?;
         Script::parse(&text, &origin)
     }
 

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 pub use client::TaskStore;
 pub use host::{serve, OP_TIME};
-pub use state::{OutboxEntry, StoreState};
+pub use state::{OutboxEntry, StoreBounds, StoreState};
 pub use table::{Stored, TableFactory, TaskTable, VersionedTable};
 pub use wire::buggify_conflict;
 

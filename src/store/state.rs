@@ -27,6 +27,8 @@ pub struct StoreState {
     push_configs: BTreeMap<String, Vec<String>>,
     outbox: BTreeMap<u64, OutboxEntry>,
     next_outbox_id: u64,
+    /// Per task: the version last weighed and its JSON size ([`StoreState::evict`] only).
+    sizes: BTreeMap<String, (u64, usize)>,
 }
 
 impl Default for StoreState {
@@ -34,6 +36,20 @@ impl Default for StoreState {
     fn default() -> StoreState {
         StoreState::new(Box::new(VersionedTable::default()))
     }
+}
+
+/// The bounds a long-lived store keeps (`a2a-chaos serve`, [`StoreState::evict`]); a
+/// simulation sets none and its store is never evicted from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreBounds {
+    /// Most tasks kept; beyond it the tasks at rest (terminal, or waiting for input) that
+    /// were saved least recently go first.
+    pub tasks_max: usize,
+    /// Most versions of one task kept in its event log (what a subscription replays).
+    pub events_per_task: usize,
+    /// Most bytes the tasks may weigh, each weighed as its JSON size times the copies kept
+    /// of it (the current one and its event log); beyond it the same order of eviction.
+    pub bytes_max: usize,
 }
 
 /// A push waiting in the outbox: what to send where, and who holds it.
@@ -57,6 +73,7 @@ impl StoreState {
             push_configs: BTreeMap::new(),
             outbox: BTreeMap::new(),
             next_outbox_id: 0,
+            sizes: BTreeMap::new(),
         }
     }
 
@@ -252,6 +269,92 @@ impl StoreState {
             })
             .map(|(t, v)| (t.clone(), v))
             .collect()
+    }
+
+    /// Brings the store within `bounds` at `now_ms`: evicts the tasks at rest beyond
+    /// `tasks_max`, the least recently saved first (a working task is never evicted), with
+    /// their save records, push URLs and finished dedup claims; trims every event log to
+    /// `events_per_task` versions and forgets expired finished claims; keeps one save record
+    /// per task once the log is much longer than the table. Returns the ids evicted.
+    pub fn evict(&mut self, bounds: &StoreBounds, now_ms: u64) -> Vec<String> {
+        self.table.trim_events(bounds.events_per_task.max(1));
+        self.dedup.retain(|_, e| match e {
+            DedupEntry::Done { until_ms, .. } => *until_ms > now_ms,
+            DedupEntry::InFlight { .. } => true,
+        });
+        let count = self.table.tasks().count();
+        // Weigh what changed since the last sweep; forget the weights of tasks now gone.
+        let mut weights: BTreeMap<String, usize> = BTreeMap::new();
+        for (t, v) in self.table.tasks() {
+            let size = match self.sizes.get(&t.id) {
+                Some((seen, size)) if *seen == v => *size,
+                _ => serde_json::to_vec(t).map_or(0, |b| b.len()),
+            };
+            weights.insert(t.id.clone(), size);
+        }
+        self.sizes.retain(|id, _| weights.contains_key(id));
+        let mut total = 0usize;
+        for (t, v) in self.table.tasks() {
+            let size = weights[&t.id];
+            self.sizes.insert(t.id.clone(), (v, size));
+            weights.insert(
+                t.id.clone(),
+                size.saturating_mul(1 + self.table.events_kept(&t.id)),
+            );
+            total = total.saturating_add(weights[&t.id]);
+        }
+        let mut evicted = Vec::new();
+        if count > bounds.tasks_max || total > bounds.bytes_max {
+            // The position of each task's last save: lower is older.
+            let mut last: BTreeMap<&str, usize> = BTreeMap::new();
+            for (i, s) in self.saves.iter().enumerate() {
+                last.insert(&s.task_id, i);
+            }
+            let mut at_rest: Vec<(Option<usize>, String)> = self
+                .table
+                .tasks()
+                .filter(|(t, _)| crate::protocol::at_rest(&t.status.state))
+                .map(|(t, _)| (last.get(t.id.as_str()).copied(), t.id.clone()))
+                .collect();
+            at_rest.sort();
+            let mut left = count;
+            for (_, id) in at_rest {
+                if left <= bounds.tasks_max && total <= bounds.bytes_max {
+                    break;
+                }
+                left -= 1;
+                total = total.saturating_sub(weights[&id]);
+                evicted.push(id);
+            }
+        }
+        if !evicted.is_empty() {
+            let gone: std::collections::BTreeSet<&str> =
+                evicted.iter().map(String::as_str).collect();
+            for id in &gone {
+                self.table.remove(id);
+                self.push_configs.remove(*id);
+                self.sizes.remove(*id);
+            }
+            self.saves.retain(|s| !gone.contains(s.task_id.as_str()));
+            self.dedup.retain(|_, e| match e {
+                DedupEntry::Done { task_id, .. } => !gone.contains(task_id.as_str()),
+                DedupEntry::InFlight { .. } => true,
+            });
+        }
+        let tasks = count - evicted.len();
+        if self.saves.len() > 4 * tasks + 64 {
+            // Only the order of the last saves is read back ([`StoreState::recent`]).
+            let mut seen = std::collections::BTreeSet::new();
+            let mut kept: Vec<SaveRecord> = Vec::new();
+            for s in self.saves.drain(..).rev() {
+                if seen.insert(s.task_id.clone()) {
+                    kept.push(s);
+                }
+            }
+            kept.reverse();
+            self.saves = kept;
+        }
+        evicted
     }
 
     /// Claims a message for processing (see [`Claim`]).

@@ -45,6 +45,18 @@ pub trait TaskTable: Debug {
     /// Every task and its version, in task-id order: the ground truth at the end of a run,
     /// and what the takeover sweeper and the dedup settlement scan.
     fn tasks(&self) -> Box<dyn Iterator<Item = (&Task, u64)> + '_>;
+    /// Drops a task and its event log; whether it was there. Only a bounded long-lived store
+    /// evicts ([`super::StoreState::evict`], `a2a-chaos serve`); a simulation never does, and
+    /// a table that cannot forget keeps this default.
+    fn remove(&mut self, _task_id: &str) -> bool {
+        false
+    }
+    /// Keeps only the last `keep` events of each task's log (the same bounded store).
+    fn trim_events(&mut self, _keep: usize) {}
+    /// How many versions of a task its event log holds (what a bounded store weighs).
+    fn events_kept(&self, _task_id: &str) -> usize {
+        0
+    }
 }
 
 /// Makes a fresh table: one for the shared store, one for each pod's memory at each start.
@@ -118,5 +130,21 @@ impl TaskTable for VersionedTable {
 
     fn tasks(&self) -> Box<dyn Iterator<Item = (&Task, u64)> + '_> {
         Box::new(self.tasks.values().map(|(t, v)| (t, *v)))
+    }
+
+    fn remove(&mut self, task_id: &str) -> bool {
+        self.events.remove(task_id);
+        self.tasks.remove(task_id).is_some()
+    }
+
+    fn trim_events(&mut self, keep: usize) {
+        for log in self.events.values_mut() {
+            let cut = log.len().saturating_sub(keep);
+            log.drain(..cut);
+        }
+    }
+
+    fn events_kept(&self, task_id: &str) -> usize {
+        self.events.get(task_id).map_or(0, Vec::len)
     }
 }

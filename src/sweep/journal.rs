@@ -12,7 +12,7 @@
 //! run sorted by work item, so they equal those of a sweep that went straight through; then
 //! the journal is removed.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 
 use crate::check::{self, Verdict};
 use crate::error::InputError;
+use crate::files;
 use crate::sim::{InvariantResult, RunSummary};
 
 /// The journal's file name inside the output directory.
@@ -54,7 +55,7 @@ impl Journal {
     pub fn create(dir: &Path, experiment: &str, fingerprint: &str) -> std::io::Result<Journal> {
         std::fs::create_dir_all(dir)?;
         let path = Journal::path_in(dir);
-        let mut file = File::create(&path)?;
+        let mut file = files::create_no_follow(&path)?;
         let head = json!({
             "a2a-chaos-journal": FORMAT,
             "experiment": experiment,
@@ -67,36 +68,39 @@ impl Journal {
 
     /// Opens the journal in `dir` to continue it: returns the runs it holds and the journal,
     /// positioned after its last complete line. `Ok(None)` when there is no journal.
-    /// A journal of another experiment or configuration is an error.
+    /// A journal of another experiment or configuration is an error, and so is any run line
+    /// `accept` refuses (a run of another experiment, a seed out of range, another shard's
+    /// run, a run twice): the error names the line. The journal is read line by line, each
+    /// line at most [`FileKind::JournalLine`]'s limit.
+    ///
+    /// [`FileKind::JournalLine`]: crate::input::FileKind::JournalLine
     pub fn resume(
         dir: &Path,
         experiment: &str,
         fingerprint: &str,
+        accept: &mut dyn FnMut(&RunSummary) -> Result<(), String>,
     ) -> Result<Option<(Journal, Resumed)>, InputError> {
         let path = Journal::path_in(dir);
         let origin = path.display().to_string();
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
+        match std::fs::symlink_metadata(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(InputError::new(&origin, format!("cannot read: {e}"))),
-        };
+            _ => {}
+        }
+        let mut lines = crate::input::Lines::open(&path, crate::input::FileKind::JournalLine)?;
         let mut resumed = Resumed::default();
         let mut keep = 0usize;
         let mut head_seen = false;
-        let mut offset = 0usize;
-        let mut line_no = 0usize;
-        while offset < bytes.len() {
-            line_no += 1;
-            let end = bytes[offset..].iter().position(|b| *b == b'\n');
-            let (line, complete) = match end {
-                Some(e) => (&bytes[offset..offset + e], true),
-                None => (&bytes[offset..], false),
-            };
-            let next = offset + line.len() + usize::from(complete);
-            let parsed = std::str::from_utf8(line)
+        while let Some(crate::input::Line {
+            number: line_no,
+            bytes: line,
+            complete,
+        }) = lines.next_line()?
+        {
+            let next = keep + line.len() + usize::from(complete);
+            let parsed = std::str::from_utf8(&line)
                 .ok()
                 .and_then(|t| serde_json::from_str::<Value>(t).ok());
-            let at_end = next >= bytes.len();
+            let at_end = lines.at_end();
             let value = match (parsed, complete) {
                 (Some(v), true) => v,
                 // A torn last line: the process stopped while writing it.
@@ -122,10 +126,15 @@ impl Journal {
                 let run = from_json(&value).map_err(|e| {
                     InputError::new(format!("{origin}:{line_no}"), format!("bad run: {e}"))
                 })?;
+                accept(&run).map_err(|why| {
+                    InputError::new(
+                        format!("{origin}:{line_no}"),
+                        format!("{why}: this run does not belong to the sweep being resumed (the journal was written by another run or edited); remove it and run without --resume"),
+                    )
+                })?;
                 resumed.runs.push(run);
             }
             keep = next;
-            offset = next;
         }
         if !head_seen {
             // Not even the first line made it: start over.
@@ -135,7 +144,7 @@ impl Journal {
                 resumed,
             )));
         }
-        let file = OpenOptions::new()
+        let file = files::options_no_follow()
             .write(true)
             .open(&path)
             .and_then(|f| {
@@ -144,7 +153,7 @@ impl Journal {
             })
             .and_then(|f| {
                 drop(f);
-                OpenOptions::new().append(true).open(&path)
+                files::options_no_follow().append(true).open(&path)
             })
             .map_err(|e| InputError::new(&origin, format!("cannot continue the journal: {e}")))?;
         Ok(Some((Journal { file, path }, resumed)))
@@ -180,17 +189,22 @@ pub struct Head {
 
 /// Reads the head of the journal in `dir`; `None` when there is none or it is not one.
 pub fn head(dir: &Path) -> Option<Head> {
-    let bytes = std::fs::read(Journal::path_in(dir)).ok()?;
-    let mut lines = bytes.split(|b| *b == b'\n');
-    let first: Value = serde_json::from_slice(lines.next()?).ok()?;
+    let mut lines =
+        crate::input::Lines::open(&Journal::path_in(dir), crate::input::FileKind::JournalLine)
+            .ok()?;
+    let first = lines.next_line().ok()??;
+    let first: Value = serde_json::from_slice(&first.bytes).ok()?;
     if first.get("a2a-chaos-journal").and_then(Value::as_u64) != Some(FORMAT) {
         return None;
     }
-    let complete = bytes.iter().filter(|b| **b == b'\n').count() as u64;
+    let mut runs = 0u64;
+    while let Ok(Some(line)) = lines.next_line() {
+        runs += u64::from(line.complete);
+    }
     Some(Head {
         experiment: first.get("experiment")?.as_str()?.to_string(),
         key: first.get("fingerprint")?.as_str()?.to_string(),
-        runs: complete.saturating_sub(1),
+        runs,
     })
 }
 
@@ -392,15 +406,39 @@ mod tests {
         bytes.extend_from_slice(b"{\"model\":\"refer");
         std::fs::write(&path, &bytes).unwrap();
 
-        let (mut j, resumed) = Journal::resume(&d, "x", "f1").unwrap().unwrap();
+        let (mut j, resumed) = Journal::resume(&d, "x", "f1", &mut |_| Ok(()))
+            .unwrap()
+            .unwrap();
         assert!(resumed.torn);
         assert_eq!(resumed.runs.len(), 2);
         j.append(&run(2)).unwrap();
         drop(j);
-        let (_, resumed) = Journal::resume(&d, "x", "f1").unwrap().unwrap();
+        let (_, resumed) = Journal::resume(&d, "x", "f1", &mut |_| Ok(()))
+            .unwrap()
+            .unwrap();
         assert!(!resumed.torn);
         let seeds: Vec<u64> = resumed.runs.iter().map(|r| r.seed).collect();
         assert_eq!(seeds, vec![0, 1, 2]);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_row_the_sweep_refuses_is_named_by_its_line() {
+        let d = dir("foreign");
+        let mut j = Journal::create(&d, "x", "f1").unwrap();
+        j.append(&run(0)).unwrap();
+        j.append(&run(7)).unwrap();
+        drop(j);
+        let err = Journal::resume(&d, "x", "f1", &mut |r| {
+            if r.seed < 5 {
+                Ok(())
+            } else {
+                Err(format!("seed {} is outside", r.seed))
+            }
+        })
+        .unwrap_err();
+        assert!(err.origin.ends_with("journal.jsonl:3"), "{err}");
+        assert!(err.message.starts_with("seed 7 is outside"), "{err}");
         let _ = std::fs::remove_dir_all(&d);
     }
 
@@ -413,9 +451,11 @@ mod tests {
             (h.experiment.as_str(), h.key.as_str(), h.runs),
             ("x", "f1", 0)
         );
-        let err = Journal::resume(&d, "x", "f2").unwrap_err();
+        let err = Journal::resume(&d, "x", "f2", &mut |_| Ok(())).unwrap_err();
         assert!(err.message.contains("configuration"), "{err}");
-        assert!(Journal::resume(&dir("none"), "x", "f1").unwrap().is_none());
+        assert!(Journal::resume(&dir("none"), "x", "f1", &mut |_| Ok(()))
+            .unwrap()
+            .is_none());
         let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -5,16 +5,19 @@
 //! contained: it is reported with its seed and reproduce command and the sweep goes on.
 //! Results are sorted by (model, routing, seed), so output never depends on thread timing.
 //!
-//! A sweep is a list of [`WorkItem`]s in a canonical order ([`work_items`]). A shard
-//! ([`crate::sweep::shard`]) runs a deterministic subset of that list, and a resumed sweep
-//! ([`crate::sweep::journal`]) runs what its journal does not hold yet; [`sweep_items`] reports each
-//! finished run as it arrives so that it can be journaled at once.
+//! A sweep is a list of [`WorkItem`]s in a canonical order ([`WorkList`]), computed on
+//! demand from its position, never stored: 8 models × 4 routings × 10 million seeds take no
+//! more memory to start than one seed. A shard ([`crate::sweep::shard`]) runs a
+//! deterministic subset of that list, and a resumed sweep ([`crate::sweep::journal`]) runs
+//! what its journal does not hold yet; [`sweep_items`] pulls the items from an iterator as
+//! its threads get free, and reports each finished run as it arrives so that it can be
+//! journaled at once.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Mutex};
 
-use crate::experiment::Experiment;
+use crate::experiment::{Experiment, Seeds};
 use crate::model::Profile;
 use crate::sim::{RunSummary, Sim};
 
@@ -52,21 +55,84 @@ pub struct WorkItem {
     pub seed: u64,
 }
 
-/// Every work item of an experiment, in canonical order: model, then routing, then seed.
-pub fn work_items(exp: &Experiment) -> Vec<WorkItem> {
-    let mut work = Vec::new();
-    for model in 0..exp.profiles.len() {
-        for routing in 0..exp.file.routing.len() {
-            for k in 0..exp.file.seeds.count {
-                work.push(WorkItem {
-                    model,
-                    routing,
-                    seed: exp.file.seeds.start + k,
-                });
-            }
+/// Every work item of an experiment, in canonical order (model, then routing, then seed),
+/// as positions in a list that is never stored: [`WorkList::get`] computes the item at a
+/// position, so the list takes the same few bytes whatever the seed count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkList {
+    models: usize,
+    routings: usize,
+    seeds: Seeds,
+}
+
+impl WorkList {
+    /// The work list of an experiment (after `--seeds`).
+    pub fn of(exp: &Experiment) -> WorkList {
+        WorkList {
+            models: exp.profiles.len(),
+            routings: exp.file.routing.len(),
+            seeds: exp.file.seeds,
         }
     }
-    work
+
+    /// How many items (saturating: a count past `u64::MAX` is never reached).
+    pub fn len(&self) -> u64 {
+        (self.models as u64)
+            .saturating_mul(self.routings as u64)
+            .saturating_mul(self.seeds.count)
+    }
+
+    /// Whether the list has no item.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The item at `position`.
+    pub fn get(&self, position: u64) -> Option<WorkItem> {
+        if position >= self.len() {
+            return None;
+        }
+        let per_model = self.routings as u64 * self.seeds.count;
+        let model = (position / per_model) as usize;
+        let rest = position % per_model;
+        Some(WorkItem {
+            model,
+            routing: (rest / self.seeds.count) as usize,
+            seed: self.seeds.start + rest % self.seeds.count,
+        })
+    }
+
+    /// The position of `item` in the list; `None` when it is not one of its items.
+    pub fn position(&self, item: &WorkItem) -> Option<u64> {
+        let k = item.seed.checked_sub(self.seeds.start)?;
+        (item.model < self.models && item.routing < self.routings && k < self.seeds.count).then(
+            || {
+                (item.model as u64 * self.routings as u64 + item.routing as u64) * self.seeds.count
+                    + k
+            },
+        )
+    }
+
+    /// How many positions `start, start + step, ...` fall inside the list.
+    pub fn count_in_steps(&self, start: u64, step: u64) -> u64 {
+        let len = self.len();
+        if start >= len || step == 0 {
+            0
+        } else {
+            (len - start).div_ceil(step)
+        }
+    }
+
+    /// Every item, in order, made as it is asked for.
+    pub fn iter(&self) -> impl Iterator<Item = WorkItem> + Send + '_ {
+        (0..self.len()).filter_map(|i| self.get(i))
+    }
+}
+
+/// Every work item of an experiment, in canonical order, in a vector: for tests and small
+/// experiments only ([`WorkList`] is what a sweep walks).
+pub fn work_items(exp: &Experiment) -> Vec<WorkItem> {
+    WorkList::of(exp).iter().collect()
 }
 
 /// The work item a summary belongs to, if it belongs to this experiment.
@@ -83,6 +149,43 @@ pub fn item_of(exp: &Experiment, summary: &RunSummary) -> Option<WorkItem> {
         routing,
         seed: summary.seed,
     })
+}
+
+/// The work item a journaled run is, checked against the experiment: its model and routing
+/// are the experiment's, its seed in range, and its columns (the invariants) those a sweep
+/// of this version writes. `Err` says what does not match.
+pub fn check_row(exp: &Experiment, run: &RunSummary) -> Result<WorkItem, String> {
+    if !exp.profiles.iter().any(|p| p.name == run.model) {
+        return Err(format!(
+            "model `{}` is not one of the experiment's",
+            crate::error::clean(&run.model, 80)
+        ));
+    }
+    if !exp.file.routing.contains(&run.routing) {
+        return Err(format!(
+            "routing `{}` is not one of the experiment's",
+            crate::error::clean(&run.routing, 80)
+        ));
+    }
+    let Some(item) = item_of(exp, run) else {
+        let s = exp.file.seeds;
+        return Err(format!(
+            "seed {} is outside the experiment's seeds {}..{}",
+            run.seed,
+            s.start,
+            s.start.saturating_add(s.count)
+        ));
+    };
+    let names: Vec<&str> = run.invariants.iter().map(|i| i.name).collect();
+    let fine = names == crate::check::names() || (names.is_empty() && run.error.is_some());
+    if !fine {
+        return Err(format!(
+            "its invariant columns ({}) are not this version's ({})",
+            names.join(", "),
+            crate::check::names().join(", ")
+        ));
+    }
+    Ok(item)
 }
 
 /// A fingerprint of everything that decides an experiment's runs: the resolved experiment
@@ -109,13 +212,13 @@ pub fn fingerprint(exp: &Experiment) -> String {
 /// Runs every combination × seed; returns summaries sorted by (model, routing, seed) in the
 /// experiment's order.
 pub fn sweep(exp: &Experiment, options: &SweepOptions) -> Vec<RunSummary> {
-    let items = work_items(exp);
+    let items = WorkList::of(exp);
     let progress = Progress {
-        total: items.len(),
+        total: items.len() as usize,
         ..Progress::default()
     };
     let result: Result<_, std::convert::Infallible> =
-        sweep_items(exp, &items, options, progress, |_, _| Ok(()));
+        sweep_items(exp, items.iter(), options, progress, |_, _| Ok(()));
     match result {
         Ok(runs) => runs.into_iter().map(|(_, s)| s).collect(),
         Err(never) => match never {},
@@ -134,35 +237,43 @@ pub struct Progress {
     pub total: usize,
 }
 
-/// Runs `items` on `options.jobs` threads. `on_done` sees each run as it finishes, in
-/// completion order (which depends on thread timing); an error from it stops the sweep
-/// (runs in flight finish and are dropped) and is returned. The result is sorted by work
-/// item, so it does not depend on thread timing.
+/// Runs the items `items` yields on `options.jobs` threads, each taking the next item when
+/// it is free (the items are made as they are taken, never listed). `on_done` sees each run
+/// as it finishes, in completion order (which depends on thread timing); an error from it
+/// stops the sweep (runs in flight finish and are dropped) and is returned. The result is
+/// sorted by work item, so it does not depend on thread timing.
 pub fn sweep_items<E>(
     exp: &Experiment,
-    items: &[WorkItem],
+    items: impl Iterator<Item = WorkItem> + Send,
     options: &SweepOptions,
     progress: Progress,
     mut on_done: impl FnMut(&WorkItem, &RunSummary) -> Result<(), E>,
 ) -> Result<Vec<(WorkItem, RunSummary)>, E> {
-    let total = progress.total.max(progress.done + items.len());
-    let next = AtomicUsize::new(0);
+    let total = progress.total.max(progress.done);
+    let next = Mutex::new(items);
+    let stop = AtomicBool::new(false);
     let (tx, rx) = mpsc::channel::<(WorkItem, RunSummary)>();
     let mut results: BTreeMap<WorkItem, RunSummary> = BTreeMap::new();
     let mut failure = None;
     std::thread::scope(|scope| {
         for _ in 0..options.jobs.max(1) {
             let tx = tx.clone();
-            let next = &next;
+            let (next, stop) = (&next, &stop);
             scope.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = items.get(i) else {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let item = match next.lock() {
+                    Ok(mut items) => items.next(),
+                    Err(_) => None,
+                };
+                let Some(item) = item else {
                     return;
                 };
                 let profile = &exp.profiles[item.model];
                 let routing = &exp.file.routing[item.routing];
                 let summary = run_one(exp, profile, routing, item.seed);
-                if tx.send((*item, summary)).is_err() {
+                if tx.send((item, summary)).is_err() {
                     return;
                 }
             });
@@ -184,7 +295,7 @@ pub fn sweep_items<E>(
             }
             if let Err(e) = on_done(&item, &summary) {
                 // Stop handing out work; the threads finish their current run.
-                next.store(items.len(), Ordering::Relaxed);
+                stop.store(true, Ordering::Relaxed);
                 failure = Some(e);
                 break;
             }

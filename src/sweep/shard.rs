@@ -97,6 +97,24 @@ impl Shard {
         position as u64 % self.count == self.index
     }
 
+    /// How many of the first `total` positions of the work list are this shard's.
+    pub fn count_in(&self, total: u64) -> u64 {
+        if self.index >= total {
+            0
+        } else {
+            (total - self.index).div_ceil(self.count)
+        }
+    }
+
+    /// This shard's items of the work list, in order, made as they are asked for.
+    pub fn items<'a>(
+        &self,
+        list: &'a crate::sweep::runner::WorkList,
+    ) -> impl Iterator<Item = WorkItem> + Send + 'a {
+        let (index, count) = (self.index, self.count);
+        (0..list.count_in_steps(index, count)).filter_map(move |k| list.get(index + k * count))
+    }
+
     /// This shard's items of the canonical work list, in order.
     pub fn select(&self, items: &[WorkItem]) -> Vec<WorkItem> {
         items
@@ -229,15 +247,16 @@ impl Manifest {
     pub fn read(dir: &Path) -> Result<Manifest, InputError> {
         let path = dir.join(MANIFEST);
         let origin = path.display().to_string();
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            InputError::new(
+        if let Err(e) = std::fs::metadata(&path) {
+            return Err(InputError::new(
                 &origin,
                 format!(
                     "cannot read: {e} (is {} the output of `run --shard`?)",
                     dir.display()
                 ),
-            )
-        })?;
+            ));
+        }
+        let text = crate::input::read_text(&path, crate::input::FileKind::Manifest)?;
         let m: Manifest = serde_json::from_str(&text)
             .map_err(|e| InputError::new(&origin, format!("not a shard manifest: {e}")))?;
         if m.format != 1 {

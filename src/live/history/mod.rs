@@ -113,13 +113,23 @@ impl Exchange {
 
 /// Reads `path` into a record; `model` is the profile the checkers take as the server's
 /// promises (`None`: the reference profile, and dedup-contract is unknown).
+///
+/// Identical copies of a line are read once (a note says so); two lines that record one
+/// thing differently (two requests with one `seq`) make the recording malformed: `Err`,
+/// naming the lines ([`recording::deduplicate`]). Lines may come in any order: every request
+/// is read first, then what answers it, and a stream's events are put in time order.
 pub fn load(path: &Path, model: Option<Profile>) -> Result<Recorded, String> {
-    let lines = recording::read(path)?;
+    let (lines, duplicates) = recording::deduplicate(recording::read(path)?)?;
     let mut exchanges: BTreeMap<u64, Exchange> = BTreeMap::new();
     let (mut effects, mut saves, mut finals) = (Vec::<Effect>::new(), Vec::new(), Vec::new());
     let (mut routing, mut seed, mut end_ms) = (String::from("recorded"), 0, 0);
-    let mut notes = Vec::new();
-    for line in lines {
+    let mut notes: Vec<String> = duplicates.into_iter().collect();
+    // Requests first, so an answer written before its request (lines out of order) finds it.
+    let (requests, rest): (Vec<_>, Vec<_>) = lines
+        .into_iter()
+        .map(|n| n.line)
+        .partition(|l| matches!(l, Line::Request { .. } | Line::Start { .. }));
+    for line in requests.into_iter().chain(rest) {
         match line {
             Line::Start {
                 routing: r,
@@ -207,6 +217,10 @@ pub fn load(path: &Path, model: Option<Profile>) -> Result<Recorded, String> {
     }
     let mut exchanges: Vec<Exchange> = exchanges.into_values().collect();
     exchanges.sort_by_key(|x| (x.at_ms, x.seq));
+    for x in &mut exchanges {
+        x.events.sort_by_key(|(at, _)| *at);
+    }
+    effects.sort_by_key(|e| e.seq);
     let has_final = !finals.is_empty();
     let has_model = model.is_some();
     let profile = match model {

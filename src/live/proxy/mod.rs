@@ -22,9 +22,13 @@
 //! tasks/get on the 0.3 wire) and writes the copies as `final-task` lines, the last effects
 //! and saves, and a `stop` line. Every upstream is taken as ready: the proxy does no health
 //! checks.
+//!
+//! The faults' periods are in `faults.rs`, the final read (with the credentials it sends)
+//! in `final_read.rs`. The listener and the ledger keep the bounds of
+//! [`crate::net::ServerLimits`]; the run ends in [`Stopped`]: as asked, or a failure.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -46,6 +50,11 @@ use super::recording::{Line, Recorder, SaveLine};
 use super::wire;
 use super::{observer, recording};
 
+mod faults;
+mod final_read;
+
+pub use faults::Faults;
+
 /// Request headers passed on to the upstream (the rest are hop-by-hop or the proxy's).
 const FORWARDED: &[&str] = &[
     "a2a-version",
@@ -54,51 +63,6 @@ const FORWARDED: &[&str] = &[
     "x-a2a-extensions",
     CONTEXT_HEADER,
 ];
-
-/// Most task ids read back when the proxy stops.
-const FINAL_TASKS_MAX: usize = 1000;
-
-/// The request-level faults to inject.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Faults {
-    /// Duplicate every Nth request.
-    pub duplicate_every: Option<u64>,
-    /// Drop the reply to every Nth request.
-    pub drop_reply_every: Option<u64>,
-    /// Hold requests this long before forwarding them.
-    pub delay_ms: u64,
-    /// ... every Nth request (1: all).
-    pub delay_every: u64,
-}
-
-impl Faults {
-    fn hits(every: Option<u64>, k: u64, seed: u64) -> bool {
-        every.is_some_and(|n| n > 0 && (k.wrapping_add(seed)) % n == 0)
-    }
-
-    /// The faults, in words, for the `start` line.
-    pub fn describe(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if let Some(n) = self.duplicate_every {
-            out.push(format!(
-                "duplicate 1 request in {n} (request k when (k + seed) % {n} == 0)"
-            ));
-        }
-        if let Some(n) = self.drop_reply_every {
-            out.push(format!(
-                "drop the reply to 1 request in {n} (request k when (k + seed) % {n} == 0)"
-            ));
-        }
-        if self.delay_ms > 0 {
-            out.push(format!(
-                "delay 1 request in {} by {} ms",
-                self.delay_every.max(1),
-                self.delay_ms
-            ));
-        }
-        out
-    }
-}
 
 /// What `a2a-chaos proxy` was asked to do.
 #[derive(Debug, Clone)]
@@ -118,6 +82,13 @@ pub struct ProxyOptions {
     pub final_read: bool,
     /// How long one forwarded request may take to answer its head.
     pub forward_timeout: Duration,
+    /// The Bearer token the final read sends (`--token`); without it, each task is read
+    /// with the `Authorization` its client sent.
+    pub token: Option<String>,
+    /// Overwrite an existing history (`--force`); without it one is refused.
+    pub force: bool,
+    /// The bounds of the proxy's listener and ledger.
+    pub limits: net::ServerLimits,
 }
 
 struct Upstream {
@@ -140,6 +111,9 @@ struct Proxy {
     completed: Cell<u64>,
     /// Task id → context id, learned from answers: GetTask and CancelTask carry no context.
     contexts: RefCell<BTreeMap<String, String>>,
+    /// Task id → the `Authorization` of the first request whose answer named it: what the
+    /// final read sends (a server scoping tasks to their owner answers only them).
+    credentials: RefCell<BTreeMap<String, String>>,
     /// A 0.3 method was seen: read the final tasks with tasks/get.
     v03: Cell<bool>,
     done: Rc<tokio::sync::Notify>,
@@ -151,7 +125,7 @@ struct Proxy {
 const FLUSH_EVERY: Duration = Duration::from_millis(100);
 
 /// Runs the proxy until it is stopped; prints its addresses first and a summary last.
-pub fn run(options: ProxyOptions) -> Result<(), InputError> {
+pub fn run(options: ProxyOptions) -> Result<Stopped, InputError> {
     if options.upstreams.is_empty() {
         return Err(InputError::new(
             "--upstream",
@@ -169,6 +143,7 @@ pub fn run(options: ProxyOptions) -> Result<(), InputError> {
         )
     })?;
     let net = RealNet::new();
+    net.set_limits(options.limits);
     let mut upstreams = Vec::new();
     for (i, url) in options.upstreams.iter().enumerate() {
         let (host, port, prefix) = crate::protocol::parse_http_url(url).ok_or_else(|| {
@@ -200,10 +175,15 @@ pub fn run(options: ProxyOptions) -> Result<(), InputError> {
         options.ledger_listen,
         "--ledger-listen",
     )?;
-    let recorder = Recorder::create(&options.out).map_err(|e| {
+    let recorder = Recorder::create(&options.out, options.force).map_err(|e| {
         InputError::new(
             options.out.display().to_string(),
-            format!("cannot write: {e}"),
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                "a history is there already: pass --force to overwrite it, or choose another --out"
+                    .to_string()
+            } else {
+                format!("cannot write: {e}")
+            },
         )
     })?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -229,6 +209,7 @@ pub fn run(options: ProxyOptions) -> Result<(), InputError> {
         requests: Cell::new(0),
         completed: Cell::new(0),
         contexts: RefCell::default(),
+        credentials: RefCell::default(),
         v03: Cell::new(false),
         done: Rc::new(tokio::sync::Notify::new()),
         flushed: Cell::new((0, 0)),
@@ -273,18 +254,19 @@ pub fn run(options: ProxyOptions) -> Result<(), InputError> {
             })
         };
         let reason = tokio::select! {
-            r = served => match r {
+            // The listener survives failed accepts (net::ServerLimits): its end is a failure.
+            r = served => Stopped::Failed(match r {
                 Ok(Err(e)) => format!("the listener failed: {e}"),
                 _ => "the listener stopped".to_string(),
-            },
-            why = stop_signal() => why,
+            }),
+            why = stop_signal() => Stopped::Asked(why),
             _ = async {
                 match options.duration {
                     Some(d) => tokio::time::sleep(d).await,
                     None => std::future::pending().await,
                 }
-            } => "--duration-ms elapsed".to_string(),
-            _ = proxy.done.notified() => "--max-requests reached".to_string(),
+            } => Stopped::Asked("--duration-ms elapsed".to_string()),
+            _ = proxy.done.notified() => Stopped::Asked("--max-requests reached".to_string()),
         };
         if options.final_read {
             proxy.read_final_tasks().await;
@@ -297,18 +279,37 @@ pub fn run(options: ProxyOptions) -> Result<(), InputError> {
     let (effects, saves) = proxy.flushed.get();
     proxy.recorder.write(&Line::Stop {
         at_ms: net.elapsed().as_millis() as u64,
-        reason: reason.clone(),
+        reason: reason.why().to_string(),
         requests: proxy.requests.get(),
     });
     println!(
-        "stopped ({reason}): {} requests, {} effects, {} saves; {} lines in {}",
+        "stopped ({}): {} requests, {} effects, {} saves; {} lines in {}",
+        reason.why(),
         proxy.requests.get(),
         effects,
         saves,
         proxy.recorder.lines(),
         options.out.display()
     );
-    Ok(())
+    Ok(reason)
+}
+
+/// Why the proxy stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stopped {
+    /// As asked: a signal, `--duration-ms` or `--max-requests` (exit 0).
+    Asked(String),
+    /// Something broke (exit 1).
+    Failed(String),
+}
+
+impl Stopped {
+    /// The reason in words, as the `stop` line records it.
+    pub fn why(&self) -> &str {
+        match self {
+            Stopped::Asked(w) | Stopped::Failed(w) => w,
+        }
+    }
 }
 
 /// Ctrl-C or SIGTERM, by name.
@@ -365,9 +366,17 @@ impl Proxy {
         self.seq.get()
     }
 
-    fn learn(&self, result: &Value) {
+    /// Learns the tasks an answer names: their contexts (for routing), and the credentials
+    /// of the request that saw them (the final read sends the same, unless `--token`).
+    fn learn(&self, result: &Value, authorization: Option<&str>) {
         let mut contexts = self.contexts.borrow_mut();
         for (task, context) in wire::task_refs(result) {
+            if let Some(a) = authorization {
+                self.credentials
+                    .borrow_mut()
+                    .entry(task.clone())
+                    .or_insert_with(|| a.to_string());
+            }
             if !context.is_empty() {
                 contexts.insert(task, context);
             }
@@ -433,6 +442,7 @@ impl Proxy {
             .iter()
             .filter_map(|h| header(h).map(|v| (*h, v)))
             .collect();
+        let auth = header("authorization");
         let body = match net::read_request(body).await {
             Ok(b) => b,
             Err(e) => {
@@ -518,7 +528,9 @@ impl Proxy {
             );
             let again = duplicate.then(|| (path.clone(), body.clone(), headers.clone()));
             if drop_reply {
-                let _ = self.relay_events(seq, upstream.body, None, true).await;
+                let _ = self
+                    .relay_events(seq, upstream.body, None, true, auth.as_deref())
+                    .await;
                 if let Some((p, b, h)) = again {
                     self.duplicate(seq, &json, &p, b, &h).await;
                 }
@@ -528,7 +540,8 @@ impl Proxy {
             let (tx, out) = net::ChannelBody::channel(16);
             let me = self.clone();
             tokio::task::spawn_local(async move {
-                me.relay_events(seq, upstream.body, Some(&tx), false).await;
+                me.relay_events(seq, upstream.body, Some(&tx), false, auth.as_deref())
+                    .await;
                 if let Some((p, b, h)) = again {
                     me.duplicate(seq, &json, &p, b, &h).await;
                 }
@@ -558,7 +571,7 @@ impl Proxy {
         };
         let value = serde_json::from_slice::<Value>(&bytes).ok();
         if let Some(result) = value.as_ref().and_then(|v| v.get("result")) {
-            self.learn(result);
+            self.learn(result, auth.as_deref());
         }
         self.respond_line(
             seq,
@@ -625,6 +638,7 @@ impl Proxy {
         mut body: hyper::body::Incoming,
         tx: Option<&tokio::sync::mpsc::Sender<Bytes>>,
         dropped: bool,
+        authorization: Option<&str>,
     ) {
         let mut buf = BytesMut::new();
         let mut scanned = 0;
@@ -651,7 +665,7 @@ impl Proxy {
                                 let data = serde_json::from_str::<Value>(&event)
                                     .unwrap_or(Value::String(event));
                                 if let Some(result) = data.get("result") {
-                                    self.learn(result);
+                                    self.learn(result, authorization);
                                 }
                                 self.recorder.write(&Line::Event {
                                     seq,
@@ -688,6 +702,10 @@ impl Proxy {
         body: Bytes,
         headers: &[(&'static str, String)],
     ) {
+        let auth = headers
+            .iter()
+            .find(|(h, _)| *h == "authorization")
+            .map(|(_, v)| v.as_str());
         let i = self.pick(json, None, None);
         let seq = self.next_seq();
         self.recorder.write(&Line::Request {
@@ -715,63 +733,19 @@ impl Proxy {
         let status = up.status.as_u16();
         if is_sse {
             self.respond_line(seq, status, i, by, None, true, false, None);
-            self.relay_events(seq, up.body, None, false).await;
+            self.relay_events(seq, up.body, None, false, auth).await;
             return;
         }
         match net::read_body(up.body, net::BODY_BYTES_MAX).await {
             Ok(bytes) => {
                 let value = serde_json::from_slice::<Value>(&bytes).ok();
                 if let Some(result) = value.as_ref().and_then(|v| v.get("result")) {
-                    self.learn(result);
+                    self.learn(result, auth);
                 }
                 self.respond_line(seq, status, i, by, value, false, false, None);
             }
             Err(e) => {
                 self.respond_line(seq, status, i, by, None, false, false, Some(e.to_string()))
-            }
-        }
-    }
-
-    /// Every task seen, read from every upstream, as `final-task` lines.
-    async fn read_final_tasks(&self) {
-        let ids: BTreeSet<String> = self.contexts.borrow().keys().cloned().collect();
-        let method = if self.v03.get() {
-            "tasks/get"
-        } else {
-            "GetTask"
-        };
-        for id in ids.iter().take(FINAL_TASKS_MAX) {
-            for (i, up) in self.upstreams.iter().enumerate() {
-                let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": method, "params": {"id": id}});
-                let headers = if self.v03.get() {
-                    Vec::new()
-                } else {
-                    vec![("a2a-version", "1.0".to_string())]
-                };
-                let mut call = self.call(
-                    i,
-                    "/",
-                    Bytes::from(serde_json::to_vec(&body).expect("requests serialise")),
-                    &headers,
-                );
-                call.timeout = Duration::from_secs(3);
-                let Ok(reply) = net::send(&call).await else {
-                    continue;
-                };
-                let Ok(value) = serde_json::from_slice::<Value>(&reply.body) else {
-                    continue;
-                };
-                let Some(result) = value.get("result") else {
-                    continue;
-                };
-                let task = result.get("task").unwrap_or(result).clone();
-                if task.get("id").and_then(Value::as_str) == Some(id.as_str()) {
-                    self.recorder.write(&Line::FinalTask {
-                        at_ms: now_ms(),
-                        replica: up.name.clone(),
-                        task,
-                    });
-                }
             }
         }
     }
