@@ -24,6 +24,7 @@
 //! `a2a-chaos fidelity` compares with the simulation's.
 
 pub mod history;
+pub mod link;
 pub mod observer;
 pub mod peer;
 pub mod pool;

@@ -431,20 +431,6 @@ impl Replica {
         format!("{kind}-{}-{n}", self.id_prefix)
     }
 
-    /// The messageId of the reply a run of the turn carried by `message_id` ends with. Where
-    /// the reply is the status's message ([`ReplyIn::Status`], a2a-sdk's `TaskUpdater`), each
-    /// run has its own: the SDK draws a new id for every reply, so two runs of one message
-    /// (a duplicate on two replicas, a queued duplicate) leave two replies, and the second
-    /// archives the first; elsewhere the turn's reply is one message per turn.
-    fn reply_id(&self, message_id: &str) -> String {
-        if self.profile.handler.reply_in != Some(ReplyIn::Status) {
-            return format!("{message_id}-reply");
-        }
-        let n = self.replies.get() + 1;
-        self.replies.set(n);
-        format!("{message_id}-reply-{}-{n}", self.id_prefix)
-    }
-
     /// A new task for a message that names none: a server-chosen id, the message's context
     /// (or a new one), submitted, owned by the caller when the model scopes tasks to owners.
     fn fresh_task(&self, message: &Message, caller: &Caller) -> Task {

@@ -740,6 +740,20 @@ impl Replica {
         Ok(task.clone())
     }
 
+    /// The messageId of the reply a run of the turn carried by `message_id` ends with. Where
+    /// the reply is the status's message ([`ReplyIn::Status`], a2a-sdk's `TaskUpdater`), each
+    /// run has its own: the SDK draws a new id for every reply, so two runs of one message
+    /// (a duplicate on two replicas, a queued duplicate) leave two replies, and the second
+    /// archives the first; elsewhere the turn's reply is one message per turn.
+    fn reply_id(&self, message_id: &str) -> String {
+        if self.profile.handler.reply_in != Some(ReplyIn::Status) {
+            return format!("{message_id}-reply");
+        }
+        let n = self.replies.get() + 1;
+        self.replies.set(n);
+        format!("{message_id}-reply-{}-{n}", self.id_prefix)
+    }
+
     /// A duration drawn uniformly from `[lo, hi]` ms with this replica's generator.
     pub(super) fn draw(&self, (lo, hi): (u64, u64)) -> Duration {
         Duration::from_millis(self.rng.borrow_mut().random_range(lo..=hi))
