@@ -157,7 +157,7 @@ async fn carry(
         Ok(s) => s,
         Err(_) => {
             // A reset, as the target's kernel answered the proxy.
-            let _ = client.set_linger(Some(Duration::ZERO));
+            let _ = client.set_zero_linger();
             return;
         }
     };
