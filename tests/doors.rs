@@ -400,11 +400,8 @@ fn the_proxys_final_read_sends_the_token_and_a_history_is_kept_without_force() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(code, Some(2));
-    assert!(
-        again.stderr_text().contains("--force"),
-        "{}",
-        again.stderr_text()
-    );
+    let said = again.stderr_at_exit();
+    assert!(said.contains("--force"), "{said}");
     assert_eq!(std::fs::read_to_string(&out).unwrap(), history);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -15,6 +15,8 @@ pub struct Proc {
     pub child: Child,
     /// What it wrote to stderr so far (drained by a thread).
     pub stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    /// Set once the reader has read its stderr to the end.
+    pub stderr_done: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Drop for Proc {
@@ -64,6 +66,18 @@ impl Proc {
     pub fn stderr_text(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
+
+    /// All of its stderr, once it has exited: waits (at most 10 s) until the reader has
+    /// read to the end, since the exit can come before the reader took the last lines.
+    pub fn stderr_at_exit(&self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.stderr_done.load(std::sync::atomic::Ordering::Acquire)
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.stderr_text()
+    }
 }
 
 /// A field of /proc/PID/status in KiB (`VmRSS:`, `VmHWM:`).
@@ -112,7 +126,8 @@ pub fn start(args: &[&str], fds: Option<u64>) -> (Proc, mpsc::Receiver<String>) 
         }
     });
     let err = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let sink = err.clone();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (sink, finished) = (err.clone(), done.clone());
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             let mut s = sink.lock().unwrap();
@@ -121,8 +136,16 @@ pub fn start(args: &[&str], fds: Option<u64>) -> (Proc, mpsc::Receiver<String>) 
                 s.push('\n');
             }
         }
+        finished.store(true, std::sync::atomic::Ordering::Release);
     });
-    (Proc { child, stderr: err }, rx)
+    (
+        Proc {
+            child,
+            stderr: err,
+            stderr_done: done,
+        },
+        rx,
+    )
 }
 
 /// The first `http://ADDR/` on a line of `lines` within 20 s.
