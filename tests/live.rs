@@ -189,17 +189,79 @@ fn serve_answers_a_real_a2a_client_over_tcp() {
 fn live_refuses_steps_real_processes_cannot_do() {
     let dir = std::env::temp_dir().join(format!("a2a-chaos-live-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("partition.toml");
-    std::fs::write(
-        &file,
-        "name = \"p\"\nmodel = \"a2a-python-1.3-plain\"\n[[step]]\npartition = [\"replica-0\", \"store\"]\n",
-    )
-    .unwrap();
-    let out = Command::new(bin()).arg("live").arg(&file).output().unwrap();
+    // A replica's pushes all go to one webhook address, so that link is not carried per
+    // replica; no report marks a stream; stall-readers lives inside the models.
+    for (name, step) in [
+        ("webhook", "partition = [\"replica-0\", \"webhook\"]"),
+        (
+            "stream",
+            "kill-at = { point = \"stream\", probability = 1.0 }",
+        ),
+        ("stall", "stall-readers = \"replica-0\""),
+    ] {
+        let file = dir.join(format!("{name}.toml"));
+        std::fs::write(
+            &file,
+            format!("name = \"p\"\nmodel = \"a2a-python-1.3-plain\"\n[[step]]\n{step}\n"),
+        )
+        .unwrap();
+        let out = Command::new(bin()).arg("live").arg(&file).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("unsupported in live mode"), "{name}: {err}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("unsupported in live mode"), "{err}");
+}
+
+/// Every fault the simulation makes, live on real processes with the same step names
+/// (issue 38, docs/FAULTS.md): partition, partition-oneway, repair, hold, release and
+/// latency on the links the run carries through its own proxies, pause and resume
+/// (SIGSTOP/SIGCONT), kill-at effect and after-effect through the ledger's reports. Each
+/// scenario of `tests/fidelity/faults/` agrees with the simulation of a2a-python 1.3 on
+/// every verdict and observable. The two where the simulation and the real SDK part
+/// (a dying database, a partition the SDK waits out) are documented findings in
+/// `tests/fidelity/documented/`, for the engine's network (issue 42).
+#[test]
+fn the_live_faults_agree_with_the_real_a2a_python_sdk() {
+    let _one = SUITE.lock().unwrap_or_else(|e| e.into_inner());
+    if !install_peer() {
+        return;
+    }
+    let out = Command::new(bin())
+        .args(["fidelity", "tests/fidelity/faults"])
+        .env_remove("A2A_CHAOS_LIVE_DB")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for said in [
+        "0 undocumented disagreements",
+        " 0 documented,",
+        "observables differ in 0 scenarios",
+    ] {
+        assert!(stdout.contains(said), "{said}: {stdout}");
+    }
+    for scenario in [
+        "hold-replica-store",
+        "latency-router-replica",
+        "lost-answers-client-router",
+        "pause-replica-during-a-turn",
+        "kill-at-effect",
+        "kill-at-after-effect",
+    ] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(scenario)),
+            "{scenario} missing from\n{stdout}"
+        );
+    }
 }
 
 /// Push delivery on real peers (issue 18): a `set-push` step is refused in live without

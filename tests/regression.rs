@@ -42,6 +42,7 @@ fn every_fidelity_scenario_meets_its_expectations_simulated() {
     let mut files = files_in("tests/fidelity");
     files.extend(files_in("tests/fidelity/found"));
     files.extend(files_in("tests/fidelity/documented"));
+    files.extend(files_in("tests/fidelity/faults"));
     meet_expectations(files);
 }
 

@@ -142,6 +142,8 @@ impl PeerArgs {
             allow_loopback_push: self.allow_loopback_push,
             // Set per scenario, from its think-ms (live::run_scenario).
             think_ms: None,
+            // Set per scenario (live::run_scenario) or per suite (fidelity).
+            own_store: false,
         })
     }
 }

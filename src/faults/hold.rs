@@ -41,6 +41,10 @@ impl ActionKind for Hold {
         target.hold(&self.0, &self.1);
     }
 
+    fn live(&self) -> Result<(), String> {
+        super::live_link(&self.to_string(), &self.0, &self.1)
+    }
+
     fn hosts(&self) -> Vec<&str> {
         vec![&self.0, &self.1]
     }
@@ -73,6 +77,10 @@ impl ActionKind for Release {
 
     fn apply(&self, target: &mut dyn Target) {
         target.release(&self.0, &self.1);
+    }
+
+    fn live(&self) -> Result<(), String> {
+        super::live_link(&self.to_string(), &self.0, &self.1)
     }
 
     fn hosts(&self) -> Vec<&str> {

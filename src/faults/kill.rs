@@ -6,7 +6,9 @@
 //!
 //! The actions: [`Kill`] (`kill = "replica-1"`) crashes any host but the client, and
 //! [`Restart`] (`restart = "replica-1"`) starts it again. A live run kills a replica with
-//! SIGKILL and restarts its process.
+//! SIGKILL and restarts its process; `kill = "store"` SIGKILLs every process of the run's
+//! own PostgreSQL server and `restart = "store"` starts it again on its data, which it
+//! recovers from its log (`live::postgres`).
 
 use std::fmt;
 
@@ -114,13 +116,14 @@ impl ActionKind for Restart {
     }
 }
 
-/// A live run kills and restarts replica processes only.
+/// A live run kills and restarts replica processes (SIGKILL) and the store (its own
+/// PostgreSQL server: SIGKILL to every process of it, then a restart that recovers).
 fn live_replica(what: &str, host: &str) -> Result<(), String> {
-    if host.starts_with("replica-") {
+    if host.starts_with("replica-") || host == "store" {
         Ok(())
     } else {
         Err(format!(
-            "`{what}` is unsupported in live mode: only replica processes can be killed and restarted"
+            "`{what}` is unsupported in live mode: only replica processes and the store (the run's own PostgreSQL server) can be killed and restarted"
         ))
     }
 }

@@ -108,6 +108,17 @@ impl ActionKind for KillAt {
     fn validate(&self) -> Result<(), String> {
         step::probability("kill-at", self.1)
     }
+
+    /// Live, the ledger kills a replica at the points it reports (`live::kill_points`):
+    /// `effect` and `after-effect`; no report marks a stream.
+    fn live(&self) -> Result<(), String> {
+        match self.0 {
+            KillPoint::Effect | KillPoint::AfterEffect => Ok(()),
+            KillPoint::Stream => Err(format!(
+                "`{self}` is unsupported in live mode: no report of a real replica marks a stream (effect and after-effect can be made live)"
+            )),
+        }
+    }
 }
 
 /// The `kill-at-point` fault.

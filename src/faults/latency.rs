@@ -4,7 +4,9 @@
 //! for 300-1000 ms, which widens the window between a read and the save based on it.
 //!
 //! The action: [`LinkLatency`] (`latency = { between = ["replica-0", "store"], max-ms =
-//! 200 }`; without `max-ms` the link returns to normal).
+//! 200 }`; without `max-ms` the link returns to normal). The simulation draws each
+//! message's latency up to `max-ms`; a live run, on the links it carries
+//! ([`super::live_link`]), delays every chunk both ways by `max-ms`, the worst case.
 
 use std::fmt;
 
@@ -57,6 +59,10 @@ impl ActionKind for LinkLatency {
 
     fn apply(&self, target: &mut dyn Target) {
         target.link_latency(&self.0, &self.1, self.2);
+    }
+
+    fn live(&self) -> Result<(), String> {
+        super::live_link(&self.to_string(), &self.0, &self.1)
     }
 
     fn hosts(&self) -> Vec<&str> {

@@ -39,6 +39,7 @@ pub mod latency;
 mod link_partition;
 pub mod lost_reply;
 pub mod partition;
+pub mod pause;
 mod rolling_restart;
 pub mod stall;
 
@@ -78,6 +79,10 @@ pub trait Target {
     fn release(&mut self, a: &str, b: &str);
     /// Set a link's maximum latency (`None`: back to normal).
     fn link_latency(&mut self, a: &str, b: &str, max_ms: Option<u64>);
+    /// Freeze a replica, its memory kept ([`pause`]).
+    fn pause(&mut self, host: &str);
+    /// Let a paused replica go on.
+    fn resume(&mut self, host: &str);
     /// Undo every fault: links back, holds released, points off, crashed hosts restarted.
     fn heal_all(&mut self);
     /// Set the probability that the router loses a reply.
@@ -144,7 +149,27 @@ pub trait ActionKind: Clone + PartialEq + fmt::Debug + fmt::Display + Sized {
     /// Whether a live run (real processes on loopback) can make it; why not otherwise.
     fn live(&self) -> Result<(), String> {
         Err(format!(
-            "`{self}` is unsupported in live mode: only kill, drain and restart of a replica, drop-reply and heal = \"all\" can be done on real processes"
+            "`{self}` is unsupported in live mode: see the table of faults in docs/FAULTS.md for what a live run can make"
+        ))
+    }
+}
+
+/// Whether a live run carries the link between `a` and `b` through a proxy of its own
+/// (`live::network`), so that `partition`, `partition-oneway`, `repair`, `hold`, `release`
+/// and `latency` can act on it: client↔router, router↔replica, replica↔store (a PostgreSQL
+/// server over TCP) and replica↔ledger. A replica's pushes to the webhook go to the URL
+/// its client set, one address for every replica, so that link is not carried per replica.
+pub fn live_link(what: &str, a: &str, b: &str) -> Result<(), String> {
+    let replica = |h: &str| h.starts_with("replica-");
+    let carried = |x: &str, y: &str| {
+        (x == "client" && y == "router")
+            || (replica(y) && matches!(x, "router" | "store" | "ledger"))
+    };
+    if carried(a, b) || carried(b, a) {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{what}` is unsupported in live mode: a live run carries only the links client-router, router-replica, replica-store and replica-ledger through its own proxies"
         ))
     }
 }
@@ -262,6 +287,10 @@ actions! {
     Card(card::Card),
     /// The readers of a replica's open subscriptions stop reading.
     StallReaders(stall::StallReaders),
+    /// Freeze a replica (SIGSTOP live), its memory kept.
+    Pause(pause::Pause),
+    /// Let a paused replica go on (SIGCONT live).
+    Resume(pause::Resume),
 }
 
 /// An action at a simulated time.

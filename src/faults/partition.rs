@@ -7,8 +7,10 @@
 //!
 //! The actions: [`Partition`] (`partition = ["replica-0", "store"]`, both ways),
 //! [`PartitionOneway`] (`partition-oneway = [...]`, from the first host to the second) and
-//! [`Repair`] (`repair = [...]`, one link back, both ways). Partitions cannot be made on
-//! loopback, so live runs refuse them.
+//! [`Repair`] (`repair = [...]`, one link back, both ways). Live, the links a run carries
+//! through its own proxies ([`super::live_link`]) stop forwarding without closing a socket:
+//! what was sent waits in the kernels' buffers, and TCP delivers it after the repair unless
+//! an application's own timeout gave up first (`live::link`).
 
 use std::fmt;
 
@@ -60,6 +62,10 @@ impl ActionKind for Partition {
         target.partition(&self.0, &self.1, false);
     }
 
+    fn live(&self) -> Result<(), String> {
+        super::live_link(&self.to_string(), &self.0, &self.1)
+    }
+
     fn hosts(&self) -> Vec<&str> {
         link_hosts(&self.0, &self.1)
     }
@@ -98,6 +104,10 @@ impl ActionKind for PartitionOneway {
         target.partition(&self.0, &self.1, true);
     }
 
+    fn live(&self) -> Result<(), String> {
+        super::live_link(&self.to_string(), &self.0, &self.1)
+    }
+
     fn hosts(&self) -> Vec<&str> {
         link_hosts(&self.0, &self.1)
     }
@@ -134,6 +144,10 @@ impl ActionKind for Repair {
 
     fn apply(&self, target: &mut dyn Target) {
         target.repair(&self.0, &self.1);
+    }
+
+    fn live(&self) -> Result<(), String> {
+        super::live_link(&self.to_string(), &self.0, &self.1)
     }
 
     fn hosts(&self) -> Vec<&str> {

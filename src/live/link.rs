@@ -19,6 +19,7 @@
 //! at once, so the client learns of it as it would of a refused connection, not by a
 //! timeout.
 
+use std::cell::Cell;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::Duration;
@@ -64,6 +65,8 @@ pub struct Link {
     /// The host it connects to.
     pub to: String,
     addr: SocketAddr,
+    /// Where accepted connections go: a restarted replica listens on a new port.
+    target: Rc<Cell<SocketAddr>>,
     forward: Rc<watch::Sender<Flow>>,
     backward: Rc<watch::Sender<Flow>>,
 }
@@ -77,6 +80,8 @@ impl Link {
         let forward = Rc::new(watch::channel(Flow::default()).0);
         let backward = Rc::new(watch::channel(Flow::default()).0);
         let (f, b) = (forward.clone(), backward.clone());
+        let target = Rc::new(Cell::new(target));
+        let to_target = target.clone();
         tokio::task::spawn_local(async move {
             loop {
                 let Ok((client, _)) = listener.accept().await else {
@@ -85,7 +90,7 @@ impl Link {
                     tokio::time::sleep(Duration::from_millis(10)).await;
                     continue;
                 };
-                let (f, b) = (f.subscribe(), b.subscribe());
+                let (f, b, target) = (f.subscribe(), b.subscribe(), to_target.get());
                 tokio::task::spawn_local(async move { carry(client, target, f, b).await });
             }
         });
@@ -93,9 +98,16 @@ impl Link {
             from: from.to_string(),
             to: to.to_string(),
             addr,
+            target,
             forward,
             backward,
         })
+    }
+
+    /// Sends the connections accepted from now on to `target` (a restarted process's new
+    /// address); connections already carried stay where they are.
+    pub fn retarget(&self, target: SocketAddr) {
+        self.target.set(target);
     }
 
     /// Where `from` connects instead of `to`.

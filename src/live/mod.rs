@@ -24,7 +24,9 @@
 //! `a2a-chaos fidelity` compares with the simulation's.
 
 pub mod history;
+pub mod kill_points;
 pub mod link;
+pub mod network;
 pub mod observer;
 pub mod peer;
 pub mod pool;
@@ -40,7 +42,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use crate::error::InputError;
-use crate::faults::{drain, kill, Action};
+use crate::faults::{drain, kill, kill_point, pause, Action};
 use crate::model::Profile;
 use crate::net::{self, Call, RealNet};
 use crate::router::RouterControl;
@@ -82,6 +84,10 @@ pub struct LiveOptions {
     /// a range runs at its midpoint; `None` leaves the peer at its default (40 ms, the
     /// midpoint of the simulation's default 20-60).
     pub think_ms: Option<u64>,
+    /// Whether each pool starts a PostgreSQL server of its own instead of sharing the
+    /// command's, so that its runs may kill the store (`kill = "store"`);
+    /// [`run_scenario`] sets it for a scenario that does.
+    pub own_store: bool,
 }
 
 impl LiveOptions {
@@ -225,92 +231,221 @@ pub fn run_scenario(
     validate(script, &origin, options.allow_loopback_push)?;
     let options = LiveOptions {
         think_ms: think_ms(script),
+        own_store: options.own_store || script.kills_store(),
         ..options.clone()
     };
     let mut pool = Pool::new(&profile, script.file.replicas, &options)?;
     pool.run(script)
 }
 
-async fn apply_fault(
-    fleet: &Rc<RefCell<peer::Fleet>>,
-    control: &RouterControl,
-    net: &RealNet,
-    trace: &Trace,
-    action: Action,
+/// What a live run's driver acts on: the processes, the router, the links and the store.
+#[derive(Clone)]
+pub(crate) struct Hands {
+    pub fleet: Rc<RefCell<peer::Fleet>>,
+    pub control: RouterControl,
+    pub net: Rc<RealNet>,
+    pub network: Rc<network::Network>,
+    /// The run's own PostgreSQL server, when it may kill the store.
+    pub store: Option<Rc<RefCell<postgres::Server>>>,
+    /// The armed kill points, which the ledger reaches ([`kill_points`]).
+    pub points: kill_points::SharedPoints,
+    pub trace: Trace,
+    /// How long a restarted replica or store may take to be ready.
+    pub timeout: Duration,
+}
+
+impl Hands {
+    fn bad(&self, note: String) {
+        self.trace.record("driver", Event::note(Tone::Bad, note));
+    }
+
+    fn set_ready(&self, i: usize, ready: bool) {
+        if let Some(r) = self.control.ready.borrow_mut().get_mut(i) {
+            *r = ready;
+        }
+    }
+
+    /// Starts replica `i` again and routes the router's link to it.
+    async fn restart(&self, i: usize) {
+        let host = format!("replica-{i}");
+        let started = self.fleet.borrow_mut().start(i);
+        let addr = match started {
+            Ok(addr) => addr,
+            Err(e) => return self.bad(format!("{host} did not restart: {e}")),
+        };
+        match self.network.carry("router", &host, addr).await {
+            Ok(via) => self.net.map(&host, via),
+            Err(e) => return self.bad(format!("{host}: no link from the router: {e}")),
+        }
+        match peer::wait_ready(&self.fleet, i, self.timeout).await {
+            Ok(()) => self.set_ready(i, true),
+            Err(e) => self.bad(format!("{host} did not restart: {e}")),
+        }
+    }
+
+    /// Starts a killed store again and waits until it takes sessions.
+    async fn restart_store(&self) {
+        if let Some(store) = &self.store {
+            if let Err(e) = restart_store(store, self.timeout).await {
+                self.bad(e);
+            }
+        }
+    }
+
+    /// Ends every fault: links healed, paused replicas resumed, the store and every
+    /// replica down started again.
+    async fn heal_all(&self) {
+        self.network.heal_all();
+        self.points.borrow_mut().disarm_all();
+        let replicas = self.control.ready.borrow().len();
+        for i in 0..replicas {
+            self.fleet.borrow_mut().resume(i);
+        }
+        self.restart_store().await;
+        for i in 0..replicas {
+            drained(&self.fleet, i).await;
+        }
+        let dead: Vec<usize> = (0..replicas)
+            .filter(|i| !self.fleet.borrow_mut().is_running(*i))
+            .collect();
+        for i in dead {
+            self.restart(i).await;
+        }
+        self.control.drop_reply_rate.set(0.0);
+    }
+}
+
+/// What kills a replica that reached an armed point ([`kill_points`]): SIGKILL at once,
+/// recorded as the simulation records a point kill, and a restart `down` ms later.
+pub(crate) fn point_killer(
+    hands: &Hands,
+    applied: &Rc<RefCell<Vec<(u64, Action)>>>,
+) -> kill_points::Killer {
+    let (hands, applied) = (hands.clone(), applied.clone());
+    Rc::new(move |host: &str, point, down| {
+        let Some(i) = host
+            .strip_prefix("replica-")
+            .and_then(|i| i.parse::<usize>().ok())
+        else {
+            return;
+        };
+        let now = crate::trace::now_ms();
+        hands.trace.record_at(
+            now,
+            "driver",
+            Event::KillPointReached {
+                host: host.to_string(),
+                point,
+            },
+        );
+        let kill = Action::from(kill::Kill(host.to_string()));
+        hands
+            .trace
+            .record_at(now, "driver", Event::Fault(kill.clone()));
+        applied.borrow_mut().push((now, kill));
+        hands.set_ready(i, false);
+        hands.fleet.borrow_mut().kill(i);
+        let (hands, applied, host) = (hands.clone(), applied.clone(), host.to_string());
+        tokio::task::spawn_local(async move {
+            tokio::time::sleep(Duration::from_millis(down)).await;
+            let restart = Action::from(kill::Restart(host));
+            let now = crate::trace::now_ms();
+            hands
+                .trace
+                .record_at(now, "driver", Event::Fault(restart.clone()));
+            applied.borrow_mut().push((now, restart));
+            if !hands.fleet.borrow_mut().is_running(i) {
+                hands.restart(i).await;
+            }
+        });
+    })
+}
+
+/// Starts `store` again if it was killed, and waits until it takes sessions.
+pub(crate) async fn restart_store(
+    store: &RefCell<postgres::Server>,
     timeout: Duration,
-) {
+) -> Result<(), String> {
+    if store.borrow().is_running() {
+        return Ok(());
+    }
+    store
+        .borrow_mut()
+        .respawn()
+        .map_err(|e| format!("the store did not restart: {e}"))?;
+    let (bin, port) = store.borrow().probe();
+    let deadline = std::time::Instant::now() + timeout;
+    while !postgres::Server::accepting(bin.clone(), port).await {
+        if std::time::Instant::now() > deadline {
+            return Err(format!(
+                "the store did not take sessions within {} s of its restart",
+                timeout.as_secs()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
+/// Makes `action` happen on the real processes and links ([`Pool::run`] refused, before
+/// the run, what a live run cannot make).
+async fn apply_fault(hands: &Hands, action: Action) {
     let index = |h: &str| {
         h.strip_prefix("replica-")
             .and_then(|i| i.parse::<usize>().ok())
     };
-    let restart = |i: usize| async move {
-        let started = fleet.borrow_mut().start(i);
-        match started {
-            Ok(addr) => {
-                net.map(&format!("replica-{i}"), addr);
-                match peer::wait_ready(fleet, i, timeout).await {
-                    Ok(()) => {
-                        if let Some(r) = control.ready.borrow_mut().get_mut(i) {
-                            *r = true;
-                        }
-                    }
-                    Err(e) => trace.record(
-                        "driver",
-                        Event::note(Tone::Bad, format!("replica-{i} did not restart: {e}")),
-                    ),
-                }
-            }
-            Err(e) => trace.record(
-                "driver",
-                Event::note(Tone::Bad, format!("replica-{i} did not restart: {e}")),
-            ),
-        }
-    };
+    if hands.network.apply(&action) {
+        return;
+    }
     match action {
+        Action::Kill(kill::Kill(h)) if h == "store" => {
+            if let Some(store) = &hands.store {
+                store.borrow_mut().kill();
+            }
+        }
+        Action::Restart(kill::Restart(h)) if h == "store" => hands.restart_store().await,
         Action::Kill(kill::Kill(h)) => {
             if let Some(i) = index(&h) {
-                if let Some(r) = control.ready.borrow_mut().get_mut(i) {
-                    *r = false;
-                }
-                fleet.borrow_mut().kill(i);
+                hands.set_ready(i, false);
+                hands.fleet.borrow_mut().kill(i);
             }
         }
         Action::Drain(drain::Drain { host, grace_ms }) => {
             if let Some(i) = index(&host) {
-                if let Some(r) = control.ready.borrow_mut().get_mut(i) {
-                    *r = false;
-                }
-                fleet
+                hands.set_ready(i, false);
+                hands
+                    .fleet
                     .borrow_mut()
                     .terminate(i, Duration::from_millis(grace_ms));
                 // SIGKILL at the end of the grace period, unless it exited (or a restart
                 // waited for it) before.
-                let fleet = fleet.clone();
+                let fleet = hands.fleet.clone();
                 tokio::task::spawn_local(async move { drained(&fleet, i).await });
             }
         }
         Action::Restart(kill::Restart(h)) => {
             if let Some(i) = index(&h) {
-                drained(fleet, i).await;
-                if !fleet.borrow_mut().is_running(i) {
-                    restart(i).await;
+                drained(&hands.fleet, i).await;
+                if !hands.fleet.borrow_mut().is_running(i) {
+                    hands.restart(i).await;
                 }
             }
         }
-        Action::HealAll(_) => {
-            let replicas = control.ready.borrow().len();
-            for i in 0..replicas {
-                drained(fleet, i).await;
+        Action::Pause(pause::Pause(h)) => {
+            if let Some(i) = index(&h) {
+                hands.fleet.borrow_mut().pause(i);
             }
-            let dead: Vec<usize> = (0..control.ready.borrow().len())
-                .filter(|i| !fleet.borrow_mut().is_running(*i))
-                .collect();
-            for i in dead {
-                restart(i).await;
-            }
-            control.drop_reply_rate.set(0.0);
         }
-        Action::DropNextReply(_) => control.drop_next.set(true),
+        Action::Resume(pause::Resume(h)) => {
+            if let Some(i) = index(&h) {
+                hands.fleet.borrow_mut().resume(i);
+            }
+        }
+        Action::KillAt(kill_point::KillAt(point, probability)) => {
+            hands.points.borrow_mut().arm(point, probability)
+        }
+        Action::HealAll(_) => hands.heal_all().await,
+        Action::DropNextReply(_) => hands.control.drop_next.set(true),
         // Refused by `validate` before the run.
         _ => {}
     }

@@ -30,7 +30,10 @@ use a2a::TaskState;
 use http::StatusCode;
 use serde::Deserialize;
 
+use crate::faults::KillPoint;
 use crate::ground::ledger::{self, EffectRequest, LedgerState};
+
+use super::kill_points::Points;
 use crate::net;
 use crate::store::{SaveMode, SaveRecord};
 use crate::trace::{now_ms, Event, Trace};
@@ -55,6 +58,8 @@ pub struct Ground {
     contexts: Rc<RefCell<Option<BTreeSet<String>>>>,
     /// The trace of the scenario being served, when a pool set one.
     trace: Rc<RefCell<Option<Trace>>>,
+    /// The scenario's armed kill points ([`super::kill_points`]), reached at `/effect`.
+    pub points: super::kill_points::SharedPoints,
 }
 
 /// What one stored version held.
@@ -306,7 +311,20 @@ pub async fn serve(ground: Ground, trace: Trace) -> turmoil::Result {
                             let quiet = Trace::new(false);
                             return Ok(ledger::arrive_and_answer(&scratch, &quiet, request).await);
                         }
-                        Ok(ledger::arrive_and_answer(&ground.ledger, &trace, request).await)
+                        // `kill-at` points: killed with its effect on the wire, it never
+                        // lands; killed after it, the effect stands and no answer goes back.
+                        let replica = request.replica.clone();
+                        let reached =
+                            |point| Points::reached(&ground.points, &replica, point, now_ms());
+                        if reached(KillPoint::Effect) {
+                            return Ok(bad("the replica was killed at its effect".into()));
+                        }
+                        let answer =
+                            ledger::arrive_and_answer(&ground.ledger, &trace, request).await;
+                        if reached(KillPoint::AfterEffect) {
+                            return Ok(bad("the replica was killed after its effect".into()));
+                        }
+                        Ok(answer)
                     }
                     "/save" => {
                         let report: SaveReport = match serde_json::from_slice(&body) {

@@ -346,17 +346,31 @@ pub struct Fleet {
     user_store: Option<UserStore>,
     ledger: String,
     db: String,
+    /// Per replica, the ledger and database URLs it is given instead, through the links
+    /// of the run's [`super::network::Network`].
+    routes: Vec<Option<Route>>,
     dir: PathBuf,
     children: Vec<Option<Child>>,
     addrs: Vec<Option<SocketAddr>>,
     /// When each replica that was sent SIGTERM is SIGKILLed if it has not exited.
     draining: Vec<Option<Instant>>,
+    /// Replicas frozen by SIGSTOP (`pause`), until SIGCONT.
+    paused: Vec<bool>,
     /// Whether the a2a-python preset runs with push on (`server.py --push`; `live
     /// --allow-loopback-push`).
     push: bool,
     /// The agent's think time, ms, when a scenario sets one (`--think-ms` of every preset;
     /// `{think-ms}` and `A2A_CHAOS_THINK_MS` for a user's command).
     think_ms: Option<u64>,
+}
+
+/// Where one replica finds the ledger and the database: through its own links.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// The ledger's base URL.
+    pub ledger: String,
+    /// The database URL, when the database is reached over TCP (else the fleet's).
+    pub db: Option<String>,
 }
 
 impl Fleet {
@@ -388,10 +402,12 @@ impl Fleet {
             user_store,
             ledger,
             db,
+            routes: vec![None; replicas],
             dir,
             children: (0..replicas).map(|_| None).collect(),
             addrs: vec![None; replicas],
             draining: vec![None; replicas],
+            paused: vec![false; replicas],
             push: false,
             think_ms: None,
         }
@@ -412,6 +428,35 @@ impl Fleet {
         self
     }
 
+    /// Gives replica `index` (from its next start) the ledger and database URLs of `route`
+    /// instead of the fleet's.
+    pub fn set_route(&mut self, index: usize, route: Route) {
+        if let Some(slot) = self.routes.get_mut(index) {
+            *slot = Some(route);
+        }
+    }
+
+    /// The ledger URL replica `index` is given.
+    fn ledger_of(&self, index: usize) -> String {
+        match self.routes.get(index) {
+            Some(Some(r)) => r.ledger.clone(),
+            _ => self.ledger.clone(),
+        }
+    }
+
+    /// The database URL replica `index` is given.
+    fn db_of(&self, index: usize) -> String {
+        match self.routes.get(index) {
+            Some(Some(Route { db: Some(db), .. })) => db.clone(),
+            _ => self.db.clone(),
+        }
+    }
+
+    /// The ledger's and the database's URLs, as the fleet was made with.
+    pub fn urls(&self) -> (&str, &str) {
+        (&self.ledger, &self.db)
+    }
+
     /// The think time a command's `{think-ms}` and `A2A_CHAOS_THINK_MS` say: the
     /// scenario's, else the presets' default.
     fn think_ms_or_default(&self) -> u64 {
@@ -426,8 +471,8 @@ impl Fleet {
             ("A2A_CHAOS_INDEX", index.to_string()),
             ("A2A_CHAOS_REPLICA", format!("replica-{index}")),
             ("A2A_CHAOS_PORT", port.to_string()),
-            ("A2A_CHAOS_LEDGER", self.ledger.clone()),
-            ("A2A_CHAOS_DB", self.db.clone()),
+            ("A2A_CHAOS_LEDGER", self.ledger_of(index)),
+            ("A2A_CHAOS_DB", self.db_of(index)),
             ("A2A_CHAOS_RUN_DIR", self.dir.display().to_string()),
             ("A2A_CHAOS_THINK_MS", self.think_ms_or_default().to_string()),
         ]
@@ -441,8 +486,8 @@ impl Fleet {
             ("{index}", index.to_string()),
             ("{name}", format!("replica-{index}")),
             ("{port}", port.to_string()),
-            ("{ledger}", self.ledger.clone()),
-            ("{db}", self.db.clone()),
+            ("{ledger}", self.ledger_of(index)),
+            ("{db}", self.db_of(index)),
             ("{model}", self.model.clone()),
             ("{sdk}", self.sdk.clone()),
             ("{store}", self.store.clone()),
@@ -514,21 +559,44 @@ impl Fleet {
     /// Sends SIGTERM to replica `index` (nothing if it is not running); it is SIGKILLed
     /// `grace` later if it is still running then ([`Fleet::drained`]).
     pub fn terminate(&mut self, index: usize, grace: Duration) {
+        if self.signal(index, libc::SIGTERM) {
+            self.draining[index] = Some(Instant::now() + grace);
+        }
+    }
+
+    /// Freezes replica `index` (SIGSTOP): it runs nothing, its sockets stay open.
+    pub fn pause(&mut self, index: usize) {
+        if self.signal(index, libc::SIGSTOP) {
+            self.paused[index] = true;
+        }
+    }
+
+    /// Lets a frozen replica `index` go on (SIGCONT).
+    pub fn resume(&mut self, index: usize) {
+        if self.paused.get(index) == Some(&true) {
+            self.signal(index, libc::SIGCONT);
+            self.paused[index] = false;
+        }
+    }
+
+    /// Sends `signal` to replica `index`; `false` when it is not running.
+    fn signal(&mut self, index: usize, signal: libc::c_int) -> bool {
         let Some(Some(child)) = self.children.get_mut(index) else {
-            return;
+            return false;
         };
         // A child already reaped (`try_wait` in `is_running`) has no pid of its own any more.
         if !matches!(child.try_wait(), Ok(None)) {
-            return;
+            return false;
         }
-        if let Ok(pid) = i32::try_from(child.id()) {
-            // SAFETY: kill(2) on our own child's pid; `try_wait` just found it running and
-            // not reaped, so the pid is still that process's.
-            unsafe {
-                libc::kill(pid, libc::SIGTERM);
-            }
+        let Ok(pid) = i32::try_from(child.id()) else {
+            return false;
+        };
+        // SAFETY: kill(2) on our own child's pid; `try_wait` just found it running and not
+        // reaped, so the pid is still that process's.
+        unsafe {
+            libc::kill(pid, signal);
         }
-        self.draining[index] = Some(Instant::now() + grace);
+        true
     }
 
     /// Whether replica `index`, sent SIGTERM, has finished draining: it exited, or its
@@ -549,6 +617,9 @@ impl Fleet {
         if let Some(d) = self.draining.get_mut(index) {
             *d = None;
         }
+        if let Some(p) = self.paused.get_mut(index) {
+            *p = false;
+        }
         if let Some(mut child) = self.children.get_mut(index).and_then(Option::take) {
             let _ = child.kill();
             let _ = child.wait();
@@ -563,9 +634,21 @@ impl Fleet {
         }
     }
 
-    /// The first replica that runs and is not draining (its listener may be closed).
+    /// The first replica that runs and is neither draining (its listener may be closed)
+    /// nor paused.
     pub fn live_index(&mut self) -> Option<usize> {
-        (0..self.children.len()).find(|i| self.draining[*i].is_none() && self.is_running(*i))
+        (0..self.children.len())
+            .find(|i| self.draining[*i].is_none() && !self.paused[*i] && self.is_running(*i))
+    }
+
+    /// Whether replica `index` is frozen by a `pause`.
+    pub fn is_paused(&self, index: usize) -> bool {
+        self.paused.get(index) == Some(&true)
+    }
+
+    /// The address replica `index` listens on, when it was started.
+    pub fn addr(&self, index: usize) -> Option<SocketAddr> {
+        self.addrs.get(index).copied().flatten()
     }
 
     /// The last lines of replica `index`'s log.

@@ -39,7 +39,8 @@ use crate::sim::{summarise, RunSummary};
 use crate::trace::{Event, Trace};
 use crate::world::RunRecord;
 
-use super::{apply_fault, observer, peer, read_task, LiveOptions};
+use super::network::{self, Network};
+use super::{apply_fault, observer, peer, postgres, read_task, Hands, LiveOptions};
 
 /// Real replicas of one model, reused across scenarios (see the module docs).
 pub struct Pool {
@@ -51,6 +52,11 @@ pub struct Pool {
     ground: observer::Ground,
     webhook: Rc<RefCell<WebhookState>>,
     fleet: Rc<RefCell<peer::Fleet>>,
+    /// The links the run carries through its own proxies ([`super::network`]).
+    network: Rc<Network>,
+    /// The pool's own PostgreSQL server, when its runs may kill the store
+    /// ([`LiveOptions::own_store`]); dropped last.
+    store: Option<Rc<RefCell<postgres::Server>>>,
     /// The database of a PostgreSQL preset run, dropped with the pool (after the fleet).
     run_db: Option<peer::RunDatabase>,
     replicas: usize,
@@ -91,6 +97,7 @@ impl Pool {
         // With the preset, a PostgreSQL URL names the server: the pool gets a database of
         // its own there, dropped at the end.
         let mut run_db = None;
+        let mut store = None;
         let preset = options.peer_for(profile).is_a2a_python();
         let sqlite = || format!("sqlite+aiosqlite:///{}", run_dir.join("tasks.db").display());
         let db = match options.db.clone() {
@@ -99,8 +106,18 @@ impl Pool {
             // ([`super::postgres`]); other peers keep a SQLite file unless --db names a URL.
             None if !preset => sqlite(),
             None => {
-                let server = super::postgres::shared_url(&options.work_dir)
-                    .map_err(|e| InputError::new("live", e))?;
+                // A pool whose runs kill the store has a server of its own: the kill must
+                // not reach another run's database.
+                let server = if options.own_store {
+                    let own = postgres::Server::start(&options.work_dir)
+                        .map_err(|e| InputError::new("live", e))?;
+                    let url = own.url();
+                    store = Some(Rc::new(RefCell::new(own)));
+                    url
+                } else {
+                    postgres::shared_url(&options.work_dir)
+                        .map_err(|e| InputError::new("live", e))?
+                };
                 let sdk = profile.fidelity.clone().unwrap_or_default().sdk;
                 let created =
                     peer::RunDatabase::create(&sdk, &server, &peer::database_name(&run_dir))
@@ -141,6 +158,8 @@ impl Pool {
             ground: observer::Ground::default(),
             webhook: Rc::default(),
             fleet,
+            network: Rc::default(),
+            store,
             run_db,
             replicas,
             served: BTreeSet::new(),
@@ -152,11 +171,72 @@ impl Pool {
             tokio::task::spawn_local(async move { observer::serve(g, t).await });
             let (w, t) = (pool.webhook.clone(), quiet);
             tokio::task::spawn_local(async move { webhook::serve(w, WebhookMode::Ok, t).await });
+            pool.route_replicas(ledger_addr).await?;
             pool.start_replicas().await
         });
         net::uninstall_real();
         started?;
         Ok(pool)
+    }
+
+    /// Undoes what the last scenario's faults left: links healed, paused replicas
+    /// resumed, a killed store started again (replicas down start in
+    /// [`Pool::start_replicas`]).
+    async fn restore(&self) -> Result<(), InputError> {
+        self.network.heal_all();
+        for i in 0..self.replicas {
+            self.fleet.borrow_mut().resume(i);
+            // The last final read went around the links: the router goes through them again.
+            let addr = self.fleet.borrow().addr(i);
+            if let Some(addr) = addr {
+                let host = format!("replica-{i}");
+                let via = self
+                    .network
+                    .carry("router", &host, addr)
+                    .await
+                    .map_err(|e| io("cannot start a link from the router", e))?;
+                self.net.map(&host, via);
+            }
+        }
+        if let Some(store) = &self.store {
+            super::restart_store(store, self.options.ready_timeout)
+                .await
+                .map_err(|e| InputError::new("live", e))?;
+        }
+        Ok(())
+    }
+
+    /// Gives every replica its own links to the ledger and, over TCP, to the database.
+    async fn route_replicas(&self, ledger: SocketAddr) -> Result<(), InputError> {
+        let db = self.fleet.borrow().urls().1.to_string();
+        let db_addr = network::authority_addr(&db);
+        for i in 0..self.replicas {
+            let host = format!("replica-{i}");
+            let ledger = self
+                .network
+                .carry(&host, "ledger", ledger)
+                .await
+                .map_err(|e| io("cannot start a link to the ledger", e))?;
+            let db = match db_addr {
+                Some(addr) => {
+                    let via = self
+                        .network
+                        .carry(&host, "store", addr)
+                        .await
+                        .map_err(|e| io("cannot start a link to the database", e))?;
+                    network::with_authority(&db, via)
+                }
+                None => None,
+            };
+            self.fleet.borrow_mut().set_route(
+                i,
+                peer::Route {
+                    ledger: format!("http://{ledger}"),
+                    db,
+                },
+            );
+        }
+        Ok(())
     }
 
     /// Starts every replica that does not run; the first alone, since it creates the
@@ -174,7 +254,13 @@ impl Pool {
                 .borrow_mut()
                 .start(i)
                 .map_err(|e| InputError::new("live", e))?;
-            self.net.map(&format!("replica-{i}"), addr);
+            let host = format!("replica-{i}");
+            let via = self
+                .network
+                .carry("router", &host, addr)
+                .await
+                .map_err(|e| io("cannot start a link from the router", e))?;
+            self.net.map(&host, via);
             if i == 0 {
                 peer::wait_ready(&self.fleet, 0, self.options.ready_timeout)
                     .await
@@ -212,6 +298,7 @@ impl Pool {
                 "the scenario's think-ms is not the think time this pool's replicas were started with: run it with `live`",
             ));
         }
+        self.can_make(script, &origin)?;
         if !self.served.insert(script.file.seed) {
             return Err(InputError::new(
                 &origin,
@@ -236,9 +323,47 @@ impl Pool {
         Ok((summary, record))
     }
 
+    /// Refuses a script whose faults this pool cannot make: a network fault on a link it
+    /// does not carry, a store kill without a server of its own.
+    fn can_make(&self, script: &Script, origin: &str) -> Result<(), InputError> {
+        for action in script.faults() {
+            let link = match action {
+                Action::Partition(p) => Some((&p.0, &p.1)),
+                Action::PartitionOneway(p) => Some((&p.0, &p.1)),
+                Action::Repair(p) => Some((&p.0, &p.1)),
+                Action::Hold(h) => Some((&h.0, &h.1)),
+                Action::Release(h) => Some((&h.0, &h.1)),
+                Action::LinkLatency(l) => Some((&l.0, &l.1)),
+                _ => None,
+            };
+            if let Some((a, b)) = link {
+                // client-router is carried from the first run on.
+                let client = (a == "client" && b == "router") || (a == "router" && b == "client");
+                if !client && !self.network.carries(a, b) {
+                    return Err(InputError::new(
+                        origin,
+                        format!(
+                            "`{action}`: this live run does not carry the link {a}-{b} (a replica-store link needs a PostgreSQL database reached over TCP: the default, or --db postgresql://...)"
+                        ),
+                    ));
+                }
+            }
+            if matches!(action, Action::Kill(k) if k.0 == "store") && self.store.is_none() {
+                return Err(InputError::new(
+                    origin,
+                    format!(
+                        "`{action}` needs a PostgreSQL server of the run's own (the default database, no --db); `live` starts one when the scenario kills the store, and `fidelity` for a suite that does"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     async fn run_world(&self, script: &Script) -> Result<RunRecord, InputError> {
         let seed = script.file.seed;
         let replicas = script.file.replicas;
+        self.restore().await?;
         self.start_replicas().await?;
         self.net.restart_clock();
         // Pushes go to this run's webhook, on its real address; a pool's earlier runs'
@@ -259,9 +384,17 @@ impl Pool {
             .map(|c| crate::workload::context_id(seed, c))
             .collect();
         self.ground.begin(contexts, trace.clone());
-        self.net
+        let router_addr = self
+            .net
             .bind("router", router::PORT, loopback())
             .map_err(|e| io("cannot bind the router", e))?;
+        // The client reaches the router through a link of its own.
+        let via = self
+            .network
+            .carry("client", "router", router_addr)
+            .await
+            .map_err(|e| io("cannot start a link to the router", e))?;
+        self.net.map("router", via);
         let control = RouterControl::new(replicas);
         let router_task = {
             let (routing, c, t) = (script.file.routing.clone(), control.clone(), trace.clone());
@@ -273,26 +406,27 @@ impl Pool {
             Event::plain(format!("{replicas} replicas ready")),
         );
 
-        // The script, with faults applied on the real processes.
+        // The script, with faults applied on the real processes and links.
         let history = History::default();
         let applied: Rc<RefCell<Vec<(u64, Action)>>> = Rc::default();
+        let hands = Hands {
+            fleet: self.fleet.clone(),
+            control: control.clone(),
+            net: self.net.clone(),
+            network: self.network.clone(),
+            store: self.store.clone(),
+            points: self.ground.points.clone(),
+            trace: trace.clone(),
+            timeout: self.options.ready_timeout,
+        };
+        self.ground
+            .points
+            .borrow_mut()
+            .begin(seed, super::point_killer(&hands, &applied));
         let apply: ApplyNow = {
-            let (fleet, control, trace, applied, net) = (
-                self.fleet.clone(),
-                control.clone(),
-                trace.clone(),
-                applied.clone(),
-                self.net.clone(),
-            );
-            let timeout = self.options.ready_timeout;
+            let (hands, applied) = (hands.clone(), applied.clone());
             Rc::new(move |action: Action| {
-                let (fleet, control, trace, applied, net) = (
-                    fleet.clone(),
-                    control.clone(),
-                    trace.clone(),
-                    applied.clone(),
-                    net.clone(),
-                );
+                let (hands, applied) = (hands.clone(), applied.clone());
                 Box::pin(async move {
                     // A simulated fault step lands on the next tick, after whatever the step
                     // before it finished in this one; live, it waits for the next millisecond,
@@ -303,9 +437,11 @@ impl Pool {
                         tokio::time::sleep(Duration::from_millis(1)).await;
                     }
                     let now = crate::trace::now_ms();
-                    trace.record_at(now, "driver", Event::Fault(action.clone()));
+                    hands
+                        .trace
+                        .record_at(now, "driver", Event::Fault(action.clone()));
                     applied.borrow_mut().push((now, action.clone()));
-                    apply_fault(&fleet, &control, &net, &trace, action, timeout).await;
+                    apply_fault(&hands, action).await;
                 })
             })
         };
@@ -341,6 +477,13 @@ impl Pool {
         // (its listener closed) exits, or is SIGKILLed at its grace period, first.
         for i in 0..self.replicas {
             super::drained(&self.fleet, i).await;
+        }
+        // The final read goes around the links (a partition may still be on: the script's
+        // faults end only when it heals them), as the simulation reads its store directly.
+        for i in 0..self.replicas {
+            if let Some(addr) = self.fleet.borrow().addr(i) {
+                self.net.map(&format!("replica-{i}"), addr);
+            }
         }
         let (final_tasks, error) = self.final_tasks(&ids).await;
         let sim_ms = crate::trace::now_ms();
@@ -387,7 +530,7 @@ impl Pool {
             steps: 0,
             error,
             workload_shape: None,
-            points_fired: BTreeMap::new(),
+            points_fired: self.ground.points.borrow().fired(),
             point_firings: Vec::new(),
             poll_slowed_until_ms: 0,
             // The card simulation (issue 10) is refused in live mode by `validate`.
@@ -427,6 +570,10 @@ impl Pool {
                 let running: Vec<usize> = (0..self.replicas)
                     .filter(|i| self.fleet.borrow_mut().is_running(*i))
                     .collect();
+                // A paused replica answers nothing: its memory is read once it goes on.
+                for i in &running {
+                    self.fleet.borrow_mut().resume(*i);
+                }
                 let readers = if self.options.placement_for(&self.profile) == Placement::Memory {
                     running
                 } else {

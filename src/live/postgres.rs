@@ -10,10 +10,16 @@
 //! URL; each run then creates a database of its own on it (`peer::RunDatabase`), as with a
 //! server the user names. [`stop_shared`] stops it and removes its data; the server also
 //! dies with this process (`PR_SET_PDEATHSIG`). PostgreSQL refuses to run as root, so when
-//! this process is root the server runs as `nobody`. Durability is traded for speed
-//! (`fsync`, `synchronous_commit` and `full_page_writes` off): a run's database is thrown
-//! away at its end, and a killed server (`kill-store`) loses what was not written, as a
-//! crashed server with a lying disk would.
+//! this process is root the server runs as `nobody`. Durability against a power cut is
+//! traded for speed (`fsync` and `full_page_writes` off: a run's database is thrown away at
+//! its end), not durability against a crash of the server: a commit is written to the
+//! kernel before it is acknowledged, so a server killed by `kill-store` (SIGKILL to every
+//! one of its processes, [`Server::kill`]) keeps every acknowledged commit and loses every
+//! open transaction, as a crashed PostgreSQL does, and recovers from its log when
+//! `restart-store` starts it again.
+//!
+//! A run that kills the store gets a server of its own ([`Server::start`], owned by its
+//! pool), so that the kill reaches no other run.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -48,7 +54,8 @@ pub fn bin_dir() -> Option<PathBuf> {
 
 /// One PostgreSQL server, stopped (and its data removed) when dropped.
 pub struct Server {
-    child: Child,
+    /// `None` while killed (`kill-store`) and not started again.
+    child: Option<Child>,
     bin: PathBuf,
     dir: PathBuf,
     port: u16,
@@ -90,42 +97,61 @@ impl Server {
             ));
         }
         let port = free_port().map_err(|e| format!("no free port for PostgreSQL: {e}"))?;
-        let log = std::fs::File::create(dir.join("postgres.log"))
-            .map_err(|e| format!("cannot write the PostgreSQL log: {e}"))?;
-        let mut postgres = Command::new(bin.join("postgres"));
-        postgres
-            .arg("-D")
-            .arg(&data)
-            .args(["-p", &port.to_string(), "-k"])
-            .arg(&dir)
-            .args([
-                "-c",
-                "listen_addresses=127.0.0.1",
-                "-c",
-                "fsync=off",
-                "-c",
-                "synchronous_commit=off",
-                "-c",
-                "full_page_writes=off",
-                "-c",
-                "max_connections=400",
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log);
-        as_unprivileged(&mut postgres, root);
-        peer::die_with_parent(&mut postgres);
-        let child = postgres
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", bin.join("postgres").display()))?;
+        let child = spawn(&bin, &dir, port, root)?;
         let mut server = Server {
-            child,
+            child: Some(child),
             bin,
             dir,
             port,
         };
         server.wait_ready()?;
         Ok(server)
+    }
+
+    /// Kills the server as a machine crash would: SIGKILL to the postmaster and every
+    /// backend at once (they run in a process group of their own). What was committed
+    /// stays in its data directory; open sessions and their transactions are gone.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+                // SAFETY: killpg(2) on the process group our own child leads.
+                unsafe {
+                    libc::killpg(pid, libc::SIGKILL);
+                }
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Whether the server process runs (it was not killed, or was started again).
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// Starts a killed server again on its data directory and port (PostgreSQL recovers
+    /// from its write-ahead log first); returns at once: [`Server::accepting`] says when it
+    /// takes sessions again.
+    pub fn respawn(&mut self) -> Result<(), String> {
+        if self.child.is_none() {
+            self.child = Some(spawn(&self.bin, &self.dir, self.port, is_root())?);
+        }
+        Ok(())
+    }
+
+    /// Whether the server takes sessions (`pg_isready`), without blocking the run's thread.
+    pub async fn accepting(bin: PathBuf, port: u16) -> bool {
+        tokio::process::Command::new(bin.join("pg_isready"))
+            .args(["-q", "-h", "127.0.0.1", "-p", &port.to_string()])
+            .stdin(Stdio::null())
+            .status()
+            .await
+            .is_ok_and(|s| s.success())
+    }
+
+    /// Where its binaries are and the port it listens on, for [`Server::accepting`].
+    pub fn probe(&self) -> (PathBuf, u16) {
+        (self.bin.clone(), self.port)
     }
 
     /// The server's URL for SQLAlchemy with asyncpg (the a2a-python peer's driver).
@@ -139,7 +165,11 @@ impl Server {
     fn wait_ready(&mut self) -> Result<(), String> {
         let started = Instant::now();
         loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
+            let exited = match self.child.as_mut() {
+                Some(child) => child.try_wait().ok().flatten(),
+                None => return Err("PostgreSQL is not running".into()),
+            };
+            if let Some(status) = exited {
                 return Err(format!(
                     "PostgreSQL exited at start ({status}); its log: {}",
                     self.dir.join("postgres.log").display()
@@ -170,19 +200,21 @@ impl Drop for Server {
     fn drop(&mut self) {
         // SIGINT: PostgreSQL's fast shutdown (sessions ended, no checkpoint wait to speak of
         // with fsync off); SIGKILL if it is still there a few seconds later.
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, libc::SIGINT);
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
+        if let Some(child) = self.child.as_mut() {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, libc::SIGINT);
             }
-            std::thread::sleep(Duration::from_millis(20));
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // Whatever is left of it (a backend of a fast shutdown that hangs) goes with it.
+        self.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -203,6 +235,39 @@ pub fn shared_url(work_dir: &Path) -> Result<String, String> {
 pub fn stop_shared() {
     let server = SHARED.lock().unwrap_or_else(|e| e.into_inner()).take();
     drop(server);
+}
+
+/// Starts `postgres` on the data directory under `dir`, listening on loopback `port`, in a
+/// process group of its own (so [`Server::kill`] reaches every backend).
+fn spawn(bin: &Path, dir: &Path, port: u16, root: bool) -> Result<Child, String> {
+    use std::os::unix::process::CommandExt;
+    let log = crate::files::append_no_follow(&dir.join("postgres.log"))
+        .map_err(|e| format!("cannot write the PostgreSQL log: {e}"))?;
+    let mut postgres = Command::new(bin.join("postgres"));
+    postgres
+        .arg("-D")
+        .arg(dir.join("data"))
+        .args(["-p", &port.to_string(), "-k"])
+        .arg(dir)
+        .args([
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            "fsync=off",
+            "-c",
+            "full_page_writes=off",
+            "-c",
+            "max_connections=400",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .process_group(0);
+    as_unprivileged(&mut postgres, root);
+    peer::die_with_parent(&mut postgres);
+    postgres
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", bin.join("postgres").display()))
 }
 
 fn is_root() -> bool {

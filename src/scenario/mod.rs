@@ -253,6 +253,30 @@ impl Script {
         hosts
     }
 
+    /// Every fault action of its steps (nested ones included), in step order.
+    pub fn faults(&self) -> Vec<&Action> {
+        fn walk<'a>(steps: &'a [Step], out: &mut Vec<&'a Action>) {
+            for s in steps {
+                match s {
+                    Step::Fault(action) => out.push(action),
+                    Step::Concurrent(inner) | Step::Sequence(inner) => walk(inner, out),
+                    _ => {}
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.steps, &mut out);
+        out
+    }
+
+    /// Whether any step kills the store (`kill = "store"`): a live run then needs a
+    /// database server of its own.
+    pub fn kills_store(&self) -> bool {
+        self.faults()
+            .iter()
+            .any(|a| matches!(a, Action::Kill(k) if k.0 == "store"))
+    }
+
     /// Whether any step (nested ones included) drains a replica.
     pub fn drains(&self) -> bool {
         fn any(steps: &[Step]) -> bool {

@@ -25,6 +25,8 @@ pub(super) struct Driver {
     pub(super) partitions: BTreeSet<(String, String)>,
     pub(super) slowed: BTreeSet<(String, String)>,
     pub(super) held: BTreeSet<(String, String)>,
+    /// Paused replicas: every link of theirs is held until they resume ([`Target::pause`]).
+    pub(super) paused: BTreeSet<String>,
     pub(super) applied: Vec<(u64, Action)>,
     pub(super) trace: Trace,
     pub(super) chaos: SharedChaos,
@@ -156,6 +158,19 @@ impl Applying<'_, '_> {
     }
 }
 
+impl Applying<'_, '_> {
+    /// Every host a replica talks to or hears from: what a pause holds.
+    fn peers_of(&self, host: &str) -> Vec<String> {
+        let replicas = self.driver.control.ready.borrow().len();
+        ["client", "router", "store", "ledger", "webhook"]
+            .into_iter()
+            .map(String::from)
+            .chain((0..replicas).map(|i| format!("replica-{i}")))
+            .filter(|h| h != host)
+            .collect()
+    }
+}
+
 impl Target for Applying<'_, '_> {
     fn crash(&mut self, host: &str) {
         // A kill during a drain ends it; a restart asked for meanwhile still comes.
@@ -242,6 +257,30 @@ impl Target for Applying<'_, '_> {
         self.driver.held.remove(&(b.to_string(), a.to_string()));
     }
 
+    fn pause(&mut self, host: &str) {
+        if self.driver.crashed.contains(host) || !self.driver.paused.insert(host.to_string()) {
+            return;
+        }
+        for peer in self.peers_of(host) {
+            self.sim.hold(host, peer.as_str());
+        }
+    }
+
+    fn resume(&mut self, host: &str) {
+        if !self.driver.paused.remove(host) {
+            return;
+        }
+        for peer in self.peers_of(host) {
+            // A link held by its own `hold` step stays held until its `release`.
+            let (a, b) = (host.to_string(), peer.clone());
+            if !self.driver.held.contains(&(a.clone(), b.clone()))
+                && !self.driver.held.contains(&(b, a))
+            {
+                self.sim.release(host, peer.as_str());
+            }
+        }
+    }
+
     fn link_latency(&mut self, a: &str, b: &str, max_ms: Option<u64>) {
         let max = Duration::from_millis(max_ms.unwrap_or(LATENCY_MS.1));
         self.sim.set_link_max_message_latency(a, b, max);
@@ -258,6 +297,11 @@ impl Target for Applying<'_, '_> {
         }
         for (a, b) in std::mem::take(&mut self.driver.held) {
             self.sim.release(a.as_str(), b.as_str());
+        }
+        for host in std::mem::take(&mut self.driver.paused) {
+            for peer in self.peers_of(&host) {
+                self.sim.release(host.as_str(), peer.as_str());
+            }
         }
         self.driver.chaos.borrow_mut().clear();
         for (a, b) in std::mem::take(&mut self.driver.slowed) {

@@ -249,11 +249,17 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         partitions: BTreeSet::new(),
         slowed: BTreeSet::new(),
         held: BTreeSet::new(),
+        paused: BTreeSet::new(),
         applied: Vec::new(),
         trace: trace.clone(),
         chaos: chaos.clone(),
         next_point_kill_ms: 0,
-        heal_at_ms: healed_at_ms,
+        // A scripted run has no liveness phase: a point its `kill-at` step armed fires
+        // until a step disarms it (with the window, 0 ms, no point kill could ever land).
+        heal_at_ms: match &spec.workload {
+            Workload::Scripted(_) => u64::MAX,
+            _ => healed_at_ms,
+        },
         cards: cards.clone(),
         drains,
         draining: BTreeMap::new(),
