@@ -344,8 +344,9 @@ fn the_fidelity_suite_agrees_with_the_real_a2a_python_sdk_and_mastra() {
     }
     // The command's own PostgreSQL server, whatever $A2A_CHAOS_LIVE_DB says (the test
     // below covers a server of the user's).
+    // Two scenarios live at once: the suite in half the time on CI's two cores.
     let out = Command::new(bin())
-        .args(["fidelity", "tests/fidelity"])
+        .args(["fidelity", "tests/fidelity", "--jobs", "2"])
         .env_remove("A2A_CHAOS_LIVE_DB")
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()

@@ -63,11 +63,45 @@ pub struct GenerateArgs {
     /// orders real time takes); the verdict table is the first run's.
     #[arg(long, default_value_t = 1)]
     pub repeat: usize,
+    /// Without --generate: how many scenarios run live at once, each on replicas, ports
+    /// and a database of its own (the comparisons and the table stay in file order).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub jobs: u16,
     /// Merge the runs.csv of batches run apart (on several machines, or seeds continued
     /// later) into --out, and rerun nothing: a (model, seed) in a later directory replaces
     /// the earlier row. Repeatable.
     #[arg(long, value_name = "DIR")]
     pub merge: Vec<PathBuf>,
+}
+
+/// The first live run of every scenario, `jobs` at a time (each `live::run_scenario`
+/// starts replicas, ports and a database of its own), in file order.
+fn live_runs(
+    scripts: &[(String, Script, Profile)],
+    options: &live::LiveOptions,
+    jobs: usize,
+) -> Vec<Result<(crate::sim::RunSummary, crate::world::RunRecord), InputError>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let done = std::sync::Mutex::new((0..scripts.len()).map(|_| None).collect::<Vec<_>>());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, scripts.len().max(1)) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some((origin, script, profile)) = scripts.get(i) else {
+                    break;
+                };
+                eprintln!("fidelity: {origin}: live");
+                let run = live::run_scenario(script, profile.clone(), options);
+                done.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(run);
+            });
+        }
+    });
+    done.into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|run| run.expect("every scenario was run"))
+        .collect()
 }
 
 /// `fidelity --merge DIR...`: one results directory of several batches.
@@ -203,7 +237,12 @@ pub fn compare(
     rows
 }
 
-pub fn cmd_fidelity(dir: &Path, peer: &PeerArgs, repeat: usize) -> Result<i32, InputError> {
+pub fn cmd_fidelity(
+    dir: &Path,
+    peer: &PeerArgs,
+    repeat: usize,
+    jobs: usize,
+) -> Result<i32, InputError> {
     let files = suite(dir)?;
     let options = peer.options()?;
     // Everything is read and checked before anything runs.
@@ -219,14 +258,15 @@ pub fn cmd_fidelity(dir: &Path, peer: &PeerArgs, repeat: usize) -> Result<i32, I
     let mut rows = Vec::new();
     let mut failed = Vec::new();
     let mut observed = Vec::new();
+    let mut lives = live_runs(&scripts, &options, jobs).into_iter();
     for (origin, script, profile) in &scripts {
-        eprintln!("fidelity: {origin}: simulated, then live");
+        eprintln!("fidelity: {origin}: simulated, and compared with its live run");
         // Every order of the scenario's races (just the scenario when it has none).
         let orders: Vec<_> = differential::patterns::order_variants(script)
             .iter()
             .map(|variant| Sim::from_scenario(variant).map(|sim| sim.check()))
             .collect::<Result<_, _>>()?;
-        let (real, record) = live::run_scenario(script, profile.clone(), &options)?;
+        let (real, record) = lives.next().expect("a live run per scenario")?;
         // Beyond verdicts, everything both worlds observe (as `--generate` compares), on
         // the simulated order closest to the live run.
         let observed_orders: Vec<differential::Observables> = orders

@@ -284,7 +284,7 @@ pub fn main(cli: Cli) -> i32 {
         } => match generate.generate {
             _ if !generate.merge.is_empty() => fidelity::cmd_merge(&generate),
             Some(n) => fidelity::cmd_generate(n, &generate, &dir, &peer),
-            None => fidelity::cmd_fidelity(&dir, &peer, generate.repeat),
+            None => fidelity::cmd_fidelity(&dir, &peer, generate.repeat, generate.jobs.into()),
         },
         Command::List => {
             list::cmd_list();
