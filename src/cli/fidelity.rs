@@ -44,12 +44,14 @@ pub struct GenerateArgs {
     #[arg(long = "model")]
     pub models: Vec<String>,
     /// Where the results go; default `results/fidelity-generated` for generator 1,
-    /// `results/fidelity-concurrent` for generator 2.
+    /// `results/fidelity-concurrent` for generator 2, `results/fidelity-faults` for 3.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Which generation of the scenario generator draws (a seed names a scenario only
-    /// with its generation): 1, the envelope of 2026-12-01 (no races), or 2, which adds
-    /// races: two or three calls on one task at once (default: the newest).
+    /// with its generation): 1, the envelope of 2026-12-01 (no races); 2, which adds
+    /// races: two or three calls on one task at once; 3, which adds faults around turns:
+    /// partitions, holds and latency of a replica's links, pauses, kills at a point
+    /// (default: 2, until generation 3 has a committed batch).
     #[arg(long, default_value_t = crate::strategies::Generation::LATEST.number())]
     pub generator: u32,
     /// Report disagreements without shrinking them into the suite's found/.
@@ -141,6 +143,7 @@ impl GenerateArgs {
             None => PathBuf::from(match self.generation()? {
                 Generation::Classic => "results/fidelity-generated",
                 Generation::Concurrent => "results/fidelity-concurrent",
+                Generation::Faults => "results/fidelity-faults",
             }),
         })
     }

@@ -315,4 +315,35 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn the_fault_generation_draws_every_live_fault_around_turns() {
+        let mut kinds = std::collections::BTreeSet::new();
+        for seed in 0..200 {
+            let s = generated_by("a2a-python-1.3-versioned", seed, Generation::Faults);
+            assert!(s.file.name.starts_with("gen-g3-"), "{}", s.file.name);
+            // Every fault it draws, a live run can make.
+            live::validate(&s, "generated", false).unwrap();
+            kinds.extend(patterns::kinds(&s));
+        }
+        for want in [
+            "partition",
+            "partition-oneway",
+            "hold",
+            "latency",
+            "pause",
+            "kill-at",
+        ] {
+            assert!(kinds.contains(want), "no {want} in 200 seeds: {kinds:?}");
+        }
+        // Generation 2 draws no fault of generation 3.
+        for seed in 0..64 {
+            let s = generated_by("a2a-python-1.3-versioned", seed, Generation::Concurrent);
+            let text = s.to_toml();
+            assert!(
+                !text.contains("pause") && !text.contains("kill-at"),
+                "{text}"
+            );
+        }
+    }
 }

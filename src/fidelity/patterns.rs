@@ -47,6 +47,11 @@ pub fn kinds(script: &Script) -> Vec<String> {
                     "non-blocking".to_string()
                 }
                 [Step::Cancel(_), Step::Cancel(_)] => "cancel-twice".to_string(),
+                // A fault around a turn (generation 3): the fault's step key.
+                [fault @ Step::Fault(_), Step::Concurrent(inner)] => {
+                    note_sends(inner, &mut sent);
+                    word(fault)
+                }
                 _ => "sequence".to_string(),
             },
             Step::Concurrent(v) => {

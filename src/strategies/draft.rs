@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::strategy::{BoxedStrategy, Union};
 
-use super::{race, ScenarioConfig, StepKind, SETTLE_MS};
+use super::{fault, race, ScenarioConfig, StepKind, SETTLE_MS};
 use crate::faults::{heal, kill, lost_reply, partition};
 use crate::scenario::{EffectGate, SendStep, Step, TaskStep, TurnStep};
 
@@ -34,6 +34,7 @@ pub(super) enum Draft {
     CancelTwice(u32, [Option<Index>; 2]),
     Held(u32, Index, Racer),
     Race(u32, Vec<(race::Member, Option<Index>)>),
+    Fault(u32, Index, fault::Fault),
 }
 
 /// What races a held turn (see [`StepKind::Held`]); the turn itself goes to a named replica.
@@ -103,6 +104,9 @@ pub(super) fn draft(config: &ScenarioConfig) -> BoxedStrategy<Draft> {
                 StepKind::Race => (conv.clone(), race::members())
                     .prop_map(|(c, m)| Draft::Race(c, m))
                     .boxed(),
+                StepKind::Fault => (conv.clone(), any::<Index>(), fault::faults())
+                    .prop_map(|(c, r, f)| Draft::Fault(c, r, f))
+                    .boxed(),
             };
             (kind.weight(), s)
         })
@@ -133,6 +137,7 @@ pub(super) fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
             | Draft::Subscribe(c, _)
             | Draft::CancelTwice(c, _)
             | Draft::Held(c, _, _)
+            | Draft::Fault(c, _, _)
             | Draft::Race(c, _) => note(*c),
             Draft::Concurrent(list) => list.iter().for_each(|(c, _)| note(*c)),
             _ => {}
@@ -236,6 +241,12 @@ pub(super) fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
                     });
                 }
                 Step::Concurrent(calls)
+            }
+            Draft::Fault(c, r, f) => {
+                let mut around = fault::steps(*f, &replica(r), send(*c, &None, false));
+                let last = around.pop().expect("a fault has steps");
+                steps.extend(around);
+                last
             }
             Draft::Held(c, owner, r) => {
                 let owner = Some(*owner);

@@ -28,6 +28,7 @@
 //! beside a hand-written script.
 
 mod draft;
+mod fault;
 mod race;
 
 use draft::{build, draft, Draft};
@@ -89,6 +90,10 @@ pub enum StepKind {
     /// read, each to its own replica, the same one or the router (a race; the
     /// conversation's first turn goes before it when its task does not exist yet).
     Race,
+    /// A fault around a conversation's next turn on one replica, undone after a window:
+    /// a partition, hold or latency of one of its links, a pause of it, or a kill at a
+    /// point of the turn ([`fault`]).
+    Fault,
 }
 
 impl StepKind {
@@ -112,6 +117,7 @@ impl StepKind {
         StepKind::CancelTwice,
         StepKind::Held,
         StepKind::Race,
+        StepKind::Fault,
     ];
 
     /// The kinds of [`ScenarioConfig::default`]: every kind of the first release but
@@ -174,6 +180,27 @@ impl StepKind {
         StepKind::Race,
     ];
 
+    /// [`StepKind::LIVE_CONCURRENT`] and faults around turns ([`StepKind::Fault`]): the
+    /// mission's faults on real processes (generation 3).
+    pub const LIVE_FAULTS: &'static [StepKind] = &[
+        StepKind::Send,
+        StepKind::Get,
+        StepKind::Retry,
+        StepKind::Wait,
+        StepKind::DropReply,
+        StepKind::Cancel,
+        StepKind::Kill,
+        StepKind::Restart,
+        StepKind::Heal,
+        StepKind::NonBlocking,
+        StepKind::Streaming,
+        StepKind::Subscribe,
+        StepKind::CancelTwice,
+        StepKind::Held,
+        StepKind::Race,
+        StepKind::Fault,
+    ];
+
     /// The fault kinds.
     pub const FAULTS: &'static [StepKind] = &[
         StepKind::DropReply,
@@ -187,7 +214,7 @@ impl StepKind {
     fn weight(self) -> u32 {
         match self {
             StepKind::Send => 8,
-            StepKind::Race => 3,
+            StepKind::Race | StepKind::Fault => 3,
             StepKind::Get | StepKind::Retry | StepKind::Concurrent | StepKind::Held => 2,
             _ => 1,
         }
@@ -202,6 +229,8 @@ pub enum Generation {
     Classic = 1,
     /// [`StepKind::LIVE_CONCURRENT`]: races too (`results/fidelity-concurrent/`).
     Concurrent = 2,
+    /// [`StepKind::LIVE_FAULTS`]: faults around turns too (`results/fidelity-faults/`).
+    Faults = 3,
 }
 
 impl Generation {
@@ -213,6 +242,7 @@ impl Generation {
         match n {
             1 => Some(Generation::Classic),
             2 => Some(Generation::Concurrent),
+            3 => Some(Generation::Faults),
             _ => None,
         }
     }
@@ -227,6 +257,7 @@ impl Generation {
         match self {
             Generation::Classic => StepKind::LIVE,
             Generation::Concurrent => StepKind::LIVE_CONCURRENT,
+            Generation::Faults => StepKind::LIVE_FAULTS,
         }
     }
 }
