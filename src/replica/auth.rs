@@ -118,7 +118,7 @@ impl Replica {
             AuthResume::Grant => {
                 let owner =
                     (self.profile.auth.owner == OwnerScope::TokenSubject).then(|| owner_of(task));
-                self.grants.granted(&task.id, owner)
+                self.links.grants.granted(&task.id, owner)
             }
         }
     }

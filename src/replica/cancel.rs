@@ -75,7 +75,7 @@ impl Replica {
             let local = self.holds(task_id);
             // Parked here: waiting for input, no turn running (the one that parked it done).
             let mut parked_here = false;
-            if let Some(active) = self.active.borrow().get(task_id) {
+            if let Some(active) = self.tasks.active.borrow().get(task_id) {
                 parked_here = active.parked.get() && !active.running.get();
                 // This replica writes the cancel: its parked task is done with here.
                 active.parked.set(false);
@@ -180,7 +180,7 @@ impl Replica {
             }
             return;
         }
-        if let Some(active) = self.active.borrow().get(task_id) {
+        if let Some(active) = self.tasks.active.borrow().get(task_id) {
             let mut cached = active.cached.borrow_mut();
             if cached.is_some() {
                 *cached = Some((canceled.clone(), version));
@@ -191,7 +191,7 @@ impl Replica {
     /// The CANCELED copy held by the finished ActiveTask an earlier cancel left on this
     /// replica (`cancel.keeps_task`), if there is one.
     pub(super) fn kept_after_cancel(&self, task_id: &str) -> Option<Task> {
-        let active = self.active.borrow();
+        let active = self.tasks.active.borrow();
         let active = active.get(task_id)?;
         if !active.finished_kept.get() {
             return None;
@@ -210,6 +210,7 @@ impl Replica {
             return None;
         }
         let parked = self
+            .tasks
             .active
             .borrow()
             .get(task_id)
@@ -217,7 +218,7 @@ impl Replica {
         if !parked {
             return None;
         }
-        let events = self.local_events.borrow();
+        let events = self.tasks.events.borrow();
         let (version, task) = events.get(task_id)?.last()?;
         Some((task.clone(), *version))
     }

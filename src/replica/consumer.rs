@@ -78,6 +78,7 @@ impl Replica {
             return;
         }
         let closed = self
+            .tasks
             .active
             .borrow()
             .get(task_id)
@@ -138,7 +139,8 @@ impl Replica {
                 .then(|| format!("{context_id}/{}", message.message_id)),
             sent_ms: now_ms(),
         };
-        self.chaos
+        self.faults
+            .chaos
             .borrow_mut()
             .reached(&self.name, KillPoint::Effect);
         if let Err(e) = ledger::perform(&effect, self.timing.ledger_timeout).await {
@@ -151,7 +153,8 @@ impl Replica {
             );
             return;
         }
-        self.chaos
+        self.faults
+            .chaos
             .borrow_mut()
             .reached(&self.name, KillPoint::AfterEffect);
     }

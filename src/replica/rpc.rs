@@ -46,7 +46,7 @@ impl Replica {
     /// Whether the agent streams: what its card says (the publisher's latest revision, in
     /// runs that simulate the card), and always otherwise.
     fn streams(&self) -> bool {
-        self.card.as_ref().is_none_or(|c| c.streams())
+        self.links.card.as_ref().is_none_or(|c| c.streams())
     }
 
     /// The refusal a client gets when a turn fails after its effect may have run.
@@ -517,7 +517,7 @@ impl Replica {
     ) -> Response<BoxBody> {
         let (tx, body) = ChannelBody::channel(16);
         let cut = self.stream_cut();
-        let (trace, name) = (self.trace.clone(), self.name.clone());
+        let (trace, name) = (self.links.trace.clone(), self.name.clone());
         crate::activity::spawn(async move {
             tokio::pin!(cut);
             loop {

@@ -23,7 +23,7 @@ impl Replica {
     pub(super) async fn load(&self, task_id: &str) -> Result<Option<(Task, u64)>, String> {
         let mut tries = 0;
         loop {
-            match self.store.get(task_id).await {
+            match self.links.store.get(task_id).await {
                 Err(e) if tries < self.profile.store.transient_retries => {
                     tries += 1;
                     self.record_as(
@@ -58,16 +58,24 @@ impl Replica {
         loop {
             // With an outbox, the push this state calls for is queued in the same write.
             let enqueue = self.profile.push.outbox && self.push_wanted(task);
-            if let TaskStore::Local(state) = &self.store {
+            if let TaskStore::Local(state) = &self.links.store {
                 // The shared store fires this point itself, on its host.
-                crate::store::buggify_conflict(state, &self.chaos, &self.trace, &task.id, mode);
+                crate::store::buggify_conflict(
+                    state,
+                    &self.faults.chaos,
+                    &self.links.trace,
+                    &task.id,
+                    mode,
+                );
             }
             let result = self
+                .links
                 .store
                 .save_and_enqueue(task, mode, based_on, &self.name, enqueue)
                 .await;
             if let Ok(v) = &result {
-                self.local_events
+                self.tasks
+                    .events
                     .borrow_mut()
                     .entry(task.id.clone())
                     .or_default()

@@ -33,12 +33,14 @@ impl Replica {
     ) -> Vec<(u64, Task)> {
         match source {
             SubscribeSource::StoreEvents => self
+                .links
                 .store
                 .events_after(task_id, seen)
                 .await
                 .unwrap_or_default(),
             SubscribeSource::LocalOnly => self
-                .local_events
+                .tasks
+                .events
                 .borrow()
                 .get(task_id)
                 .map(|evs| evs.iter().filter(|(v, _)| *v > seen).cloned().collect())
@@ -49,7 +51,7 @@ impl Replica {
     /// The cached copy of this replica's ActiveTask for the task while it is alive (a turn
     /// of the task runs here, or the last one parked it here), with `handler.cache_snapshot`.
     fn live_cached_copy(&self, task_id: &str) -> Option<(Task, u64)> {
-        let active = self.active.borrow();
+        let active = self.tasks.active.borrow();
         let active = active.get(task_id)?;
         let alive = active.running.get() || active.parked.get();
         if !alive || active.finished_kept.get() {
@@ -158,7 +160,10 @@ impl Replica {
                 // An interrupted task has nothing more to say until the client answers.
                 return;
             }
-            me.chaos.borrow_mut().reached(&me.name, KillPoint::Stream);
+            me.faults
+                .chaos
+                .borrow_mut()
+                .reached(&me.name, KillPoint::Stream);
             let mut seen = version;
             let mut last = task;
             if let Some(ms) = me.profile.subscribe.tap_after_snapshot_ms {
@@ -189,10 +194,10 @@ impl Replica {
                     me.stalled_stream(tap.as_ref()).await;
                     return;
                 }
-                if me.chaos.borrow_mut().buggify(Point::SlowEventPoll) {
-                    let ms = me.chaos.borrow_mut().draw_ms(1000, 3000);
+                if me.faults.chaos.borrow_mut().buggify(Point::SlowEventPoll) {
+                    let ms = me.faults.chaos.borrow_mut().draw_ms(1000, 3000);
                     {
-                        let mut chaos = me.chaos.borrow_mut();
+                        let mut chaos = me.faults.chaos.borrow_mut();
                         chaos.poll_slowed_until_ms = chaos.poll_slowed_until_ms.max(now_ms() + ms);
                     }
                     me.record(format!(

@@ -109,7 +109,8 @@ impl Replica {
                 let _ = tx.send(StreamResponse::Task(*task)).await;
             }
             Begun::Turn(turn) => {
-                self.chaos
+                self.faults
+                    .chaos
                     .borrow_mut()
                     .reached(&self.name, KillPoint::Stream);
                 let me = self.clone();
@@ -157,8 +158,8 @@ impl Replica {
         );
         let dedup_store = match self.profile.dedup.scope {
             DedupScope::None => None,
-            DedupScope::PerPod => Some(TaskStore::Local(self.local_dedup.clone())),
-            DedupScope::Shared => Some(self.store.clone()),
+            DedupScope::PerPod => Some(TaskStore::Local(self.tasks.dedup.clone())),
+            DedupScope::Shared => Some(self.links.store.clone()),
         };
         if let Some(dedup) = &dedup_store {
             let lease = match self.profile.dedup.scope {
@@ -572,7 +573,8 @@ impl Replica {
                 .then(|| format!("{}/{}", task.context_id, message.message_id)),
             sent_ms: now_ms(),
         };
-        self.chaos
+        self.faults
+            .chaos
             .borrow_mut()
             .reached(&self.name, KillPoint::Effect);
         if let Err(e) = ledger::perform(&effect, self.timing.ledger_timeout).await {
@@ -598,14 +600,20 @@ impl Replica {
             return Err(self.after_effect(rpc(-32603, format!("business effect failed: {e}"))));
         }
 
-        self.chaos
+        self.faults
+            .chaos
             .borrow_mut()
             .reached(&self.name, KillPoint::AfterEffect);
 
         // Compose the reply: a step between the effect and the save.
         tokio::time::sleep(self.draw(self.timing.compose_ms)).await;
-        if self.chaos.borrow_mut().buggify(Point::DelayBeforeSave) {
-            let ms = self.chaos.borrow_mut().draw_ms(200, 1500);
+        if self
+            .faults
+            .chaos
+            .borrow_mut()
+            .buggify(Point::DelayBeforeSave)
+        {
+            let ms = self.faults.chaos.borrow_mut().draw_ms(200, 1500);
             self.record(format!(
                 "buggify: {}#{} waits {ms} ms more before its save",
                 info.conversation, info.turn
@@ -749,14 +757,14 @@ impl Replica {
         if self.profile.handler.reply_in != Some(ReplyIn::Status) {
             return format!("{message_id}-reply");
         }
-        let n = self.replies.get() + 1;
-        self.replies.set(n);
-        format!("{message_id}-reply-{}-{n}", self.id_prefix)
+        let n = self.ids.replies.get() + 1;
+        self.ids.replies.set(n);
+        format!("{message_id}-reply-{}-{n}", self.ids.prefix)
     }
 
     /// A duration drawn uniformly from `[lo, hi]` ms with this replica's generator.
     pub(super) fn draw(&self, (lo, hi): (u64, u64)) -> Duration {
-        Duration::from_millis(self.rng.borrow_mut().random_range(lo..=hi))
+        Duration::from_millis(self.ids.rng.borrow_mut().random_range(lo..=hi))
     }
 }
 
