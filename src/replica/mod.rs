@@ -39,6 +39,9 @@
 //! - `state`: [`Replica`] and its state grouped by concern (links, ids, per-task memory
 //!   with the ActiveTask of each task, push configs, fault hooks), the per-task lock of
 //!   `handler.per_task_lock`;
+//! - `decide`: what the handlers decide, as data: pure functions from the knobs and what a
+//!   handler read to what it does next (send, save, effect, timer, reply), which the
+//!   handlers carry out in order; unit-tested with no network;
 //! - `rpc`: JSON-RPC dispatch of the A2A methods, the `A2A-Version` check, error and result
 //!   responses, response headers, the agent card (built by [`crate::protocol::agent_card`]) and server-sent events;
 //! - `auth`: `[auth]`: bearer tokens, owner scoping, and the `auth-required` pause and
@@ -80,6 +83,7 @@ mod auth;
 mod busy;
 mod cancel;
 mod consumer;
+mod decide;
 mod drain;
 mod follow_up;
 mod list;

@@ -9,8 +9,7 @@
 //!
 //! Knobs read: `[wire]` (`v03`, `version_check`, `versions`, `error_data`, `proto_names`,
 //! `card_etag`), `push.supported` (the
-//! card's capability), `auth.bearer` (the card's security scheme),
-//! `handler.after_effect_failure` (how a failure after the effect is answered); in runs that
+//! card's capability), `auth.bearer` (the card's security scheme); in runs that
 //! simulate the card, the publisher's latest card decides whether the streaming methods are
 //! served.
 
@@ -24,7 +23,7 @@ use tokio::sync::mpsc;
 
 use super::wire03::Route03;
 use super::{Caller, Replica, REPLICA_HEADER};
-use crate::model::{AfterEffect, BearerRule, ErrorData, VersionCheck};
+use crate::model::{BearerRule, ErrorData, VersionCheck};
 use crate::net::{self, BoxBody, ChannelBody};
 use crate::trace::{Event, Tone};
 
@@ -47,17 +46,6 @@ impl Replica {
     /// runs that simulate the card), and always otherwise.
     fn streams(&self) -> bool {
         self.links.card.as_ref().is_none_or(|c| c.streams())
-    }
-
-    /// The refusal a client gets when a turn fails after its effect may have run.
-    pub(super) fn after_effect(&self, refusal: Refusal) -> Refusal {
-        match (self.profile.handler.after_effect_failure, refusal) {
-            (AfterEffect::Unavailable, Refusal::Rpc(code, message)) => Refusal::Http(
-                503,
-                format!("outcome unknown, retry with the same messageId ({code}: {message})"),
-            ),
-            (_, r) => r,
-        }
     }
 
     pub(super) fn with_headers(&self, mut resp: Response<BoxBody>) -> Response<BoxBody> {
