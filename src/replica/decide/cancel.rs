@@ -148,7 +148,7 @@ pub(in crate::replica) fn fence(
     now_ms: u64,
     deadline_ms: u64,
 ) -> Fence {
-    if !pending_until(task).is_some_and(|until| now_ms < until) {
+    if pending_until(task).is_none_or(|until| now_ms >= until) {
         return Fence::Write;
     }
     if now_ms >= deadline_ms {
