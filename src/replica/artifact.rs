@@ -36,7 +36,7 @@ impl Replica {
                 extensions: None,
             }),
             Artifacts::RunText => {
-                let mut runs = self.run_text.borrow_mut();
+                let mut runs = self.tasks.run_text.borrow_mut();
                 // A turn the run performs twice (a resent message) is in its text twice; a
                 // run started beside another (a follow-up before the first suspends) has a
                 // text of its own.

@@ -11,8 +11,8 @@ use a2a::{Message, Part, PartContent, Role, StreamResponse, Task, TaskState, Tas
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::save::Saved;
-use super::subscribe::status_update;
+use super::decide::subscribe::status_update;
+use super::decide::Saved;
 use super::{set_marker, ActiveTask, Refusal, Replica, TurnInfo, MARKER_KEY};
 use crate::model::{AuthResume, BearerRule, OwnerScope};
 
@@ -118,7 +118,7 @@ impl Replica {
             AuthResume::Grant => {
                 let owner =
                     (self.profile.auth.owner == OwnerScope::TokenSubject).then(|| owner_of(task));
-                self.grants.granted(&task.id, owner)
+                self.links.grants.granted(&task.id, owner)
             }
         }
     }

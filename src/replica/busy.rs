@@ -10,32 +10,15 @@
 //! landed with its answer lost (the dedup claim the turn holds keeps any other attempt of
 //! the message out).
 //!
+//! The rule itself is decided in [`super::decide::send`]; this file answers a refused turn.
+//!
 //! Knobs read: `recovery.sweep_ms`.
 
-use a2a::{Task, TaskState};
-
-use super::{Caller, Refusal, Replica, TurnInfo};
+use super::{Refusal, Replica, TurnInfo};
 
 impl Replica {
-    /// Whether the busy rule refuses `caller`'s turn to `task` as first read.
-    pub(super) fn busy(&self, task: &Task, caller: &Caller) -> bool {
-        self.profile.recovery.sweep_ms > 0
-            && task.status.state == TaskState::Working
-            && *caller != Caller::Internal
-    }
-
-    /// Whether the busy rule refuses the turn carrying `message_id` on the fresh copy a
-    /// conflict of its working save re-read.
-    pub(super) fn busy_on_reread(&self, fresh: &Task, caller: &Caller, message_id: &str) -> bool {
-        let own = fresh
-            .history
-            .iter()
-            .flatten()
-            .any(|m| m.message_id == message_id);
-        self.busy(fresh, caller) && !own
-    }
-
-    /// The answer to a turn the busy rule refuses: 409, retry later.
+    /// The answer to a turn the busy rule refuses ([`super::decide::send::busy`],
+    /// [`super::decide::send::busy_on_reread`]): 409, retry later.
     pub(super) fn refuse_busy(&self, info: &TurnInfo, task_id: &str) -> Refusal {
         self.record(format!(
             "{}#{}: {task_id} has a turn in flight; busy, 409",

@@ -9,13 +9,10 @@
 use std::rc::Rc;
 use std::time::Duration;
 
-use a2a::{Task, TaskState};
+use a2a::Task;
 
-use super::{change_state, rpc, set_marker, Caller, Refusal, Replica, MARKER_KEY};
-use crate::model::{
-    CancelWrite, ParkedCancel, Placement, RemoteCancel, ReplyIn, SecondCancel, StopRule,
-};
-use crate::store::{SaveError, SaveMode};
+use super::decide::cancel::{CancelReads, CancelSave, Fence, Keeps, OnRead, OnSaved};
+use super::{decide, rpc, Caller, Refusal, Replica};
 use crate::trace::now_ms;
 
 /// How long a fenced cancel waits for a pending effect before giving up.
@@ -34,7 +31,7 @@ impl Replica {
         loop {
             let (stored, stored_version) = match self.load_for(caller, task_id).await {
                 Ok(Some(found)) => found,
-                Ok(None) => return Err(rpc(-32001, format!("task {task_id} not found"))),
+                Ok(None) => return Err(decide::not_found(task_id)),
                 Err(e) => return Err(rpc(-32603, e)),
             };
             if let Some(kept) = self.kept_after_cancel(task_id) {
@@ -47,112 +44,79 @@ impl Replica {
             }
             // The stored task (read above for the owner check either way), or this
             // replica's own copy of a task parked here.
-            let checked = self.profile.cancel.parked_task == Some(ParkedCancel::CachedAfterCheck);
-            let (task, version) = match self.parked_copy(task_id) {
-                Some(copy) if !(checked && stored.status.state.is_terminal()) => copy,
+            let copy = self.parked_copy(task_id);
+            let parked = self.is_parked(task_id);
+            let stored_terminal = stored.status.state.is_terminal();
+            let (task, version) = match (
+                decide::cancel::reads(&self.profile, parked, copy.is_some(), stored_terminal),
+                copy,
+            ) {
+                (CancelReads::Parked, Some(copy)) => copy,
                 _ => (stored, stored_version),
             };
-            if task.status.state.is_terminal() {
-                if task.status.state == TaskState::Canceled
-                    && self.profile.cancel.second_cancel == SecondCancel::Idempotent
-                {
+            match decide::cancel::on_read(&self.profile, task_id, &task) {
+                OnRead::AlreadyCanceled => return Ok(task),
+                OnRead::NotCancelable(refusal) => return Err(refusal),
+                OnRead::Unwritten => {
+                    // a2a-python 1.1.0-1.1.3 (#1170): the executor's cancel emits nothing, so
+                    // nothing is written; the answer is the task as it stands.
+                    self.record(format!(
+                        "cancel of {task_id}: nothing written, answered {:?}",
+                        task.status.state
+                    ));
                     return Ok(task);
                 }
-                return Err(rpc(
-                    -32002,
-                    format!("task {task_id} is {:?}", task.status.state),
-                ));
-            }
-            if self.profile.cancel.writes_nothing {
-                // a2a-python 1.1.0-1.1.3 (#1170): the executor's cancel emits nothing, so
-                // nothing is written; the answer is the task as it stands.
-                self.record(format!(
-                    "cancel of {task_id}: nothing written, answered {:?}",
-                    task.status.state
-                ));
-                return Ok(task);
+                OnRead::Write => {}
             }
             let local = self.holds(task_id);
             // Parked here: waiting for input, no turn running (the one that parked it done).
             let mut parked_here = false;
-            if let Some(active) = self.active.borrow().get(task_id) {
+            if let Some(active) = self.tasks.active.borrow().get(task_id) {
                 parked_here = active.parked.get() && !active.running.get();
                 // This replica writes the cancel: its parked task is done with here.
                 active.parked.set(false);
                 active.registered.set(false);
-                let stops = match self.profile.cancel.stops_executor {
-                    StopRule::Always => true,
-                    StopRule::StreamingOnly => active.streaming.get(),
-                };
-                if active.running.get() && stops {
+                let (running, streaming) = (active.running.get(), active.streaming.get());
+                if decide::cancel::stops_run(&self.profile, running, streaming) {
                     active.canceled.set(true);
                 }
             }
-            let mut canceled = task.clone();
-            if !local && self.profile.cancel.remote_write == Some(RemoteCancel::StateOnly) {
-                canceled.status.state = TaskState::Canceled;
-            } else {
-                change_state(
-                    &mut canceled,
-                    TaskState::Canceled,
-                    self.profile.handler.reply_in.unwrap_or(ReplyIn::History),
-                );
-            }
-            if self.profile.cancel.fence_effects {
-                if pending_until(&task).is_some_and(|until| now_ms() < until) {
-                    if now_ms() >= deadline {
-                        return Err(self.after_effect(rpc(-32603, "an effect is still pending")));
+            let mut canceled = decide::cancel::canceled_copy(&self.profile, &task, local);
+            let how = decide::cancel::save(&self.profile, version);
+            let mode = match how {
+                CancelSave::Fenced(mode) => {
+                    match decide::cancel::fence(&self.profile, &task, now_ms(), deadline) {
+                        Fence::Write => mode,
+                        Fence::Wait => {
+                            tokio::time::sleep(CANCEL_POLL).await;
+                            continue;
+                        }
+                        Fence::GiveUp(refusal) => return Err(refusal),
                     }
-                    tokio::time::sleep(CANCEL_POLL).await;
-                    continue;
                 }
-                set_marker(&mut canceled, "effectPending", None);
-                set_marker(&mut canceled, "runnerUntilMs", None);
-                match self
-                    .persist(&mut canceled, SaveMode::Cas(Some(version)), Some(version))
-                    .await
-                {
-                    Ok(v) => {
-                        self.record(format!("canceled {task_id} v{v}"));
-                        self.push(&canceled).await;
-                        return Ok(canceled);
-                    }
-                    Err(SaveError::Conflict { .. }) | Err(SaveError::NotCancelable) => continue,
-                    Err(SaveError::Unavailable(e)) => return Err(self.after_effect(rpc(-32603, e))),
-                }
-            }
-            let mode = match (self.profile.store.placement, self.profile.store.versioned) {
-                (Placement::Shared, true)
-                    if self.profile.cancel.store_write == Some(CancelWrite::WholeTask) =>
-                {
-                    SaveMode::CancelWhole
-                }
-                (Placement::Shared, true) => SaveMode::Cancel,
-                (_, true) => SaveMode::Cas(Some(version)),
-                (_, false) => SaveMode::Overwrite,
+                CancelSave::Once(mode) => mode,
             };
-            return match self.persist(&mut canceled, mode, Some(version)).await {
-                Ok(v) => {
+            let saved = self.persist(&mut canceled, mode, Some(version)).await;
+            return match decide::cancel::on_saved(&self.profile, how, &saved) {
+                OnSaved::Canceled(v) => {
                     self.record(format!("canceled {task_id} v{v}"));
-                    self.cache_cancel(task_id, &canceled, v, parked_here);
+                    if let CancelSave::Once(_) = how {
+                        self.cache_cancel(task_id, &canceled, v, parked_here);
+                    }
                     self.push(&canceled).await;
                     Ok(canceled)
                 }
+                OnSaved::Retry => continue,
                 // The task changed, or became terminal, since it was read: a cancel that
                 // lost to another cancel answers the canceled task, anything else is not
                 // cancelable (a2a-sdk 1.3.0 `_cancel_remote`: the store's refusal of a
                 // CANCELED save over a terminal task is a ConcurrentTaskModificationError,
                 // and the reload's CANCELED task is returned).
-                Err(SaveError::Conflict { .. }) | Err(SaveError::NotCancelable) => {
-                    match self.load(task_id).await {
-                        Ok(Some((t, _))) if t.status.state == TaskState::Canceled => Ok(t),
-                        _ => Err(rpc(
-                            -32002,
-                            format!("task {task_id} changed while canceling"),
-                        )),
-                    }
+                OnSaved::Reread => {
+                    let reread = self.load(task_id).await.ok().flatten().map(|(t, _)| t);
+                    decide::cancel::lost(task_id, reread)
                 }
-                Err(SaveError::Unavailable(e)) => Err(rpc(-32603, e)),
+                OnSaved::Fail(refusal) => Err(refusal),
             };
         }
     }
@@ -165,25 +129,25 @@ impl Replica {
     /// running a turn here; one parked here waiting for input is cleaned up instead, and
     /// the replica keeps no copy (live runs of a2a-sdk 1.1.5, `cancel.keeps_task`'s source).
     fn cache_cancel(&self, task_id: &str, canceled: &Task, version: u64, was_parked: bool) {
-        if !self.profile.handler.cache_snapshot {
-            return;
-        }
-        if self.profile.cancel.keeps_task {
-            let active = self.active(task_id);
-            if was_parked {
+        match decide::cancel::keeps(&self.profile, was_parked) {
+            Keeps::Nothing => {}
+            Keeps::Forget => {
                 // The parked ActiveTask finishes and is cleaned up: a later request here
                 // starts a fresh one, which reads the store.
-                *active.cached.borrow_mut() = None;
-            } else {
+                *self.active(task_id).cached.borrow_mut() = None;
+            }
+            Keeps::KeepFinished => {
+                let active = self.active(task_id);
                 *active.cached.borrow_mut() = Some((canceled.clone(), version));
                 active.finished_kept.set(true);
             }
-            return;
-        }
-        if let Some(active) = self.active.borrow().get(task_id) {
-            let mut cached = active.cached.borrow_mut();
-            if cached.is_some() {
-                *cached = Some((canceled.clone(), version));
+            Keeps::Replace => {
+                if let Some(active) = self.tasks.active.borrow().get(task_id) {
+                    let mut cached = active.cached.borrow_mut();
+                    if cached.is_some() {
+                        *cached = Some((canceled.clone(), version));
+                    }
+                }
             }
         }
     }
@@ -191,7 +155,7 @@ impl Replica {
     /// The CANCELED copy held by the finished ActiveTask an earlier cancel left on this
     /// replica (`cancel.keeps_task`), if there is one.
     pub(super) fn kept_after_cancel(&self, task_id: &str) -> Option<Task> {
-        let active = self.active.borrow();
+        let active = self.tasks.active.borrow();
         let active = active.get(task_id)?;
         if !active.finished_kept.get() {
             return None;
@@ -200,24 +164,19 @@ impl Replica {
         cached.as_ref().map(|(task, _)| task.clone())
     }
 
-    /// With `cancel.parked_task` one of the cached kinds, the task as this replica last
-    /// saved it, and that save's version, when the task is parked here.
-    fn parked_copy(&self, task_id: &str) -> Option<(Task, u64)> {
-        if matches!(
-            self.profile.cancel.parked_task,
-            None | Some(ParkedCancel::Store)
-        ) {
-            return None;
-        }
-        let parked = self
+    /// Whether the task is parked here: its last turn here left it waiting for input.
+    fn is_parked(&self, task_id: &str) -> bool {
+        self.tasks
             .active
             .borrow()
             .get(task_id)
-            .is_some_and(|a| a.parked.get());
-        if !parked {
-            return None;
-        }
-        let events = self.local_events.borrow();
+            .is_some_and(|a| a.parked.get())
+    }
+
+    /// The task as this replica last saved it, and that save's version: what a cancel
+    /// reads of a task parked here, where the model says so ([`CancelReads::Parked`]).
+    fn parked_copy(&self, task_id: &str) -> Option<(Task, u64)> {
+        let events = self.tasks.events.borrow();
         let (version, task) = events.get(task_id)?.last()?;
         Some((task.clone(), *version))
     }
@@ -229,13 +188,4 @@ impl Replica {
             _ => Ok(task.clone()),
         }
     }
-}
-
-/// Until when a task's pending effect holds off a cancel, if one is pending.
-fn pending_until(task: &Task) -> Option<u64> {
-    task.metadata
-        .as_ref()?
-        .get(MARKER_KEY)?
-        .pointer("/effectPending/untilMs")?
-        .as_u64()
 }

@@ -22,9 +22,10 @@ use std::rc::Rc;
 
 use a2a::{Message, Task};
 
-use super::save::Saved;
+use super::decide::save::BeforeEffect;
+use super::decide::{self, Saved};
 use super::turn::release_claim;
-use super::{rpc, Refusal, Replica, TurnInfo};
+use super::{Refusal, Replica, TurnInfo};
 use crate::faults::KillPoint;
 use crate::ground::ledger::{self, EffectRequest};
 use crate::store::TaskStore;
@@ -58,17 +59,13 @@ impl Orphan {
 }
 
 impl Replica {
-    /// Whether this blocking send is answered at its first event, its consumer closed: with
-    /// `handler.blocking_stops_consumer`, for a blocking send only.
-    pub(super) fn closes_consumer(&self, blocking: bool, task_id: &str) -> bool {
-        if !(blocking && self.profile.handler.blocking_stops_consumer) {
-            return false;
-        }
+    /// A blocking send answered at its first event closes the consumer of `task_id`'s
+    /// events here ([`decide::send::SendAnswer::Now`], `handler.blocking_stops_consumer`).
+    pub(super) fn close_consumer(&self, task_id: &str) {
         self.active(task_id).consumer_closed.set(true);
         self.record(format!(
             "{task_id}: blocking send answered at its first event; the consumer is closed"
         ));
-        true
     }
 
     /// Before a save of `task_id` here: once its consumer is closed, the run's later
@@ -78,6 +75,7 @@ impl Replica {
             return;
         }
         let closed = self
+            .tasks
             .active
             .borrow()
             .get(task_id)
@@ -90,14 +88,11 @@ impl Replica {
         }
     }
 
-    /// The consumer of a turn failed before the effect: with
-    /// `handler.executor_outlives_consumer`, the executor runs on in the background, thinks
-    /// out the rest of its think time (begun when the request reached it), performs its
-    /// effect and stops; nothing it emits is saved. The client has its error already.
-    pub(super) fn executor_runs_on(self: &Rc<Self>, orphan: Orphan) {
-        if !self.profile.handler.executor_outlives_consumer {
-            return;
-        }
+    /// The consumer of a turn failed before the effect, and the executor outlives it
+    /// (`handler.executor_outlives_consumer`): it runs on in the background, thinks out the
+    /// rest of its think time (begun when the request reached it), performs its effect and
+    /// stops; nothing it emits is saved. The client has its error already.
+    fn executor_runs_on(self: &Rc<Self>, orphan: Orphan) {
         let me = self.clone();
         crate::activity::spawn(async move { me.run_orphan(orphan).await });
     }
@@ -131,14 +126,11 @@ impl Replica {
             turn: info.turn,
             message_id: message.message_id.clone(),
             replica: self.name.clone(),
-            key: self
-                .profile
-                .ledger
-                .idempotency_key
-                .then(|| format!("{context_id}/{}", message.message_id)),
+            key: decide::turn::effect_key(&self.profile, &context_id, &message.message_id),
             sent_ms: now_ms(),
         };
-        self.chaos
+        self.faults
+            .chaos
             .borrow_mut()
             .reached(&self.name, KillPoint::Effect);
         if let Err(e) = ledger::perform(&effect, self.timing.ledger_timeout).await {
@@ -151,18 +143,19 @@ impl Replica {
             );
             return;
         }
-        self.chaos
+        self.faults
+            .chaos
             .borrow_mut()
             .reached(&self.name, KillPoint::AfterEffect);
     }
 
-    /// The outcome of a save made before the turn's effect: its version, or, once the
-    /// dedup claim is released, the refusal. A task found terminal is refused with the
-    /// model's code (a2a-sdk cancels the executor then); a failed save may have landed (its
-    /// answer lost), and a takeover could still run the turn, so it is answered as
-    /// [`Replica::after_effect`] says, and an executor that outlives its consumer runs on
-    /// ([`Replica::executor_runs_on`]) when `orphan` gives it a turn: once the request has
-    /// read the task from the store.
+    /// The outcome of a save made before the turn's effect ([`decide::save::before_effect`]):
+    /// its version, or, once the dedup claim is released, the terminal task or the refusal.
+    /// A task found terminal is refused with the model's code (a2a-sdk cancels the executor
+    /// then); a failed save may have landed (its answer lost), and a takeover could still run
+    /// the turn, so it is answered as a failure after the effect, and an executor that
+    /// outlives its consumer runs on ([`Replica::executor_runs_on`]) when `orphan` gives it
+    /// a turn: once the request has read the task from the store.
     pub(super) async fn saved_before_effect(
         self: &Rc<Self>,
         saved: Result<Saved, Refusal>,
@@ -170,29 +163,28 @@ impl Replica {
         dedup_key: &str,
         orphan: impl FnOnce() -> Option<Orphan>,
     ) -> Result<Before, Refusal> {
-        let refusal = match saved {
-            Ok(Saved::Version(v)) => return Ok(Before::Version(v)),
-            Ok(Saved::Terminal(t, _)) if self.profile.handler.terminal_reread_answers_task => {
+        let read = orphan();
+        match decide::save::before_effect(&self.profile, saved, read.is_some()) {
+            BeforeEffect::Landed(v) => Ok(Before::Version(v)),
+            BeforeEffect::AnswerTerminal(t) => {
                 release_claim(dedup_store, dedup_key).await;
                 self.record(format!(
                     "{} is {:?} on the re-read: the send is answered with it",
                     t.id, t.status.state
                 ));
-                return Ok(Before::Answered(t));
+                Ok(Before::Answered(t))
             }
-            Ok(Saved::Terminal(t, _)) => rpc(
-                self.profile.handler.message_to_terminal_code,
-                format!("task {} is {:?}", t.id, t.status.state),
-            ),
-            Err(r) => {
-                if let Some(orphan) = orphan() {
+            BeforeEffect::Refuse {
+                refusal,
+                orphan_runs,
+            } => {
+                if let (true, Some(orphan)) = (orphan_runs, read) {
                     self.executor_runs_on(orphan);
                 }
-                self.after_effect(r)
+                release_claim(dedup_store, dedup_key).await;
+                Err(refusal)
             }
-        };
-        release_claim(dedup_store, dedup_key).await;
-        Err(refusal)
+        }
     }
 
     /// A turn stopped before its end (a cancel reached it, or a save's re-read found the
@@ -204,10 +196,8 @@ impl Replica {
         ended: Result<Task, Refusal>,
         sink: Option<&tokio::sync::mpsc::Sender<a2a::StreamResponse>>,
     ) -> Result<Task, Refusal> {
-        if let (Ok(task), Some(tx), true) =
-            (&ended, sink, self.profile.handler.stream_ends_with_terminal)
-        {
-            let _ = tx.send(a2a::StreamResponse::Task(task.clone())).await;
+        if let (Some(tx), Some(last)) = (sink, decide::turn::stopped_event(&self.profile, &ended)) {
+            let _ = tx.send(last).await;
         }
         ended
     }

@@ -127,7 +127,7 @@ impl Replica {
     /// after the server notices SIGTERM; never for a model that does not say (no drain
     /// reaches one).
     pub(super) fn stream_cut(&self) -> impl Future<Output = ()> + 'static {
-        let drain = self.drain.clone();
+        let drain = self.faults.drain.clone();
         let first = drain.first_stream_ms.get().unwrap_or_else(now_ms);
         drain.first_stream_ms.set(Some(first));
         let grace = self.profile.handler.sse_grace_ms;

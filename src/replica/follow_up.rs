@@ -15,8 +15,7 @@ use std::time::Duration;
 use a2a::{Task, TaskState};
 use serde_json::json;
 
-use super::{set_marker, Replica, TurnInfo, MARKER_KEY};
-use crate::model::ResumedFollowUp;
+use super::{decide, set_marker, Replica, TurnInfo, MARKER_KEY};
 
 /// The mark a suspended run leaves in its task.
 const MARK: &str = "suspendedRun";
@@ -26,19 +25,10 @@ const MARK: &str = "suspendedRun";
 const LONGEST_WAIT: Duration = Duration::from_secs(600);
 
 impl Replica {
-    /// Whether a follow-up to `task` (as loaded) waits for the task's resumed run instead of
-    /// running: a blocking, non-streaming send to a working task whose run was suspended.
-    pub(super) fn awaits_resumed_run(&self, task: &Task, blocking: bool, streaming: bool) -> bool {
-        tracks_runs(self)
-            && blocking
-            && !streaming
-            && task.status.state == TaskState::Working
-            && suspended(task)
-    }
-
-    /// Waits until task `task_id` leaves working (polling the store every
-    /// `subscribe.poll_ms`) and answers with it, or with `last` when the store no longer
-    /// answers.
+    /// A follow-up that waits for its task's resumed run
+    /// ([`decide::send::OnTask::AwaitResumedRun`]) waits until the task leaves working
+    /// (polling the store every `subscribe.poll_ms`) and answers with it, or with `last`
+    /// when the store no longer answers.
     pub(super) async fn await_resumed_run(&self, info: &TurnInfo, mut last: Task) -> Task {
         self.record(format!(
             "{}#{}: {} is working on a resumed run; waits for it, message not processed",
@@ -81,16 +71,11 @@ pub(super) fn mark_run(replica: &Replica, task: &mut Task, next: &TaskState, run
 /// Whether the model tells runs apart: it waits for resumed runs
 /// (`handler.resumed_follow_up = "await-run"`).
 fn tracks_runs(replica: &Replica) -> bool {
-    replica.profile.handler.resumed_follow_up == Some(ResumedFollowUp::AwaitRun)
-}
-
-/// Whether `task` carries a suspended run's mark.
-fn suspended(task: &Task) -> bool {
-    suspended_run(task).is_some()
+    decide::send::tracks_runs(&replica.profile)
 }
 
 /// The run `task`'s mark names.
-fn suspended_run(task: &Task) -> Option<u32> {
+pub(super) fn suspended_run(task: &Task) -> Option<u32> {
     let mark = task.metadata.as_ref()?.get(MARKER_KEY)?.get(MARK)?;
     mark.as_u64().and_then(|r| u32::try_from(r).ok())
 }

@@ -41,7 +41,7 @@ impl Replica {
                     .ok_or_else(|| rpc(-32602, "page token is not a valid cursor"))?,
             ),
         };
-        let all = self.store.list().await.map_err(|e| rpc(-32603, e))?;
+        let all = self.links.store.list().await.map_err(|e| rpc(-32603, e))?;
         let state = p.status.as_ref().filter(|s| **s != TaskState::Unspecified);
         let matching: Vec<_> = all
             .into_iter()

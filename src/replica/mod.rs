@@ -33,9 +33,15 @@
 //! # Where things live
 //!
 //! The folder follows the profile's knob groups; each file is one more `impl Replica`:
-//! - this file: [`Replica`], its [`Wiring`] and [`Timing`], [`TurnInfo`], the ports and
-//!   headers, `serve` and `handle` (the HTTP entry), and the small helpers every part uses
-//!   (ids, the per-task lock of `handler.per_task_lock`, trace notes, task markers);
+//! - this file: its [`Wiring`] and [`Timing`], [`TurnInfo`], the ports and headers, `serve`
+//!   and `handle` (the HTTP entry), and the small helpers every part uses (reply ids, trace
+//!   notes, task markers);
+//! - `state`: [`Replica`] and its state grouped by concern (links, ids, per-task memory
+//!   with the ActiveTask of each task, push configs, fault hooks), the per-task lock of
+//!   `handler.per_task_lock`;
+//! - `decide`: what the handlers decide, as data: pure functions from the knobs and what a
+//!   handler read to what it does next (send, save, effect, timer, reply), which the
+//!   handlers carry out in order; unit-tested with no network;
 //! - `rpc`: JSON-RPC dispatch of the A2A methods, the `A2A-Version` check, error and result
 //!   responses, response headers, the agent card (built by [`crate::protocol::agent_card`]) and server-sent events;
 //! - `auth`: `[auth]`: bearer tokens, owner scoping, and the `auth-required` pause and
@@ -55,16 +61,12 @@
 //! - `drain`: graceful shutdown after SIGTERM (a `drain` fault): refused connections, streams
 //!   cut after `handler.sse_grace_ms`, the exit once no connection is left.
 
-use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::Duration;
 
 use a2a::{Message, Part, PartContent, Task, TaskState, TaskStatus};
 use http::{Response, StatusCode};
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
 use crate::buggify::SharedChaos;
@@ -81,6 +83,7 @@ mod auth;
 mod busy;
 mod cancel;
 mod consumer;
+mod decide;
 mod drain;
 mod follow_up;
 mod list;
@@ -91,6 +94,7 @@ mod queue;
 mod recovery;
 mod rpc;
 mod save;
+mod state;
 mod subscribe;
 mod tap;
 mod timeout;
@@ -100,6 +104,9 @@ mod wire03;
 pub use crate::protocol::{agent_card, parse_http_url};
 pub use auth::{ask_for_authorised_action, needs_auth, Caller, NEEDS_AUTH_KEY};
 pub use rpc::Refusal;
+pub use state::Replica;
+
+use state::{ActiveTask, TaskLock};
 
 use rpc::rpc;
 
@@ -225,68 +232,6 @@ fn integral(v: &Value) -> Option<u32> {
     (f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&f)).then_some(f as u32)
 }
 
-/// A task's lock, held ([`Replica::lock`]). Letting it go wakes the sends waiting to join a
-/// turn of the task, which look again: a turn that ended is answered, a lock let go with
-/// no turn begun leaves nothing to join ([`queue`]).
-struct TaskLock {
-    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
-    active: Rc<ActiveTask>,
-}
-
-impl Drop for TaskLock {
-    fn drop(&mut self) {
-        drop(self.guard.take());
-        self.active.end_notify.notify_waiters();
-    }
-}
-
-/// Per-task state a replica keeps while it works on a task.
-#[derive(Default)]
-struct ActiveTask {
-    /// Requests for one task on one replica run one at a time.
-    lock: Arc<tokio::sync::Mutex<()>>,
-    /// The snapshot kept between requests (profiles with `cache_snapshot`).
-    cached: RefCell<Option<(Task, u64)>>,
-    /// Set by a cancel; the executor stops at its next await.
-    canceled: Cell<bool>,
-    /// True while the executor runs a turn of this task here.
-    running: Cell<bool>,
-    /// True while that turn is a streaming run.
-    streaming: Cell<bool>,
-    /// Turns of this task that ended here, and how the last one ended: what a send that
-    /// joined a running turn ([`crate::model::QueuedAnswer::RunningTurn`]) is answered with.
-    ended: Cell<u64>,
-    last_end: RefCell<Option<Result<Task, Refusal>>>,
-    /// Wakes the sends waiting to join a turn here: a turn ended, or the task's lock was let
-    /// go ([`TaskLock`]; a holder refused before any turn began leaves nothing to join).
-    end_notify: tokio::sync::Notify,
-    /// The last turn here left the task waiting for input (input-required, auth-required),
-    /// and no cancel was written here since: a2a-sdk keeps its `ActiveTask` alive, and a
-    /// later message goes to it ([`crate::model::QueuedTerminal::Run`]).
-    parked: Cell<bool>,
-    /// With `cancel.keeps_task`: a cancel written here through an ActiveTask that was not
-    /// parked (one the cancel registered, or one running a turn) left it finished but
-    /// registered, its `cached` copy CANCELED (a2a-sdk 1.1.5: seen live, it is not cleaned
-    /// up, and a later cancel here answers that copy).
-    finished_kept: Cell<bool>,
-    /// With `subscribe.registers_task`: a subscription here registered this ActiveTask,
-    /// alive until a turn or a cancel of the task here ends it.
-    registered: Cell<bool>,
-    /// Subscribers attached to this ActiveTask (its idle timer waits for none).
-    subscribers: Cell<usize>,
-    /// The idle timer of `handler.parked_release_ms` last started (only that one releases).
-    release_timer: Cell<u64>,
-    /// The taps of the subscriptions to the task here ([`tap`], `subscribe.stalled_tap`).
-    taps: RefCell<Vec<Rc<tap::Tap>>>,
-    /// A blocking send closed the consumer of the task's events here
-    /// ([`consumer`], `handler.blocking_stops_consumer`).
-    consumer_closed: Cell<bool>,
-    /// The contextId of the task the last turn here ran: a send that would join a running
-    /// turn is checked against it first, or against the stored task when no turn here has
-    /// read it yet ([`queue`]).
-    context: RefCell<Option<String>>,
-}
-
 /// What a replica process is connected to.
 #[derive(Clone)]
 pub struct Wiring {
@@ -309,128 +254,7 @@ pub struct Wiring {
     pub drain: Rc<DrainSignal>,
 }
 
-/// One replica process.
-pub struct Replica {
-    pub name: String,
-    profile: Rc<Profile>,
-    timing: Timing,
-    store: TaskStore,
-    /// Per-pod dedup table (profiles with `dedup.scope = "per-pod"`).
-    local_dedup: SharedState,
-    active: RefCell<BTreeMap<String, Rc<ActiveTask>>>,
-    /// Per-pod push configs (models without `push.shared_configs`): task → URLs, each with
-    /// the owner that registered it.
-    push_configs: RefCell<BTreeMap<String, Vec<push::PodPush>>>,
-    /// The push configs this replica took, whole (id, token, authentication), by task: what
-    /// Get, List and Delete answer from.
-    push_details: RefCell<BTreeMap<String, Vec<a2a::TaskPushNotificationConfig>>>,
-    /// Push configs sent inline with a message (SendMessage's configuration), by message id,
-    /// until the turn registers them for its task.
-    inline_push: RefCell<BTreeMap<String, a2a::TaskPushNotificationConfig>>,
-    /// The run's resolver and push logs.
-    push_world: SharedPush,
-    /// Versions of tasks this replica saved itself (the local registry a subscriber on this
-    /// replica can follow when the model has no shared event stream).
-    local_events: RefCell<BTreeMap<String, Vec<(u64, Task)>>>,
-    /// The turns each run of this process performed, by task and run: what a run's one text
-    /// artifact holds ([`crate::model::Artifacts::RunText`]).
-    run_text: RefCell<BTreeMap<(String, u32), Vec<u32>>>,
-    rng: RefCell<ChaCha8Rng>,
-    id_prefix: String,
-    next_id: Cell<u64>,
-    /// Replies made here as status messages so far ([`Replica::reply_id`]).
-    replies: Cell<u64>,
-    trace: Trace,
-    chaos: SharedChaos,
-    card: Option<crate::card::CardAuthority>,
-    grants: crate::auth::Grants,
-    drain: Rc<DrainSignal>,
-    /// Most parts a message may carry (`a2a-chaos serve --max-parts`); `None`, as in every
-    /// simulation, checks nothing.
-    parts_max: Cell<Option<usize>>,
-}
-
 impl Replica {
-    /// A replica process. `boot` counts its restarts, so ids never repeat across boots.
-    pub fn new(index: usize, boot: u32, seed: u64, wiring: Wiring) -> Self {
-        let Wiring {
-            profile,
-            timing,
-            store,
-            push_world,
-            trace,
-            chaos,
-            card,
-            grants,
-            drain,
-        } = wiring;
-        drain.boot(boot);
-        let stream =
-            crate::trace::derive_seed(seed, "replica", ((index as u64) << 32) | u64::from(boot));
-        Replica {
-            name: format!("replica-{index}"),
-            profile,
-            timing,
-            store,
-            local_dedup: Rc::default(),
-            active: RefCell::default(),
-            push_configs: RefCell::default(),
-            push_details: RefCell::default(),
-            inline_push: RefCell::default(),
-            push_world,
-            local_events: RefCell::default(),
-            run_text: RefCell::default(),
-            rng: RefCell::new(ChaCha8Rng::seed_from_u64(stream)),
-            id_prefix: format!("{:04x}-r{index}b{boot}", seed & 0xffff),
-            next_id: Cell::new(1),
-            replies: Cell::new(0),
-            trace,
-            chaos,
-            card,
-            grants,
-            drain,
-            parts_max: Cell::new(None),
-        }
-    }
-
-    /// Refuses a message with more than `max` parts (`-32602`), for a replica serving
-    /// clients nobody scripted (`a2a-chaos serve`); a simulation never sets it.
-    pub fn limit_parts(&self, max: usize) {
-        self.parts_max.set(Some(max));
-    }
-
-    /// Forgets what this replica keeps per task for tasks its store evicted (a bounded
-    /// `a2a-chaos serve`), except a task whose turn runs here; trims every task's local
-    /// event log to its last `events_per_task` versions. A task parked here (waiting for
-    /// input) is forgotten too: evicted means gone.
-    pub fn forget(&self, task_ids: &[String], events_per_task: usize) {
-        for id in task_ids {
-            let busy = self
-                .active
-                .borrow()
-                .get(id)
-                .is_some_and(|a| a.running.get());
-            if busy {
-                continue;
-            }
-            self.active.borrow_mut().remove(id);
-            self.local_events.borrow_mut().remove(id);
-            self.push_configs.borrow_mut().remove(id);
-            self.push_details.borrow_mut().remove(id);
-            self.run_text.borrow_mut().retain(|(task, _), _| task != id);
-        }
-        for log in self.local_events.borrow_mut().values_mut() {
-            let cut = log.len().saturating_sub(events_per_task.max(1));
-            log.drain(..cut);
-        }
-    }
-
-    fn new_id(&self, kind: &str) -> String {
-        let n = self.next_id.get();
-        self.next_id.set(n + 1);
-        format!("{kind}-{}-{n}", self.id_prefix)
-    }
-
     /// A new task for a message that names none: a server-chosen id, the message's context
     /// (or a new one), submitted, owned by the caller when the model scopes tasks to owners.
     fn fresh_task(&self, message: &Message, caller: &Caller) -> Task {
@@ -451,45 +275,14 @@ impl Replica {
         task
     }
 
-    /// Whether this replica holds `task_id`: a turn of it runs here, or the last one here
-    /// left it waiting for input (a2a-sdk's `ActiveTask` is alive for it).
-    fn holds(&self, task_id: &str) -> bool {
-        self.active
-            .borrow()
-            .get(task_id)
-            .is_some_and(|a| a.running.get() || a.parked.get())
-    }
-
-    fn active(&self, task_id: &str) -> Rc<ActiveTask> {
-        self.active
-            .borrow_mut()
-            .entry(task_id.to_string())
-            .or_default()
-            .clone()
-    }
-
-    /// Takes the task's lock, when the model serialises requests per task; otherwise a
-    /// guard of a fresh lock, which never waits.
-    async fn lock(&self, active: &Rc<ActiveTask>) -> TaskLock {
-        let guard = if self.profile.handler.per_task_lock {
-            active.lock.clone().lock_owned().await
-        } else {
-            Arc::new(tokio::sync::Mutex::new(())).lock_owned().await
-        };
-        TaskLock {
-            guard: Some(guard),
-            active: active.clone(),
-        }
-    }
-
     /// Records a plain note in the replica's lane.
     fn record(&self, what: impl Into<String>) {
-        self.trace.record(&self.name, Event::plain(what));
+        self.links.trace.record(&self.name, Event::plain(what));
     }
 
     /// Records a note with a tone (a refusal, a duplicate, a failure's cause).
     fn record_as(&self, tone: Tone, what: impl Into<String>) {
-        self.trace.record(&self.name, Event::note(tone, what));
+        self.links.trace.record(&self.name, Event::note(tone, what));
     }
 
     /// Serves this replica until the host is crashed.
@@ -503,7 +296,7 @@ impl Replica {
             tokio::task::spawn_local(me.deliver_outbox());
         }
         // SIGTERM closes the listener; each open connection is counted until it closes.
-        let (stop, drain) = (self.drain.clone(), self.drain.clone());
+        let (stop, drain) = (self.faults.drain.clone(), self.faults.drain.clone());
         net::serve_until(
             PORT,
             move |req| {

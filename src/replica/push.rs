@@ -80,12 +80,13 @@ impl Replica {
     ) -> Result<(), Refusal> {
         let knobs = &self.profile.push;
         if knobs.shared_configs {
-            self.store
+            self.links
+                .store
                 .add_push(&cfg.task_id, &cfg.url)
                 .await
                 .map_err(|e| rpc(-32603, e))?;
         } else {
-            let mut configs = self.push_configs.borrow_mut();
+            let mut configs = self.pushes.configs.borrow_mut();
             let urls = configs.entry(cfg.task_id.clone()).or_default();
             if !urls.iter().any(|p| p.url == cfg.url) {
                 urls.push(PodPush {
@@ -114,7 +115,7 @@ impl Replica {
     /// A push target's address: the machine's answer under `serve` (real egress), the
     /// simulated resolver's otherwise.
     fn resolve(&self, host: &str, port: u16) -> Option<crate::ground::push::Address> {
-        let mut world = self.push_world.borrow_mut();
+        let mut world = self.pushes.world.borrow_mut();
         match world.real {
             Some(real) => real.resolve(host, port),
             None => world.resolver.resolve(host),
@@ -125,7 +126,7 @@ impl Replica {
     /// for `task_id`, from the config that named it: `X-A2A-Notification-Token` (its
     /// `token`) and `Authorization` (its `authentication` scheme and credentials).
     fn push_headers(&self, task_id: &str, url: &str) -> Vec<(&'static str, String)> {
-        let details = self.push_details.borrow();
+        let details = self.pushes.details.borrow();
         let Some(cfg) = details
             .get(task_id)
             .and_then(|l| l.iter().rev().find(|c| c.url == url))
@@ -175,7 +176,7 @@ impl Replica {
     pub(super) async fn deliver_outbox(self: Rc<Self>) {
         loop {
             tokio::time::sleep(OUTBOX_POLL).await;
-            let Ok(entries) = self.store.claim_outbox(OUTBOX_LEASE_MS).await else {
+            let Ok(entries) = self.links.store.claim_outbox(OUTBOX_LEASE_MS).await else {
                 continue;
             };
             // Each claimed entry is delivered on its own, so a slow receiver holds up
@@ -200,7 +201,7 @@ impl Replica {
             ),
         );
         if delivered || self.profile.push.log_failures {
-            self.push_world.borrow_mut().reports.push(PushReport {
+            self.pushes.world.borrow_mut().reports.push(PushReport {
                 at_ms: now_ms(),
                 replica: self.name.clone(),
                 task_id: entry.task.id.clone(),
@@ -211,7 +212,7 @@ impl Replica {
             });
         }
         if last {
-            let _ = self.store.ack_outbox(id).await;
+            let _ = self.links.store.ack_outbox(id).await;
         }
     }
 
@@ -221,10 +222,15 @@ impl Replica {
             return;
         }
         let urls = if self.profile.push.shared_configs {
-            self.store.push_urls(&task.id).await.unwrap_or_default()
+            self.links
+                .store
+                .push_urls(&task.id)
+                .await
+                .unwrap_or_default()
         } else {
             let anonymous_only = self.profile.push.dispatch_as_anonymous;
-            self.push_configs
+            self.pushes
+                .configs
                 .borrow()
                 .get(&task.id)
                 .into_iter()
@@ -238,7 +244,7 @@ impl Replica {
             loop {
                 let (delivered, outcome) = self.deliver(task, &url, 0).await;
                 if delivered || self.profile.push.log_failures {
-                    self.push_world.borrow_mut().reports.push(PushReport {
+                    self.pushes.world.borrow_mut().reports.push(PushReport {
                         at_ms: now_ms(),
                         replica: self.name.clone(),
                         task_id: task.id.clone(),
@@ -293,14 +299,14 @@ impl Replica {
             let Some(address) = address else {
                 return (false, format!("failed: {host} does not resolve"));
             };
-            self.push_world.borrow_mut().egress.push(Egress {
+            self.pushes.world.borrow_mut().egress.push(Egress {
                 at_ms: now_ms(),
                 replica: self.name.clone(),
                 task_id: task.id.clone(),
                 url: url.to_string(),
                 address: address.clone(),
             });
-            let real = self.push_world.borrow().real.is_some();
+            let real = self.pushes.world.borrow().real.is_some();
             if real && address.private {
                 // Whatever the model checks, serve sends nothing to a private address.
                 return (

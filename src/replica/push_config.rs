@@ -47,7 +47,8 @@ impl Replica {
             return Ok(());
         }
         self.check_at_registration(cfg.task_id.as_str(), &cfg.url)?;
-        self.inline_push
+        self.pushes
+            .inline
             .borrow_mut()
             .insert(message_id.to_string(), cfg);
         Ok(())
@@ -57,7 +58,7 @@ impl Replica {
     /// the task's when it has none), before the turn's first save: a2a-sdk 1.3.0 sets it
     /// in the config store before the task runs.
     pub(super) async fn take_inline_push(&self, message_id: &str, task_id: &str, caller: &Caller) {
-        let Some(mut cfg) = self.inline_push.borrow_mut().remove(message_id) else {
+        let Some(mut cfg) = self.pushes.inline.borrow_mut().remove(message_id) else {
             return;
         };
         cfg.task_id = task_id.to_string();
@@ -84,7 +85,7 @@ impl Replica {
         cfg: TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, Refusal> {
         let replaced = {
-            let mut details = self.push_details.borrow_mut();
+            let mut details = self.pushes.details.borrow_mut();
             let list = details.entry(cfg.task_id.clone()).or_default();
             let old = list
                 .iter()
@@ -107,7 +108,8 @@ impl Replica {
         caller: &Caller,
     ) -> Result<TaskPushNotificationConfig, Refusal> {
         self.push_task(task_id, caller).await?;
-        self.push_details
+        self.pushes
+            .details
             .borrow()
             .get(task_id)
             .and_then(|l| l.iter().find(|c| c.id.as_deref() == Some(id)).cloned())
@@ -127,7 +129,8 @@ impl Replica {
     ) -> Result<Vec<TaskPushNotificationConfig>, Refusal> {
         self.push_task(task_id, caller).await?;
         Ok(self
-            .push_details
+            .pushes
+            .details
             .borrow()
             .get(task_id)
             .cloned()
@@ -145,7 +148,7 @@ impl Replica {
     ) -> Result<(), Refusal> {
         self.push_task(task_id, caller).await?;
         let removed = {
-            let mut details = self.push_details.borrow_mut();
+            let mut details = self.pushes.details.borrow_mut();
             let list = details.entry(task_id.to_string()).or_default();
             let removed = list
                 .iter()
@@ -178,7 +181,8 @@ impl Replica {
     /// Unregisters `url` for `task_id` unless a config this replica keeps still names it.
     async fn forget_url(&self, task_id: &str, url: &str) -> Result<(), Refusal> {
         let still = self
-            .push_details
+            .pushes
+            .details
             .borrow()
             .get(task_id)
             .is_some_and(|l| l.iter().any(|c| c.url == url));
@@ -186,11 +190,12 @@ impl Replica {
             return Ok(());
         }
         if self.profile.push.shared_configs {
-            self.store
+            self.links
+                .store
                 .remove_push(task_id, url)
                 .await
                 .map_err(|e| rpc(-32603, e))?;
-        } else if let Some(urls) = self.push_configs.borrow_mut().get_mut(task_id) {
+        } else if let Some(urls) = self.pushes.configs.borrow_mut().get_mut(task_id) {
             urls.retain(|p| p.url != url);
         }
         Ok(())

@@ -9,28 +9,15 @@
 
 use std::rc::Rc;
 
-use a2a::{Message, StreamResponse, Task, TaskState};
+use a2a::{Message, StreamResponse, Task};
 use tokio::sync::mpsc;
 
-use crate::model::{MismatchRule, QueuedAnswer};
 use crate::replica::TurnInfo;
 
+use super::decide::send::{context_refusal, foreign_context, Joined, TurnEnded};
 use super::turn::{Begun, Turn};
-use super::{rpc, Refusal};
+use super::{decide, rpc, Refusal};
 use super::{ActiveTask, Caller, Replica};
-
-/// Whether `message` names a contextId other than its task's (`task_context`).
-pub(super) fn foreign_context(message: &Message, task_context: &str) -> bool {
-    message
-        .context_id
-        .as_deref()
-        .is_some_and(|c| c != task_context)
-}
-
-/// What a message with a foreign contextId is refused with (`handler.context_mismatch`).
-pub(super) fn context_refusal() -> Refusal {
-    rpc(-32602, "contextId does not match the task's")
-}
 
 impl Replica {
     /// The answer of a request that joins its task's running turn here, or `None` when it
@@ -41,18 +28,18 @@ impl Replica {
         info: &TurnInfo,
         caller: &Caller,
     ) -> Option<Result<Begun, Refusal>> {
-        let (Some(task_id), Some(QueuedAnswer::RunningTurn)) =
-            (&message.task_id, self.profile.handler.queued_answer)
-        else {
+        let task_id = message.task_id.as_ref()?;
+        if !decide::send::joins_running_turns(&self.profile) {
             return None;
+        }
+        // Whether a turn of the task runs here, and so the send joins it (`None`: it does
+        // not), its contextId checked first (`Some(true)`).
+        let joins = |active: &ActiveTask| {
+            decide::send::joins_running_turn(&self.profile, active.running.get(), || {
+                active.lock.try_lock().is_err()
+            })
         };
-        let busy = |active: &ActiveTask| {
-            active.running.get()
-                || (self.profile.handler.per_task_lock && active.lock.try_lock().is_err())
-        };
-        if busy(&self.active(task_id))
-            && self.profile.handler.context_mismatch == MismatchRule::RejectBeforeExecutor
-        {
+        if joins(&self.active(task_id)) == Some(true) {
             // The context check comes first, turn running or not: a2a-sdk 1.3.0 refused a
             // send with another conversation's contextId at once (-32602) while a turn of
             // its task ran on that replica (seen live: tests/scenarios/h10-context-mismatch-
@@ -82,7 +69,7 @@ impl Replica {
         }
         {
             let active = self.active(task_id);
-            if busy(&active) {
+            if joins(&active).is_some() {
                 // The request joins the running turn's events and is answered with the task
                 // that turn ends in; its own turn queues behind it (a2a-sdk 1.3.0
                 // active_task_registry.get_or_create, ActiveTask.subscribe).
@@ -101,9 +88,11 @@ impl Replica {
                     ));
                     return None;
                 }
-                let last = active.last_end.borrow().clone();
-                let ran = matches!(&last, Some(Ok(t)) if t.status.state != TaskState::Failed);
-                if ran {
+                let Joined {
+                    queued_runs,
+                    answer,
+                } = decide::send::joined(active.last_end.borrow().clone());
+                if queued_runs {
                     let me = self.clone();
                     let (queued_message, queued_caller) = (message.clone(), caller.clone());
                     crate::activity::spawn(async move {
@@ -123,12 +112,7 @@ impl Replica {
                         info.conversation, info.turn
                     ));
                 }
-                let last = active.last_end.borrow().clone();
-                return Some(match last {
-                    Some(Ok(task)) => Ok(Begun::Replay(Box::new(task))),
-                    Some(Err(r)) => Err(r),
-                    None => Err(rpc(-32603, "the running turn ended with no answer")),
-                });
+                return Some(answer.map(|task| Begun::Replay(Box::new(task))));
             }
         }
         None
@@ -161,19 +145,16 @@ impl Replica {
         sink: Option<&mpsc::Sender<StreamResponse>>,
     ) -> Result<Task, Refusal> {
         let active = turn.active.clone();
-        let cache_snapshot = self.profile.handler.cache_snapshot;
         let ended = self.clone().finish_turn(turn, sink).await;
-        let parked = ended.as_ref().is_ok_and(|t| {
-            matches!(
-                t.status.state,
-                TaskState::InputRequired | TaskState::AuthRequired
-            )
-        });
+        let TurnEnded {
+            parked,
+            forget_cache,
+        } = decide::send::turn_ended(&self.profile, &ended, active.finished_kept.get());
         active.parked.set(parked);
         // The turn ran on the ActiveTask a subscription may have registered: from now on
         // the turn's end says whether it stays.
         active.registered.set(false);
-        if !parked && !active.finished_kept.get() && cache_snapshot {
+        if forget_cache {
             // The ActiveTask finished with the turn and leaves the registry (a2a-sdk 1.1.5
             // `_maybe_cleanup`; seen live, fidelity --generate seed 190 of a2a-python-1.1:
             // a turn after a failed one on the same replica ran on the stored task): the

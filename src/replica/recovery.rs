@@ -22,7 +22,7 @@ impl Replica {
         let every = Duration::from_millis(self.profile.recovery.sweep_ms);
         loop {
             tokio::time::sleep(every).await;
-            let Ok(tasks) = self.store.abandoned().await else {
+            let Ok(tasks) = self.links.store.abandoned().await else {
                 continue;
             };
             for (mut task, version) in tasks {
@@ -71,6 +71,7 @@ impl Replica {
                     timestamp: None,
                 };
                 if let Ok(v) = self
+                    .links
                     .store
                     .save(
                         &task,

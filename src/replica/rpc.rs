@@ -9,8 +9,7 @@
 //!
 //! Knobs read: `[wire]` (`v03`, `version_check`, `versions`, `error_data`, `proto_names`,
 //! `card_etag`), `push.supported` (the
-//! card's capability), `auth.bearer` (the card's security scheme),
-//! `handler.after_effect_failure` (how a failure after the effect is answered); in runs that
+//! card's capability), `auth.bearer` (the card's security scheme); in runs that
 //! simulate the card, the publisher's latest card decides whether the streaming methods are
 //! served.
 
@@ -24,7 +23,7 @@ use tokio::sync::mpsc;
 
 use super::wire03::Route03;
 use super::{Caller, Replica, REPLICA_HEADER};
-use crate::model::{AfterEffect, BearerRule, ErrorData, VersionCheck};
+use crate::model::{BearerRule, ErrorData, VersionCheck};
 use crate::net::{self, BoxBody, ChannelBody};
 use crate::trace::{Event, Tone};
 
@@ -46,18 +45,7 @@ impl Replica {
     /// Whether the agent streams: what its card says (the publisher's latest revision, in
     /// runs that simulate the card), and always otherwise.
     fn streams(&self) -> bool {
-        self.card.as_ref().is_none_or(|c| c.streams())
-    }
-
-    /// The refusal a client gets when a turn fails after its effect may have run.
-    pub(super) fn after_effect(&self, refusal: Refusal) -> Refusal {
-        match (self.profile.handler.after_effect_failure, refusal) {
-            (AfterEffect::Unavailable, Refusal::Rpc(code, message)) => Refusal::Http(
-                503,
-                format!("outcome unknown, retry with the same messageId ({code}: {message})"),
-            ),
-            (_, r) => r,
-        }
+        self.links.card.as_ref().is_none_or(|c| c.streams())
     }
 
     pub(super) fn with_headers(&self, mut resp: Response<BoxBody>) -> Response<BoxBody> {
@@ -517,7 +505,7 @@ impl Replica {
     ) -> Response<BoxBody> {
         let (tx, body) = ChannelBody::channel(16);
         let cut = self.stream_cut();
-        let (trace, name) = (self.trace.clone(), self.name.clone());
+        let (trace, name) = (self.links.trace.clone(), self.name.clone());
         crate::activity::spawn(async move {
             tokio::pin!(cut);
             loop {

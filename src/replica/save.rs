@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use a2a::{Task, TaskState};
 
+use super::decide::save::{OnConflict, OnReread};
+use super::decide::{self, Saved};
 use super::{rpc, status, Refusal, Replica};
 use crate::model::ResultSave;
 use crate::store::{SaveError, SaveMode, TaskStore};
@@ -23,7 +25,7 @@ impl Replica {
     pub(super) async fn load(&self, task_id: &str) -> Result<Option<(Task, u64)>, String> {
         let mut tries = 0;
         loop {
-            match self.store.get(task_id).await {
+            match self.links.store.get(task_id).await {
                 Err(e) if tries < self.profile.store.transient_retries => {
                     tries += 1;
                     self.record_as(
@@ -58,16 +60,24 @@ impl Replica {
         loop {
             // With an outbox, the push this state calls for is queued in the same write.
             let enqueue = self.profile.push.outbox && self.push_wanted(task);
-            if let TaskStore::Local(state) = &self.store {
+            if let TaskStore::Local(state) = &self.links.store {
                 // The shared store fires this point itself, on its host.
-                crate::store::buggify_conflict(state, &self.chaos, &self.trace, &task.id, mode);
+                crate::store::buggify_conflict(
+                    state,
+                    &self.faults.chaos,
+                    &self.links.trace,
+                    &task.id,
+                    mode,
+                );
             }
             let result = self
+                .links
                 .store
                 .save_and_enqueue(task, mode, based_on, &self.name, enqueue)
                 .await;
             if let Ok(v) = &result {
-                self.local_events
+                self.tasks
+                    .events
                     .borrow_mut()
                     .entry(task.id.clone())
                     .or_default()
@@ -89,11 +99,7 @@ impl Replica {
     }
 
     pub(super) fn save_mode(&self, version: Option<u64>) -> SaveMode {
-        if self.profile.store.versioned {
-            SaveMode::Cas(version)
-        } else {
-            SaveMode::Overwrite
-        }
+        decide::save::save_mode(&self.profile, version)
     }
 
     /// Saves `task` based on `version`; on a version conflict, re-reads and applies `reapply`
@@ -105,17 +111,19 @@ impl Replica {
         version: Option<u64>,
         reapply: impl Fn(&mut Task),
     ) -> Result<Saved, Refusal> {
-        self.save_reapplying_unless(task, version, |_| None, reapply)
+        self.save_reapplying_unless(task, version, |_| false, |_| unreachable!(), reapply)
             .await
     }
 
-    /// [`Replica::save_reapplying`], with `refuse` asked of every fresh copy a conflict
-    /// re-reads (before `reapply`): a refusal ends the save with nothing written.
+    /// [`Replica::save_reapplying`], with `refused` asked of every fresh copy a conflict
+    /// re-reads (before `reapply`): a refused copy ends the save with nothing written,
+    /// answered with `refusal` of that copy.
     pub(super) async fn save_reapplying_unless(
         &self,
         task: &mut Task,
         version: Option<u64>,
-        refuse: impl Fn(&Task) -> Option<Refusal>,
+        refused: impl Fn(&Task) -> bool,
+        refusal: impl Fn(&Task) -> Refusal,
         reapply: impl Fn(&mut Task),
     ) -> Result<Saved, Refusal> {
         let mut version = version;
@@ -128,44 +136,42 @@ impl Replica {
                         "conflict saving {} (based on {version:?}, now {current:?})",
                         task.id
                     ));
-                    if attempts >= self.profile.handler.conflict_reapply {
-                        // A second conflict: -32603 and a best-effort FAILED write (on
-                        // a stale copy it conflicts in turn and is skipped).
-                        let on_stale = self.profile.handler.failed_write_on_stale_copy;
-                        if on_stale {
+                    if let OnConflict::GiveUp {
+                        reread_and_fail,
+                        refusal,
+                    } = decide::save::on_conflict(&self.profile, attempts)
+                    {
+                        // A best-effort FAILED write (on a stale copy it conflicts in turn
+                        // and is skipped).
+                        if !reread_and_fail {
                             self.record(format!(
                                 "{}: FAILED write after the last conflict skipped (stale copy)",
                                 task.id
                             ));
                         } else if let Ok(Some((mut fresh, v))) = self.load(&task.id).await {
-                            if !fresh.status.state.is_terminal() {
+                            if decide::save::fails_on_give_up(&fresh) {
                                 fresh.status = status(TaskState::Failed);
                                 let _ = self
                                     .persist(&mut fresh, self.save_mode(Some(v)), Some(v))
                                     .await;
                             }
                         }
-                        return Err(rpc(
-                            self.profile.handler.conflict_code,
-                            "concurrent task modification",
-                        ));
+                        return Err(refusal);
                     }
                     attempts += 1;
-                    match self.load(&task.id).await {
-                        Ok(Some((mut fresh, v))) => {
-                            if fresh.status.state.is_terminal() {
-                                *task = fresh.clone();
-                                return Ok(Saved::Terminal(Box::new(fresh), v));
-                            }
-                            if let Some(refusal) = refuse(&fresh) {
-                                return Err(refusal);
-                            }
+                    let read = self.load(&task.id).await;
+                    match decide::save::on_reread(read, &task.id, &refused) {
+                        OnReread::Terminal(fresh, v) => {
+                            *task = (*fresh).clone();
+                            return Ok(Saved::Terminal(fresh, v));
+                        }
+                        OnReread::Refused(fresh) => return Err(refusal(&fresh)),
+                        OnReread::Reapply(mut fresh, v) => {
                             reapply(&mut fresh);
-                            *task = fresh;
+                            *task = *fresh;
                             version = Some(v);
                         }
-                        Ok(None) => return Err(rpc(-32001, format!("task {} not found", task.id))),
-                        Err(e) => return Err(rpc(-32603, e)),
+                        OnReread::Fail(r) => return Err(r),
                     }
                 }
                 Err(SaveError::NotCancelable) => return Err(rpc(-32002, "task not cancelable")),
@@ -186,7 +192,7 @@ impl Replica {
         match self.profile.handler.result_save {
             ResultSave::AsStore => self.save_reapplying(task, Some(version), apply).await,
             ResultSave::OverwriteUnlessCanceled => match self.load(&task.id).await {
-                Ok(Some((current, v))) if current.status.state == TaskState::Canceled => {
+                Ok(Some((current, v))) if decide::save::result_dropped(&current) => {
                     Ok(Saved::Terminal(Box::new(current), v))
                 }
                 _ => self.overwrite_result(task, version).await,
@@ -202,11 +208,4 @@ impl Replica {
             .map(Saved::Version)
             .map_err(|e| rpc(-32603, format!("{e:?}")))
     }
-}
-
-/// The outcome of a save that may have found the task terminal.
-pub(super) enum Saved {
-    Version(u64),
-    /// The task as re-read, terminal, and its version.
-    Terminal(Box<Task>, u64),
 }

@@ -11,14 +11,15 @@
 use std::rc::Rc;
 use std::time::Duration;
 
-use a2a::{StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent};
+use a2a::{StreamResponse, Task};
 use http::Response;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{rpc, Caller, Replica};
+use super::decide::subscribe::{ends, Opening, Step};
+use super::{decide, rpc, Caller, Replica};
 use crate::faults::{KillPoint, Point};
-use crate::model::{SubscribeFailure, SubscribeInterrupted, SubscribeSource, SubscribeUnknown};
+use crate::model::SubscribeSource;
 use crate::net::BoxBody;
 use crate::trace::now_ms;
 
@@ -33,12 +34,14 @@ impl Replica {
     ) -> Vec<(u64, Task)> {
         match source {
             SubscribeSource::StoreEvents => self
+                .links
                 .store
                 .events_after(task_id, seen)
                 .await
                 .unwrap_or_default(),
             SubscribeSource::LocalOnly => self
-                .local_events
+                .tasks
+                .events
                 .borrow()
                 .get(task_id)
                 .map(|evs| evs.iter().filter(|(v, _)| *v > seen).cloned().collect())
@@ -49,7 +52,7 @@ impl Replica {
     /// The cached copy of this replica's ActiveTask for the task while it is alive (a turn
     /// of the task runs here, or the last one parked it here), with `handler.cache_snapshot`.
     fn live_cached_copy(&self, task_id: &str) -> Option<(Task, u64)> {
-        let active = self.active.borrow();
+        let active = self.tasks.active.borrow();
         let active = active.get(task_id)?;
         let alive = active.running.get() || active.parked.get();
         if !alive || active.finished_kept.get() {
@@ -70,12 +73,12 @@ impl Replica {
         let (task, version) = match self.load_for(caller, &task_id).await {
             Ok(Some(found)) => found,
             Ok(None) => {
-                if self.profile.subscribe.unknown_task == SubscribeUnknown::EmptyStream {
+                if decide::subscribe::unknown_gets_empty_stream(&self.profile) {
                     self.record(format!("subscribe to unknown {task_id}: empty stream"));
                     let (_tx, rx) = mpsc::channel::<StreamResponse>(1);
                     return self.sse_response(id, rx);
                 }
-                return self.rpc_error(id, rpc(-32001, format!("task {task_id} not found")));
+                return self.rpc_error(id, decide::not_found(&task_id));
             }
             Err(e) => return self.rpc_error(id, rpc(-32603, e)),
         };
@@ -89,20 +92,21 @@ impl Replica {
         } else {
             (task, version)
         };
-        // A terminal task's snapshot, then the end (Mastra `handleTaskResubscribe`).
-        if task.status.state.is_terminal() && self.profile.subscribe.terminal_snapshot {
-            self.record(format!(
-                "subscribe to terminal {task_id}: its snapshot, then the end"
-            ));
-            let (tx, rx) = mpsc::channel::<StreamResponse>(1);
-            let _ = tx.send(StreamResponse::Task(task)).await;
-            return self.sse_response(id, rx);
-        }
-        // A finished ActiveTask left here by a cancel refuses a subscriber whatever the
-        // store holds (a2a-sdk 1.1.5 `ActiveTask.subscribe`: `_is_finished` is set).
-        if task.status.state.is_terminal() || self.kept_after_cancel(&task_id).is_some() {
-            let code = self.profile.subscribe.terminal_code.unwrap_or(-32004);
-            return self.rpc_error(id, rpc(code, format!("task {task_id} is terminal")));
+        let kept = || self.kept_after_cancel(&task_id).is_some();
+        match decide::subscribe::opening(&self.profile, &task_id, &task, kept) {
+            // A terminal task's snapshot, then the end (Mastra `handleTaskResubscribe`).
+            Opening::Snapshot => {
+                self.record(format!(
+                    "subscribe to terminal {task_id}: its snapshot, then the end"
+                ));
+                let (tx, rx) = mpsc::channel::<StreamResponse>(1);
+                let _ = tx.send(StreamResponse::Task(task)).await;
+                return self.sse_response(id, rx);
+            }
+            // A finished ActiveTask left here by a cancel refuses a subscriber whatever the
+            // store holds (a2a-sdk 1.1.5 `ActiveTask.subscribe`: `_is_finished` is set).
+            Opening::Refuse(refusal) => return self.rpc_error(id, refusal),
+            Opening::Follow => {}
         }
         if self.profile.subscribe.registers_task {
             // a2a-sdk 1.3.0 on_subscribe_to_task without an event stream:
@@ -120,45 +124,26 @@ impl Replica {
         }
         let (tx, rx) = mpsc::channel::<StreamResponse>(16);
         let me = self.clone();
-        let held_here = self.holds(&task_id);
-        let cuts = self.profile.subscribe.failure == Some(SubscribeFailure::Error);
-        // Whether an interrupted snapshot, and a later interrupted state, end the stream, and
-        // whether a failed turn cuts it.
-        let (snapshot_ends, later_ends, failure_cuts) = match self.profile.subscribe.interrupted {
-            None | Some(SubscribeInterrupted::Ends) => (true, true, cuts),
-            Some(SubscribeInterrupted::StaysOpen) => (false, false, cuts),
-            Some(SubscribeInterrupted::StaysOpenWhereHeld) if held_here => (false, false, cuts),
-            Some(SubscribeInterrupted::StaysOpenWhereHeld) => (false, true, false),
-        };
-        // a2a-sdk 1.3.0 on_subscribe_to_task with an event stream: "this replica runs the
-        // agent -> tap it": the local ActiveTask's own events, never the shared stream's.
-        let source = match self.profile.subscribe.source {
-            SubscribeSource::StoreEvents if held_here && self.profile.subscribe.held_taps_local => {
-                SubscribeSource::LocalOnly
-            }
-            source => source,
-        };
+        let plan = decide::subscribe::stream_plan(&self.profile, self.holds(&task_id));
+        let source = plan.source;
         // Attached to this replica's ActiveTask: its idle release waits for the stream's end.
-        let attached =
-            (held_here || self.profile.subscribe.registers_task).then(|| self.attach(&task_id));
+        let attached = plan.attaches.then(|| self.attach(&task_id));
         // The reader's tap on this replica's ActiveTask (`subscribe.stalled_tap`), and when
         // it opened: a `stall-readers` from then on stalls it.
         let opened_ms = now_ms();
         let tap = self.open_tap(&task_id, opened_ms);
         crate::activity::spawn(async move {
             let _attached = attached;
-            let ends = |state: &TaskState, at_interrupted: bool| {
-                state.is_terminal()
-                    || (at_interrupted
-                        && matches!(state, TaskState::InputRequired | TaskState::AuthRequired))
-            };
             if tx.send(StreamResponse::Task(task.clone())).await.is_err()
-                || ends(&task.status.state, snapshot_ends)
+                || ends(&task.status.state, plan.snapshot_ends)
             {
                 // An interrupted task has nothing more to say until the client answers.
                 return;
             }
-            me.chaos.borrow_mut().reached(&me.name, KillPoint::Stream);
+            me.faults
+                .chaos
+                .borrow_mut()
+                .reached(&me.name, KillPoint::Stream);
             let mut seen = version;
             let mut last = task;
             if let Some(ms) = me.profile.subscribe.tap_after_snapshot_ms {
@@ -171,7 +156,7 @@ impl Replica {
                 }
                 if let Some((v, closed)) = missed
                     .iter()
-                    .find(|(_, t)| ends(&t.status.state, later_ends))
+                    .find(|(_, t)| ends(&t.status.state, plan.later_ends))
                 {
                     me.record(format!(
                         "subscribe to {task_id}: tapped {ms} ms after its snapshot, after v{v} ({:?}) closed the queue: the stream ends",
@@ -189,10 +174,10 @@ impl Replica {
                     me.stalled_stream(tap.as_ref()).await;
                     return;
                 }
-                if me.chaos.borrow_mut().buggify(Point::SlowEventPoll) {
-                    let ms = me.chaos.borrow_mut().draw_ms(1000, 3000);
+                if me.faults.chaos.borrow_mut().buggify(Point::SlowEventPoll) {
+                    let ms = me.faults.chaos.borrow_mut().draw_ms(1000, 3000);
                     {
-                        let mut chaos = me.chaos.borrow_mut();
+                        let mut chaos = me.faults.chaos.borrow_mut();
                         chaos.poll_slowed_until_ms = chaos.poll_slowed_until_ms.max(now_ms() + ms);
                     }
                     me.record(format!(
@@ -202,54 +187,20 @@ impl Replica {
                 }
                 for (v, snapshot) in me.events_since(source, &task_id, seen).await {
                     seen = v;
-                    let state = snapshot.status.state.clone();
-                    let cut = failure_cuts && state == TaskState::Failed;
-                    for update in diff(&last, &snapshot) {
-                        if cut && matches!(update, StreamResponse::StatusUpdate(_)) {
-                            // The failure, not its status: the stream ends without it.
-                            return;
-                        }
-                        if tx.send(update).await.is_err() {
+                    // A failure the plan cuts ends the stream before its status.
+                    let Step { events, ends } = decide::subscribe::step(&plan, &last, &snapshot);
+                    for event in events {
+                        if tx.send(event).await.is_err() {
                             return;
                         }
                     }
-                    last = snapshot;
-                    if ends(&state, later_ends) {
+                    if ends {
                         return;
                     }
+                    last = snapshot;
                 }
             }
         });
         self.sse_response(id, rx)
     }
-}
-
-/// The updates that take a subscriber from `old` to `new`: new artifacts, then the status.
-fn diff(old: &Task, new: &Task) -> Vec<StreamResponse> {
-    let mut out = Vec::new();
-    let known = old.artifacts.as_ref().map_or(0, Vec::len);
-    for artifact in new.artifacts.iter().flatten().skip(known) {
-        out.push(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
-            task_id: new.id.clone(),
-            context_id: new.context_id.clone(),
-            artifact: artifact.clone(),
-            append: Some(false),
-            last_chunk: Some(true),
-            metadata: None,
-        }));
-    }
-    if old.status.state != new.status.state {
-        out.push(status_update(new));
-    }
-    out
-}
-
-/// The stream event announcing `task`'s current status.
-pub(super) fn status_update(task: &Task) -> StreamResponse {
-    StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-        task_id: task.id.clone(),
-        context_id: task.context_id.clone(),
-        status: task.status.clone(),
-        metadata: None,
-    })
 }

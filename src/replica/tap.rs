@@ -67,7 +67,7 @@ impl Replica {
 
     /// Whether the reader of a subscription opened at `opened_ms` has stopped reading.
     pub(super) fn reader_stalled(&self, opened_ms: u64) -> bool {
-        self.drain.reader_stalled(opened_ms)
+        self.faults.drain.reader_stalled(opened_ms)
     }
 
     /// What a stalled reader's stream does from now on: it ends when its tap is evicted;
@@ -93,7 +93,7 @@ impl Replica {
         if self.profile.subscribe.stalled_tap != Some(StalledTap::Blocks) {
             return;
         }
-        let Some(active) = self.active.borrow().get(task_id).cloned() else {
+        let Some(active) = self.tasks.active.borrow().get(task_id).cloned() else {
             return;
         };
         let full = 2 * self.queue() + 1;
@@ -116,7 +116,7 @@ impl Replica {
         let Some(mode) = self.profile.subscribe.stalled_tap else {
             return;
         };
-        let Some(active) = self.active.borrow().get(task_id).cloned() else {
+        let Some(active) = self.tasks.active.borrow().get(task_id).cloned() else {
             return;
         };
         let queue = self.queue();

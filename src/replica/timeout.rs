@@ -67,7 +67,7 @@ impl Replica {
     /// Contexts other than `except` with a task in this replica's store that is not
     /// terminal (working, or waiting for input or authorisation).
     async fn contexts_held(&self, except: &str) -> usize {
-        let tasks = self.store.list().await.unwrap_or_default();
+        let tasks = self.links.store.list().await.unwrap_or_default();
         let held: std::collections::BTreeSet<&str> = tasks
             .iter()
             .filter(|t| !t.status.state.is_terminal() && t.context_id != except)

@@ -15,35 +15,28 @@
 use std::rc::Rc;
 use std::time::Duration;
 
-use a2a::{Message, Part, Role, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState};
+use a2a::{Message, Part, Role, StreamResponse, Task, TaskState};
 use http::Response;
 use rand::Rng;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::auth::auth_pending;
 use super::consumer::{Before, Orphan};
+use super::decide::send::{DedupAt, OnClaim, OnTask, SendAnswer, TaskRead, UserSave};
+use super::decide::turn::{AfterThink, TurnSaved};
 use super::follow_up;
-use super::queue::{context_refusal, foreign_context};
-use super::save::Saved;
-use super::subscribe::status_update;
 use super::{
-    needs_auth, push_user_again, reply_with, rpc, set_marker, status, ActiveTask, Caller, Refusal,
-    Replica, TurnInfo,
+    decide, needs_auth, push_user_again, reply_with, rpc, set_marker, status, ActiveTask, Caller,
+    Refusal, Replica, TurnInfo,
 };
 use crate::faults::{KillPoint, Point};
 use crate::ground::ledger::{self, EffectRequest};
-use crate::model::{
-    AfterEffect, DedupScope, MismatchRule, NonBlockingAnswer, NonBlockingToWorking, PushOn,
-    QueuedTerminal, ReplyIn, Saves, StreamStart, SubscribeUnknown, UnknownTask,
-};
+use crate::model::ReplyIn;
 use crate::net::BoxBody;
-use crate::store::{Claim, TaskStore};
+use crate::store::TaskStore;
 use crate::trace::event::failure_tone;
 use crate::trace::{now_ms, Tone};
-
-/// How long an effect intent holds off a fenced cancel (the pod may have died mid-effect).
-const EFFECT_LEASE_MS: u64 = 2500;
 
 impl Replica {
     /// SendMessage: runs a whole turn (blocking) or returns after the working save.
@@ -60,20 +53,27 @@ impl Replica {
             .await?;
         match turn {
             Begun::Replay(task) => Ok(*task),
-            Begun::Turn(turn) => {
-                if blocking && !self.closes_consumer(blocking, &turn.task.id) {
-                    self.finish(turn, None).await
-                } else {
-                    let snapshot = match self.profile.handler.nonblocking_answer {
-                        Some(NonBlockingAnswer::FirstEvent) if new_task => turn.first_saved.clone(),
-                        _ => turn.task.clone(),
+            Begun::Turn(turn) => match decide::send::send_answer(&self.profile, blocking, new_task)
+            {
+                SendAnswer::AfterTurn => self.finish(turn, None).await,
+                SendAnswer::Now {
+                    first_saved,
+                    closes_consumer,
+                } => {
+                    if closes_consumer {
+                        self.close_consumer(&turn.task.id);
+                    }
+                    let snapshot = if first_saved {
+                        turn.first_saved.clone()
+                    } else {
+                        turn.task.clone()
                     };
                     crate::activity::spawn(async move {
                         let _ = self.finish(turn, None).await;
                     });
                     Ok(snapshot)
                 }
-            }
+            },
         }
     }
 
@@ -95,7 +95,7 @@ impl Replica {
             // The task is unknown here: every streaming call answers as a subscription
             // does (Mastra: HTTP 200 and an empty event stream).
             Ok(Err(Refusal::Rpc(-32001, why)))
-                if self.profile.subscribe.unknown_task == SubscribeUnknown::EmptyStream =>
+                if decide::subscribe::unknown_gets_empty_stream(&self.profile) =>
             {
                 self.record(format!("streaming send: {why}: empty stream"));
                 let (_tx, rx) = mpsc::channel::<StreamResponse>(1);
@@ -109,7 +109,8 @@ impl Replica {
                 let _ = tx.send(StreamResponse::Task(*task)).await;
             }
             Begun::Turn(turn) => {
-                self.chaos
+                self.faults
+                    .chaos
                     .borrow_mut()
                     .reached(&self.name, KillPoint::Stream);
                 let me = self.clone();
@@ -155,19 +156,16 @@ impl Replica {
             message.context_id.as_deref().unwrap_or(""),
             message.message_id
         );
-        let dedup_store = match self.profile.dedup.scope {
-            DedupScope::None => None,
-            DedupScope::PerPod => Some(TaskStore::Local(self.local_dedup.clone())),
-            DedupScope::Shared => Some(self.store.clone()),
-        };
-        if let Some(dedup) = &dedup_store {
-            let lease = match self.profile.dedup.scope {
-                DedupScope::Shared => self.profile.dedup.lease_ms,
-                _ => u64::MAX / 4,
-            };
-            match dedup.claim(&dedup_key, lease).await {
-                Ok(Claim::New) => {}
-                Ok(Claim::InFlight) => {
+        let claim = decide::send::dedup_claim(&self.profile);
+        let dedup_store = claim.map(|(at, _)| match at {
+            DedupAt::PerPod => TaskStore::Local(self.tasks.dedup.clone()),
+            DedupAt::Shared => self.links.store.clone(),
+        });
+        if let (Some(dedup), Some((_, lease))) = (&dedup_store, claim) {
+            let claimed = dedup.claim(&dedup_key, lease).await;
+            match decide::send::on_claim(claimed, &message.message_id) {
+                OnClaim::Run => {}
+                OnClaim::InFlight(refusal) => {
                     self.record_as(
                         Tone::Warn,
                         format!(
@@ -175,12 +173,9 @@ impl Replica {
                             info.conversation, info.turn
                         ),
                     );
-                    return Err(Refusal::Http(
-                        409,
-                        format!("message {} is in flight", message.message_id),
-                    ));
+                    return Err(refusal);
                 }
-                Ok(Claim::Done { task_id }) => {
+                OnClaim::Replay { task_id } => {
                     self.record_as(
                         Tone::Warn,
                         format!(
@@ -190,11 +185,11 @@ impl Replica {
                     );
                     return match self.load_for(caller, &task_id).await {
                         Ok(Some((task, _))) => Ok(Begun::Replay(Box::new(task))),
-                        Ok(None) => Err(rpc(-32001, format!("task {task_id} not found"))),
+                        Ok(None) => Err(decide::not_found(&task_id)),
                         Err(e) => Err(rpc(-32603, e)),
                     };
                 }
-                Err(e) => return Err(rpc(-32603, e)),
+                OnClaim::Fail(refusal) => return Err(refusal),
             }
         }
         let release = || release_claim(dedup_store.as_ref(), &dedup_key);
@@ -230,8 +225,37 @@ impl Replica {
                 };
                 // Another owner's task is not found (the cached snapshot included).
                 let loaded = loaded.filter(|(task, _)| self.may_touch(caller, task));
-                let Some((task, version)) = loaded else {
-                    if self.profile.handler.unknown_task == UnknownTask::NewTask {
+                if let (true, Some((task, _))) = (plain, &loaded) {
+                    info = TurnInfo::for_plain(&message, Some(task), &task.context_id);
+                }
+                // A turn queued behind another, or sent to a task parked here (or whose
+                // ActiveTask a subscription here registered), reaches the replica's live
+                // ActiveTask, which (without an event stream) runs it whatever the stored
+                // state, where the model says so (a2a-sdk 1.3.0 ActiveTask._run_producer).
+                let held = self
+                    .tasks
+                    .active
+                    .borrow()
+                    .get(task_id)
+                    .is_some_and(|a| a.parked.get() || a.registered.get());
+                let read = TaskRead {
+                    task: loaded.as_ref().map(|(task, _)| task),
+                    message: &message,
+                    queued,
+                    held,
+                    internal: *caller == Caller::Internal,
+                    blocking,
+                    streaming: sink.is_some(),
+                };
+                let decision = decide::send::on_task(&self.profile, task_id, read);
+                if decision.takes_active_task() {
+                    // The request takes the ActiveTask: its idle timer stops (replica::parked).
+                    let active = self.active(task_id);
+                    active.release_timer.set(active.release_timer.get() + 1);
+                }
+                let mismatch = match decision {
+                    OnTask::Start { mismatch } => mismatch,
+                    OnTask::NewTask => {
                         // The conversation goes on in a new task on this pod.
                         drop(guard);
                         let task = self.fresh_task(&message, caller);
@@ -261,64 +285,40 @@ impl Replica {
                             )
                             .await;
                     }
-                    release().await;
-                    self.record(format!(
-                        "{}#{}: task {task_id} not found",
-                        info.conversation, info.turn
-                    ));
-                    return Err(rpc(-32001, format!("task {task_id} not found")));
+                    OnTask::NotFound(refusal) => {
+                        release().await;
+                        self.record(format!(
+                            "{}#{}: task {task_id} not found",
+                            info.conversation, info.turn
+                        ));
+                        return Err(refusal);
+                    }
+                    OnTask::ForeignContext(refusal) | OnTask::Terminal(refusal) => {
+                        release().await;
+                        return Err(refusal);
+                    }
+                    OnTask::Busy => {
+                        release().await;
+                        return Err(self.refuse_busy(&info, task_id));
+                    }
+                    OnTask::Current => {
+                        release().await;
+                        self.record(format!(
+                            "{}#{}: {task_id} is working; non-blocking follow-up not processed",
+                            info.conversation, info.turn
+                        ));
+                        let (task, _) = loaded.expect("a task answered as it stands was read");
+                        return Ok(Begun::Replay(Box::new(task)));
+                    }
+                    OnTask::AwaitResumedRun => {
+                        drop(guard);
+                        release().await;
+                        let (task, _) = loaded.expect("a task whose run is awaited was read");
+                        let task = self.await_resumed_run(&info, task).await;
+                        return Ok(Begun::Replay(Box::new(task)));
+                    }
                 };
-                if plain {
-                    info = TurnInfo::for_plain(&message, Some(&task), &task.context_id);
-                }
-                let mismatch = foreign_context(&message, &task.context_id);
-                if mismatch
-                    && self.profile.handler.context_mismatch == MismatchRule::RejectBeforeExecutor
-                {
-                    release().await;
-                    return Err(context_refusal());
-                }
-                // A turn queued behind another, or sent to a task parked here (or whose
-                // ActiveTask a subscription here registered), reaches the replica's live
-                // ActiveTask, which (without an event stream) runs it whatever
-                // the stored state (a2a-sdk 1.3.0 ActiveTask._run_producer).
-                let parked = {
-                    let active = self.active(task_id);
-                    // The request takes the ActiveTask: its idle timer stops (replica::parked).
-                    active.release_timer.set(active.release_timer.get() + 1);
-                    active.parked.get() || active.registered.get()
-                };
-                let runs_anyway = (queued || parked)
-                    && self.profile.handler.queued_terminal == Some(QueuedTerminal::Run);
-                if task.status.state.is_terminal() && !runs_anyway {
-                    release().await;
-                    return Err(rpc(
-                        self.profile.handler.message_to_terminal_code,
-                        format!("task {task_id} is terminal"),
-                    ));
-                }
-                if self.busy(&task, caller) {
-                    release().await;
-                    return Err(self.refuse_busy(&info, task_id));
-                }
-                if !blocking
-                    && task.status.state == TaskState::Working
-                    && self.profile.handler.nonblocking_to_working
-                        == NonBlockingToWorking::ReturnCurrent
-                {
-                    release().await;
-                    self.record(format!(
-                        "{}#{}: {task_id} is working; non-blocking follow-up not processed",
-                        info.conversation, info.turn
-                    ));
-                    return Ok(Begun::Replay(Box::new(task)));
-                }
-                if self.awaits_resumed_run(&task, blocking, sink.is_some()) {
-                    drop(guard);
-                    release().await;
-                    let task = self.await_resumed_run(&info, task).await;
-                    return Ok(Begun::Replay(Box::new(task)));
-                }
+                let (task, version) = loaded.expect("a task a turn starts on was read");
                 (task, Some(version), active, guard, mismatch)
             }
         };
@@ -374,8 +374,8 @@ impl Replica {
             .iter()
             .flatten()
             .any(|m| m.message_id == message.message_id);
-        let appends = self.profile.handler.appends_duplicates == Some(true);
-        if self.profile.handler.saves == Saves::PerEvent && (appends || !already_held) {
+        let UserSave { own_save, appends } = decide::send::user_save(&self.profile, already_held);
+        if own_save {
             // The user message is its own save, the state unchanged (on turn 1, the
             // submitted task holding it), before the working event.
             push_user_again(&mut task, &message, reply_in, appends);
@@ -399,8 +399,7 @@ impl Replica {
             first_saved = Some(task.clone());
         }
         // Append the user message and save the task as working.
-        let runner = (self.profile.recovery.sweep_ms > 0)
-            .then(|| json!(now_ms() + self.profile.recovery.runner_lease_ms));
+        let runner = decide::send::runner_until(&self.profile, now_ms());
         // Appended once: by the per-event save just made, else here.
         let again = appends && first_saved.is_none();
         push_user_again(&mut task, &message, reply_in, again);
@@ -409,12 +408,13 @@ impl Replica {
             set_marker(&mut task, "runnerUntilMs", runner.clone());
         }
         // The busy rule holds for the copy a conflict re-reads too (replica::busy).
+        let internal = *caller == Caller::Internal;
         let busy = |fresh: &Task| {
-            self.busy_on_reread(fresh, caller, &user_message.message_id)
-                .then(|| self.refuse_busy(&info, &fresh.id))
+            decide::send::busy_on_reread(&self.profile, fresh, internal, &user_message.message_id)
         };
+        let refuse_busy = |fresh: &Task| self.refuse_busy(&info, &fresh.id);
         let saved = self
-            .save_reapplying_unless(&mut task, version, busy, |fresh| {
+            .save_reapplying_unless(&mut task, version, busy, refuse_busy, |fresh| {
                 push_user_again(fresh, &user_message, reply_in, again);
                 fresh.status = status(TaskState::Working);
                 if runner.is_some() {
@@ -435,14 +435,11 @@ impl Replica {
             "{}#{}: working on {} v{version}",
             info.conversation, info.turn, task.id
         ));
-        if self.profile.push.on == PushOn::EverySave {
+        if decide::turn::turn_plan(&self.profile).push_every_save {
             self.push(&task).await;
         }
         if let Some(tx) = sink {
-            let first = match self.profile.handler.stream_start {
-                Some(StreamStart::SnapshotOnNewTask) if !new_task => status_update(&task),
-                _ => StreamResponse::Task(task.clone()),
-            };
+            let first = decide::send::first_stream_event(&self.profile, &task, new_task);
             let _ = tx.send(first).await;
         }
         active.canceled.set(false);
@@ -496,10 +493,10 @@ impl Replica {
             let _ = store.finish(&key, done, self.profile.dedup.ttl_ms).await;
         }
         let task = result?;
-        if mismatch && self.profile.handler.context_mismatch == MismatchRule::RejectAfterExecutor {
-            return Err(context_refusal());
+        match decide::send::refused_after_run(&self.profile, mismatch) {
+            Some(refusal) => Err(refusal),
+            None => Ok(task),
         }
-        Ok(task)
     }
 
     async fn run_turn(
@@ -512,49 +509,48 @@ impl Replica {
         sink: Option<&mpsc::Sender<StreamResponse>>,
     ) -> Result<Task, Refusal> {
         let mut version = version;
-        let fenced = self.profile.cancel.fence_effects;
+        let plan = decide::turn::turn_plan(&self.profile);
         let run = follow_up::run_of(self, task, info);
 
         // Think (the model call).
         tokio::time::sleep(self.draw(self.timing.think_ms)).await;
-        if active.canceled.get() {
-            return self.stopped(self.canceled_result(task).await, sink).await;
-        }
-
-        // The action needs the user's authorisation (the turn asked for one, or the task
+        // The action may need the user's authorisation (the turn asked for one, or the task
         // waits for one): without it, the task asks for it and nothing runs.
-        if (needs_auth(message) || answering_auth) && !self.authorised(task, answering_auth) {
-            return self
-                .ask_for_auth(info, message, task, (version, active), sink)
-                .await;
-        }
-
-        // Fence: record the effect intent with CAS, so a cancel that landed first stops the
-        // effect, and a cancel that lands later waits for it.
-        if fenced {
-            let marker = json!({
-                "turn": info.turn,
-                "messageId": message.message_id,
-                "untilMs": now_ms() + EFFECT_LEASE_MS,
-            });
-            set_marker(task, "effectPending", Some(marker.clone()));
-            match self
-                .save_reapplying(task, Some(version), |t| {
-                    set_marker(t, "effectPending", Some(marker.clone()))
-                })
-                .await
-            {
-                Ok(Saved::Version(v)) => version = v,
-                Ok(Saved::Terminal(t, _)) => {
-                    self.record(format!(
-                        "{}#{}: {} became {:?} before the effect; no effect",
-                        info.conversation, info.turn, t.id, t.status.state
-                    ));
-                    return self.stopped(Ok(*t), sink).await;
-                }
-                // The working save landed: a takeover may still run this turn.
-                Err(r) => return Err(self.after_effect(r)),
+        let asks_auth = needs_auth(message) || answering_auth;
+        let authorised = || self.authorised(task, answering_auth);
+        match decide::turn::after_think(&plan, active.canceled.get(), asks_auth, authorised) {
+            AfterThink::Stop => {
+                return self.stopped(self.canceled_result(task).await, sink).await;
             }
+            AfterThink::AskForAuth => {
+                return self
+                    .ask_for_auth(info, message, task, (version, active), sink)
+                    .await;
+            }
+            AfterThink::Fence => {
+                // Record the effect intent with CAS, so a cancel that landed first stops
+                // the effect, and a cancel that lands later waits for it.
+                let marker = decide::turn::effect_intent(info, &message.message_id, now_ms());
+                set_marker(task, "effectPending", Some(marker.clone()));
+                let saved = self
+                    .save_reapplying(task, Some(version), |t| {
+                        set_marker(t, "effectPending", Some(marker.clone()))
+                    })
+                    .await;
+                match decide::turn::turn_saved(&self.profile, saved) {
+                    TurnSaved::Landed(v) => version = v,
+                    TurnSaved::Terminal(t, _) => {
+                        self.record(format!(
+                            "{}#{}: {} became {:?} before the effect; no effect",
+                            info.conversation, info.turn, t.id, t.status.state
+                        ));
+                        return self.stopped(Ok(*t), sink).await;
+                    }
+                    // The working save landed: a takeover may still run this turn.
+                    TurnSaved::Fail(r) => return Err(r),
+                }
+            }
+            AfterThink::Effect => {}
         }
 
         // The business effect (the tool call).
@@ -565,14 +561,11 @@ impl Replica {
             turn: info.turn,
             message_id: message.message_id.clone(),
             replica: self.name.clone(),
-            key: self
-                .profile
-                .ledger
-                .idempotency_key
-                .then(|| format!("{}/{}", task.context_id, message.message_id)),
+            key: decide::turn::effect_key(&self.profile, &task.context_id, &message.message_id),
             sent_ms: now_ms(),
         };
-        self.chaos
+        self.faults
+            .chaos
             .borrow_mut()
             .reached(&self.name, KillPoint::Effect);
         if let Err(e) = ledger::perform(&effect, self.timing.ledger_timeout).await {
@@ -583,46 +576,48 @@ impl Replica {
                     info.conversation, info.turn
                 ),
             );
-            if self.profile.handler.after_effect_failure == AfterEffect::RpcError {
+            if plan.fails_task {
                 // The executor raised: the task is failed (best effort).
                 task.status = status(TaskState::Failed);
                 let saved = self
                     .persist(task, self.save_mode(Some(version)), Some(version))
                     .await;
-                if let (Ok(v), true) = (saved, self.profile.handler.cache_snapshot) {
+                if let (Ok(v), true) = (saved, plan.caches) {
                     // The ActiveTask's copy follows every save it makes, this one too
                     // (a queued message then finds the task failed, as a2a-sdk 1.1.5 does).
                     *active.cached.borrow_mut() = Some((task.clone(), v));
                 }
             }
-            return Err(self.after_effect(rpc(-32603, format!("business effect failed: {e}"))));
+            return Err(decide::turn::effect_failed(&self.profile, &e));
         }
 
-        self.chaos
+        self.faults
+            .chaos
             .borrow_mut()
             .reached(&self.name, KillPoint::AfterEffect);
 
         // Compose the reply: a step between the effect and the save.
         tokio::time::sleep(self.draw(self.timing.compose_ms)).await;
-        if self.chaos.borrow_mut().buggify(Point::DelayBeforeSave) {
-            let ms = self.chaos.borrow_mut().draw_ms(200, 1500);
+        if self
+            .faults
+            .chaos
+            .borrow_mut()
+            .buggify(Point::DelayBeforeSave)
+        {
+            let ms = self.faults.chaos.borrow_mut().draw_ms(200, 1500);
             self.record(format!(
                 "buggify: {}#{} waits {ms} ms more before its save",
                 info.conversation, info.turn
             ));
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
-        if active.canceled.get() && !fenced {
+        if decide::turn::stops_after_compose(&plan, active.canceled.get()) {
             // Stopped at its next await: the effect ran, its result is never saved.
             return self.stopped(self.canceled_result(task).await, sink).await;
         }
 
         // Write the artifact and the reply; input-required until the last turn.
-        let next_state = if info.turn >= info.turns {
-            TaskState::Completed
-        } else {
-            TaskState::InputRequired
-        };
+        let next_state = decide::turn::next_state(info);
         let artifact = self.result_artifact(
             task,
             info,
@@ -652,7 +647,7 @@ impl Replica {
             follow_up::mark_run(self, t, &next_state, run);
             reply_with(t, &reply, next_state.clone(), reply_in);
         };
-        if self.profile.handler.saves == Saves::PerEvent {
+        if plan.artifact_first {
             // The artifact is its own save, before the reply and the final status.
             let add_artifact = |t: &mut Task| {
                 if let Some(a) = &artifact {
@@ -660,18 +655,19 @@ impl Replica {
                 }
             };
             add_artifact(task);
-            match self.save_result(task, version, add_artifact).await {
-                Ok(Saved::Version(v)) => {
+            let saved = self.save_result(task, version, add_artifact).await;
+            match decide::turn::turn_saved(&self.profile, saved) {
+                TurnSaved::Landed(v) => {
                     version = v;
                     self.record(format!(
                         "{}#{}: saved artifact turn-{} on {} v{version}",
                         info.conversation, info.turn, info.turn, task.id
                     ));
-                    if self.profile.push.on == PushOn::EverySave {
+                    if plan.push_every_save {
                         self.push(task).await;
                     }
                 }
-                Ok(Saved::Terminal(t, v)) => {
+                TurnSaved::Terminal(t, v) => {
                     // The consumer drops the artifact event and answers with the terminal
                     // task, but the executor has already queued its final status: that event
                     // is still applied to the terminal copy just re-read and saved on its
@@ -687,54 +683,46 @@ impl Replica {
                     let saved = self
                         .persist(&mut fresh, self.save_mode(Some(v)), Some(v))
                         .await;
-                    if saved.is_ok() && self.profile.push.on == PushOn::EverySave {
+                    if saved.is_ok() && plan.push_every_save {
                         self.push(&fresh).await;
                     }
                     return self.stopped(Ok(*t), sink).await;
                 }
-                Err(r) => return Err(self.after_effect(r)),
+                TurnSaved::Fail(r) => return Err(r),
             }
         }
         apply(task);
         let saved = self.save_result(task, version, apply).await;
-        let version = match saved {
-            Ok(Saved::Version(v)) => v,
-            Ok(Saved::Terminal(t, _)) => {
+        let version = match decide::turn::turn_saved(&self.profile, saved) {
+            TurnSaved::Landed(v) => v,
+            TurnSaved::Terminal(t, _) => {
                 self.record(format!(
                     "{}#{}: {} became {:?}; result not saved",
                     info.conversation, info.turn, t.id, t.status.state
                 ));
                 return self.stopped(Ok(*t), sink).await;
             }
-            Err(r) => return Err(self.after_effect(r)),
+            TurnSaved::Fail(r) => return Err(r),
         };
         self.record(format!(
             "{}#{}: saved {} v{version} as {:?}",
             info.conversation, info.turn, task.id, task.status.state
         ));
-        if self.profile.handler.cache_snapshot {
+        let end =
+            decide::turn::turn_end(&plan, task, artifact.as_ref(), &next_state, sink.is_some());
+        if end.cache {
             *active.cached.borrow_mut() = Some((task.clone(), version));
         }
         if let Some(tx) = sink {
-            if let Some(artifact) = &artifact {
-                let _ = tx
-                    .send(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
-                        task_id: task.id.clone(),
-                        context_id: task.context_id.clone(),
-                        artifact: artifact.clone(),
-                        append: Some(false),
-                        last_chunk: Some(true),
-                        metadata: None,
-                    }))
-                    .await;
+            for event in end.events {
+                let _ = tx.send(event).await;
             }
-            let _ = tx.send(status_update(task)).await;
         }
         self.push(task).await;
-        if next_state == TaskState::InputRequired && self.profile.handler.input_timeout_ms > 0 {
+        if let Some(ms) = end.input_timer_ms {
             let (me, id) = (self.clone(), task.id.clone());
             let messages = task.history.as_ref().map_or(0, Vec::len);
-            let at = now_ms() + self.profile.handler.input_timeout_ms;
+            let at = now_ms() + ms;
             crate::activity::spawn_timer(at, async move { me.expire_input(&id, messages).await });
         }
         Ok(task.clone())
@@ -749,14 +737,14 @@ impl Replica {
         if self.profile.handler.reply_in != Some(ReplyIn::Status) {
             return format!("{message_id}-reply");
         }
-        let n = self.replies.get() + 1;
-        self.replies.set(n);
-        format!("{message_id}-reply-{}-{n}", self.id_prefix)
+        let n = self.ids.replies.get() + 1;
+        self.ids.replies.set(n);
+        format!("{message_id}-reply-{}-{n}", self.ids.prefix)
     }
 
     /// A duration drawn uniformly from `[lo, hi]` ms with this replica's generator.
     pub(super) fn draw(&self, (lo, hi): (u64, u64)) -> Duration {
-        Duration::from_millis(self.rng.borrow_mut().random_range(lo..=hi))
+        Duration::from_millis(self.ids.rng.borrow_mut().random_range(lo..=hi))
     }
 }
 
