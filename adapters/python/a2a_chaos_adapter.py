@@ -49,9 +49,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import inspect
 import json
 import logging
 import os
+import runpy
+import sys
 import urllib.request
 from dataclasses import dataclass
 
@@ -68,6 +71,10 @@ except ImportError:  # 1.1: no a2a.server.cluster
 
 __all__ = [
     "Chaos",
+    "ReplicaHeader",
+    "effect",
+    "instrument",
+    "port",
     "ObservedPlainStore",
     "ObservedVersionedStore",
     "Turn",
@@ -306,6 +313,8 @@ else:  # a2a-sdk 1.1
 
 # --- the adapter -----------------------------------------------------------------------
 
+_OBSERVED = tuple(c for c in (ObservedPlainStore, ObservedVersionedStore) if c is not None)
+
 #: The request an executor wrapped by `Chaos.executor` is running (per asyncio task).
 _CURRENT = contextvars.ContextVar("a2a_chaos_request", default=None)
 
@@ -354,7 +363,7 @@ class Chaos:
         """`store`, wrapped so that each save is reported (see ObservedVersionedStore for
         `versions`). A ``VersionedTaskStore`` stays one (the SDK then runs in cluster mode);
         any other ``TaskStore`` is observed as a plain store."""
-        if not self.enabled:
+        if not self.enabled or isinstance(store, _OBSERVED):
             return store
         if VersionedTaskStore is not None and isinstance(store, VersionedTaskStore):
             return ObservedVersionedStore(store, self.replica, self.ledger, versions)
@@ -368,9 +377,25 @@ class Chaos:
 
     def executor(self, executor):
         """`executor`, wrapped so that `report_effect` and `effect` know the current turn."""
-        if not self.enabled:
+        if not self.enabled or isinstance(executor, _ReportingExecutor):
             return executor
         return _ReportingExecutor(executor)
+
+    # (c) serving: the port a2a-chaos gives, and the replica's name in every answer
+
+    def app(self, app):
+        """`app` (any ASGI app: Starlette, FastAPI), naming this replica in every answer
+        (``x-a2a-chaos-replica``); `app` itself when disabled."""
+        if not self.enabled or isinstance(app, ReplicaHeader):
+            return app
+        return ReplicaHeader(app, self.replica)
+
+    def serve(self, app, host="127.0.0.1", port=8000, **kwargs):
+        """``uvicorn.run(app, host=host, port=port)``, but on ``$A2A_CHAOS_PORT`` when
+        a2a-chaos started this process, and with `app` wrapped by `Chaos.app`."""
+        import uvicorn
+
+        uvicorn.run(self.app(app), host=host, port=_port(port), **kwargs)
 
     def turn(self, context=None):
         """The `Turn` of the request `context` (default: the one running now)."""
@@ -436,3 +461,131 @@ class Chaos:
             return reported
 
         return wrap
+
+
+# --- serving ---------------------------------------------------------------------------
+
+
+class ReplicaHeader:
+    """ASGI middleware naming the replica in every answer (``x-a2a-chaos-replica``), so
+    that a2a-chaos's history records which replica answered each call."""
+
+    def __init__(self, app, name):
+        self.app = app
+        self.header = (b"x-a2a-chaos-replica", name.encode())
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def send_named(message):
+            if message["type"] == "http.response.start":
+                message["headers"] = list(message.get("headers", [])) + [self.header]
+            await send(message)
+
+        return await self.app(scope, receive, send_named)
+
+
+def _port(default):
+    """``$A2A_CHAOS_PORT`` when set (a2a-chaos started this process), else `default`."""
+    value = os.environ.get("A2A_CHAOS_PORT")
+    return int(value) if value else default
+
+
+def port(default=None):
+    """The port to listen on: ``$A2A_CHAOS_PORT`` under a2a-chaos, else `default`."""
+    return _port(default)
+
+
+_DEFAULT = None
+
+
+def _default_chaos():
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = Chaos()
+    return _DEFAULT
+
+
+def effect(key=None):
+    """`Chaos.effect` of a `Chaos` configured from the environment: the one line to add
+    above your business side effect (``@effect()``). The turn it reports is the request
+    the wrapped executor runs (`instrument` or `Chaos.executor` wraps it)."""
+    return _default_chaos().effect(key)
+
+
+def instrument(chaos=None):
+    """Instruments an a2a-sdk server without changing its code: every
+    ``DefaultRequestHandler`` built afterwards gets its executor wrapped
+    (`Chaos.executor`) and its task store observed (`Chaos.observe_store`), and every
+    ``uvicorn`` server listens on ``$A2A_CHAOS_PORT`` with the replica header
+    (`Chaos.app`). Does nothing without a ledger. Returns the `Chaos` used.
+
+    Call it before the server builds its handler; ``python a2a_chaos_adapter.py run
+    server.py ARGS...`` calls it, then runs ``server.py`` as ``__main__``."""
+    chaos = chaos or _default_chaos()
+    if not chaos.enabled:
+        return chaos
+    from a2a.server import request_handlers
+
+    handler = request_handlers.DefaultRequestHandler
+    original = handler.__init__
+    if not getattr(original, "_a2a_chaos", False):
+        signature = inspect.signature(original)
+
+        @functools.wraps(original)
+        def init(self, *args, **kwargs):
+            bound = signature.bind(self, *args, **kwargs)
+            given = bound.arguments
+            if given.get("agent_executor") is not None:
+                given["agent_executor"] = chaos.executor(given["agent_executor"])
+            if given.get("task_store") is not None:
+                given["task_store"] = chaos.observe_store(given["task_store"])
+            original(*bound.args, **bound.kwargs)
+
+        init._a2a_chaos = True
+        handler.__init__ = init
+    try:
+        import uvicorn
+    except ImportError:  # served otherwise: the server must read $A2A_CHAOS_PORT itself
+        return chaos
+    config_init = uvicorn.Config.__init__
+    if not getattr(config_init, "_a2a_chaos", False):
+
+        @functools.wraps(config_init)
+        def config(self, app, *args, **kwargs):
+            if isinstance(app, str):
+                LOG.warning(
+                    "a2a-chaos: uvicorn was given the import string %r: no replica header", app
+                )
+            else:
+                app = chaos.app(app)
+            config_init(self, app, *args, **kwargs)
+            self.port = _port(self.port)
+
+        config._a2a_chaos = True
+        uvicorn.Config.__init__ = config
+    return chaos
+
+
+def main(argv=None):
+    """``python a2a_chaos_adapter.py run SCRIPT [ARGS...]`` (or ``run -m MODULE``): runs
+    your server instrumented (`instrument`), with no change to its code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) < 2 or argv[0] != "run":
+        sys.exit("usage: a2a_chaos_adapter.py run SCRIPT [ARGS...] | run -m MODULE [ARGS...]")
+    # The adapter under its importable name, so that `from a2a_chaos_adapter import effect`
+    # in the server finds this very module (and its executor's current request).
+    sys.modules.setdefault("a2a_chaos_adapter", sys.modules[__name__])
+    instrument()
+    if argv[1] == "-m":
+        sys.argv = [argv[2], *argv[3:]]
+        runpy.run_module(argv[2], run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = argv[1:]
+        sys.path.insert(0, os.path.dirname(os.path.abspath(argv[1])))
+        runpy.run_path(argv[1], run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()

@@ -17,7 +17,16 @@ from a2a.server.tasks import TaskStore
 from a2a.types.a2a_pb2 import Message, Part, Role, Task, TaskState, TaskStatus
 from google.protobuf.struct_pb2 import Value
 
-from a2a_chaos_adapter import Chaos, ObservedPlainStore, ObservedVersionedStore, turn_of
+import a2a_chaos_adapter
+from a2a_chaos_adapter import (
+    Chaos,
+    ObservedPlainStore,
+    ObservedVersionedStore,
+    ReplicaHeader,
+    instrument,
+    port,
+    turn_of,
+)
 
 RECEIVED = []
 
@@ -171,6 +180,77 @@ class AdapterTest(unittest.TestCase):
         )
         with self.assertRaises(RuntimeError):  # outside an executor: no turn to report
             asyncio.run(charge(1))
+
+    def test_the_replica_header_names_the_replica_in_every_answer(self):
+        sent = []
+
+        async def app(scope, receive, send):
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"a", b"1")]})
+            await send({"type": "http.response.body", "body": b""})
+
+        async def collect(message):
+            sent.append(message)
+
+        wrapped = Chaos(ledger=self.url, replica="replica-3").app(app)
+        self.assertIsInstance(wrapped, ReplicaHeader)
+        self.assertIs(Chaos(ledger=self.url).app(wrapped), wrapped)  # never twice
+        asyncio.run(wrapped({"type": "http"}, None, collect))
+        self.assertEqual(sent[0]["headers"], [(b"a", b"1"), (b"x-a2a-chaos-replica", b"replica-3")])
+
+    def test_the_port_comes_from_the_environment_under_a2a_chaos(self):
+        saved = os.environ.pop("A2A_CHAOS_PORT", None)
+        try:
+            self.assertEqual(port(9999), 9999)
+            os.environ["A2A_CHAOS_PORT"] = "4321"
+            self.assertEqual(port(9999), 4321)
+        finally:
+            os.environ.pop("A2A_CHAOS_PORT", None)
+            if saved is not None:
+                os.environ["A2A_CHAOS_PORT"] = saved
+
+    def test_instrument_wraps_every_handler_and_uvicorn_server(self):
+        import uvicorn
+        from a2a.server.request_handlers import DefaultRequestHandler
+        from a2a.types.a2a_pb2 import AgentCard
+
+        chaos = Chaos(ledger=self.url, replica="replica-2")
+        handler_init, config_init = DefaultRequestHandler.__init__, uvicorn.Config.__init__
+        saved = os.environ.get("A2A_CHAOS_PORT")
+        os.environ["A2A_CHAOS_PORT"] = "4321"
+        try:
+            instrument(chaos)
+            instrument(chaos)  # a second call wraps nothing twice
+
+            class Executor:
+                async def execute(self, context, event_queue):
+                    pass
+
+                async def cancel(self, context, event_queue):
+                    pass
+
+            seen = {}
+
+            def spy(self, agent_executor, task_store, agent_card, **kwargs):
+                seen["executor"], seen["store"] = agent_executor, task_store
+
+            DefaultRequestHandler.__init__ = spy
+            instrument(chaos)
+            DefaultRequestHandler(Executor(), task_store=PlainStore(), agent_card=AgentCard())
+            self.assertIsInstance(seen["executor"], a2a_chaos_adapter._ReportingExecutor)
+            self.assertIsInstance(seen["store"], ObservedPlainStore)
+
+            async def app(scope, receive, send):
+                pass
+
+            config = uvicorn.Config(app, host="127.0.0.1", port=9999)
+            self.assertEqual(config.port, 4321)
+            self.assertIsInstance(config.app, ReplicaHeader)
+        finally:
+            DefaultRequestHandler.__init__ = handler_init
+            uvicorn.Config.__init__ = config_init
+            os.environ.pop("A2A_CHAOS_PORT", None)
+            if saved is not None:
+                os.environ["A2A_CHAOS_PORT"] = saved
 
     def test_observed_stores(self):
         chaos = Chaos(ledger=self.url, replica="replica-0")

@@ -34,6 +34,7 @@ pub mod postgres;
 pub mod proxy;
 pub mod recording;
 pub mod reports;
+pub mod shown;
 pub mod wire;
 
 use std::cell::RefCell;

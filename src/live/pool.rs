@@ -312,10 +312,18 @@ impl Pool {
         net::install_real(self.net.clone());
         let result = self.local.block_on(&self.runtime, self.run_world(script));
         net::uninstall_real();
-        let record = result?;
+        let mut record = result?;
+        let by_message = super::shown::by_message(&mut record);
         let mut findings = crate::check::check_all(&record);
         let preset = self.fleet.borrow().command().is_preset();
-        let notes = super::reports::apply(self.options.reports, preset, &record, &mut findings);
+        let mut notes = super::reports::apply(self.options.reports, preset, &record, &mut findings);
+        if by_message {
+            let note = notes.entry("no-lost-writes").or_default();
+            if !note.is_empty() {
+                note.push_str("; ");
+            }
+            note.push_str(super::shown::NOTE);
+        }
         let mut summary = summarise(&record, &findings, started.elapsed().as_millis() as u64);
         for i in &mut summary.invariants {
             i.note = notes.get(i.name).cloned();
