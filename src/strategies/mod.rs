@@ -92,7 +92,7 @@ pub enum StepKind {
     Race,
     /// A fault around a conversation's next turn on one replica, undone after a window:
     /// a partition, hold or latency of one of its links, a pause of it, or a kill at a
-    /// point of the turn ([`fault`]).
+    /// point of the turn (`src/strategies/fault.rs`).
     Fault,
 }
 
