@@ -250,6 +250,8 @@ pub(crate) struct Hands {
     pub store: Option<Rc<RefCell<postgres::Server>>>,
     /// The armed kill points, which the ledger reaches ([`kill_points`]).
     pub points: kill_points::SharedPoints,
+    /// Restarts after point kills still to come: the run's final read waits for them.
+    pub restarts_owed: Rc<std::cell::Cell<usize>>,
     pub trace: Trace,
     /// How long a restarted replica or store may take to be ready.
     pub timeout: Duration,
@@ -347,6 +349,7 @@ pub(crate) fn point_killer(
         hands.set_ready(i, false);
         hands.fleet.borrow_mut().kill(i);
         let (hands, applied, host) = (hands.clone(), applied.clone(), host.to_string());
+        hands.restarts_owed.set(hands.restarts_owed.get() + 1);
         tokio::task::spawn_local(async move {
             tokio::time::sleep(Duration::from_millis(down)).await;
             let restart = Action::from(kill::Restart(host));
@@ -358,6 +361,9 @@ pub(crate) fn point_killer(
             if !hands.fleet.borrow_mut().is_running(i) {
                 hands.restart(i).await;
             }
+            hands
+                .restarts_owed
+                .set(hands.restarts_owed.get().saturating_sub(1));
         });
     })
 }

@@ -14,8 +14,10 @@
 //!   whose message the task's history holds, in history order;
 //! - an answer still `submitted` or `working` does not show its own turn (the agent has not
 //!   answered it yet), so it acknowledges nothing;
-//! - a run where any artifact is named `turn-N` is left exactly as it was: the scripted
-//!   peers and the simulation are judged as before.
+//! - a run where any artifact is named `turn-N` is left exactly as it was, and so is every
+//!   run of the repository's own peers (`live::pool` applies it to a user's command only):
+//!   they name their artifacts `turn-N`, so a run of theirs without one (a turn canceled
+//!   before its save) holds no turn, and showing it by its message would invent one.
 //!
 //! What this cannot see: an agent that keeps the message but loses the work it did for it
 //! (its artifact) still shows the turn. The saves are not rewritten: `versions-monotonic`
