@@ -84,7 +84,7 @@ fn stranded_by_a_drain(run: &RunRecord, findings: &[Finding]) -> bool {
                 _ => false,
             };
             on_task
-                && op.replica.as_deref() == Some(host.as_str())
+                && op.replica.as_ref().is_some_and(|r| r == host)
                 && (drained..=exit + CUT_SLACK_MS).contains(&op.complete_ms)
                 && op.outcome.ended_before_final()
         })
@@ -183,7 +183,7 @@ fn stopped_by_a_stalled_reader(run: &RunRecord, findings: &[Finding]) -> bool {
         stalls.any(|at| {
             run.history.iter().any(|op| {
                 matches!(op.kind, OpKind::Subscribe { .. })
-                    && op.replica.as_deref() == Some(host.as_str())
+                    && op.replica.as_ref().is_some_and(|r| r == host)
                     && op.invoke_ms < at
                     && at < op.complete_ms
                     && [&op.task, &op.streamed]

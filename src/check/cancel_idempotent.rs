@@ -57,7 +57,7 @@ impl Checker for CancelIdempotent {
                 message,
             } = &op.outcome
             {
-                let by = op.replica.as_deref().unwrap_or("?");
+                let by = op.replica_or("?");
                 violations.push(
                     Violation::new(
                         "second-cancel-refused",
@@ -66,7 +66,7 @@ impl Checker for CancelIdempotent {
                         ),
                     )
                     .task(task_id)
-                    .host(by)
+                    .host(&by)
                     .at(at),
                 );
             }

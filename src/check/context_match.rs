@@ -42,7 +42,7 @@ impl Checker for ContextMatch {
                 exercised += 1;
             }
             let what = turn_label(conversation, *turn);
-            let on = op.replica.as_deref().unwrap_or("a replica");
+            let on = op.replica_or("a replica");
             if op.outcome == Outcome::Ok {
                 violations.push(
                     Violation::new(
@@ -50,7 +50,7 @@ impl Checker for ContextMatch {
                         format!("{on} accepted {what} sent with another conversation's contextId"),
                     )
                     .names_turn(conversation)
-                    .host(on),
+                    .host(&on),
                 );
             }
             for e in run.effects.iter().filter(|e| {

@@ -89,7 +89,7 @@ impl Checker for DedupContract {
                 .map(|s| (s.at_ms, format!("saved by {} at {} ms", s.replica, s.at_ms)))
                 .min();
             let acked_at = acked.map(|o| {
-                let by = o.replica.as_deref().unwrap_or("?");
+                let by = o.replica_or("?");
                 (
                     o.complete_ms,
                     format!("acknowledged by {by} at {} ms", o.complete_ms),
@@ -138,7 +138,7 @@ impl Checker for DedupContract {
                                     "another-task",
                                     format!(
                                         "a retry of {what} was answered by {} with task {} instead of {task}",
-                                        other.replica.as_deref().unwrap_or("?"),
+                                        other.replica_or("?"),
                                         t.id
                                     ),
                                 )

@@ -157,7 +157,7 @@ impl Checker for Liveness {
                         && e.request.message_id == *message_id
                 });
             if !in_text && !ran {
-                let by = op.replica.as_deref().unwrap_or("?");
+                let by = op.replica_or("?");
                 violations.push(
                     Violation::new(
                         "never-processed",
@@ -172,7 +172,7 @@ impl Checker for Liveness {
                     )
                     .about(conversation, *turn)
                     .task(&view.id)
-                    .host(by)
+                    .host(&by)
                     .at(op.complete_ms),
                 );
             }

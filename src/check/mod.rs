@@ -97,8 +97,8 @@ impl Violation {
         self
     }
 
-    /// A host it names.
-    pub fn host(mut self, host: &str) -> Violation {
+    /// A host it names (a [`crate::host::Host`], or a name a record gives).
+    pub fn host(mut self, host: impl std::fmt::Display) -> Violation {
         self.anchors.hosts.push(host.to_string());
         self
     }

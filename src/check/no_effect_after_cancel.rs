@@ -83,7 +83,7 @@ impl Checker for NoEffectAfterCancel {
                         format!(
                             "task {} {told} (acknowledged by {} at {} ms), yet {} on {} started its effect at {} ms",
                             view.id,
-                            cancel.replica.as_deref().unwrap_or("?"),
+                            cancel.replica_or("?"),
                             cancel.complete_ms,
                             turn_label(&e.request.conversation, e.request.turn),
                             e.request.replica,

@@ -48,7 +48,7 @@ impl Checker for NoLostWrites {
                 // A non-blocking answer: nothing was promised yet beyond the message.
                 continue;
             }
-            let by = ack.replica.as_deref().unwrap_or("?");
+            let by = ack.replica_or("?");
             let what = turn_label(conversation, *turn);
             let later: Vec<_> = run
                 .history
@@ -74,7 +74,7 @@ impl Checker for NoLostWrites {
             for read in later {
                 let seen = read.task.as_ref().expect("filtered");
                 if !seen.artifacts.contains(&artifact) {
-                    let from = read.replica.as_deref().unwrap_or("?");
+                    let from = read.replica_or("?");
                     violations.push(
                         Violation::new(
                             "missing-from-a-read",
@@ -89,8 +89,8 @@ impl Checker for NoLostWrites {
                         )
                         .about(conversation, *turn)
                         .task(&seen.id)
-                        .host(by)
-                        .host(from)
+                        .host(&by)
+                        .host(&from)
                         .at(ack.complete_ms)
                         .at(read.complete_ms),
                     );
@@ -107,7 +107,7 @@ impl Checker for NoLostWrites {
                     )
                     .about(conversation, *turn)
                     .task(&view.id)
-                    .host(by)
+                    .host(&by)
                     .at(ack.complete_ms),
                 ),
                 Some(task) => {
@@ -131,7 +131,7 @@ impl Checker for NoLostWrites {
                             )
                             .about(conversation, *turn)
                             .task(&view.id)
-                            .host(by)
+                            .host(&by)
                             .at(ack.complete_ms),
                         );
                     }

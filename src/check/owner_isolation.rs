@@ -47,7 +47,7 @@ impl Checker for OwnerIsolation {
                 exercised += 1;
             }
             let who = &op.principal;
-            let on = op.replica.as_deref().unwrap_or("a replica");
+            let on = op.replica_or("a replica");
             let leaked = match (&op.kind, &op.outcome) {
                 (OpKind::Subscribe { .. }, _) if !op.stream_states.is_empty() => Some((
                     "foreign-subscribe",
@@ -91,7 +91,7 @@ impl Checker for OwnerIsolation {
                 _ => None,
             };
             if let Some((kind, detail, at)) = leaked {
-                let mut v = Violation::new(kind, detail).task(task_id).host(on);
+                let mut v = Violation::new(kind, detail).task(task_id).host(&on);
                 if let Some(at) = at {
                     v = v.at(at);
                 }

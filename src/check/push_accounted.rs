@@ -39,7 +39,7 @@ impl Checker for PushAccounted {
         for op in &run.history {
             if let (OpKind::SetPush { conversation }, Outcome::Ok) = (&op.kind, &op.outcome) {
                 if let Some(task) = run.conversations.get(conversation) {
-                    configured.insert((task, op.replica.clone().unwrap_or_default()));
+                    configured.insert((task, op.replica_or("")));
                 }
             }
         }

@@ -47,11 +47,7 @@ impl Checker for TerminalIsFinal {
                 continue;
             }
             if let Some(t) = op.acknowledged() {
-                let label = format!(
-                    "{} answered by {}",
-                    op.kind.label(),
-                    op.replica.as_deref().unwrap_or("?")
-                );
+                let label = format!("{} answered by {}", op.kind.label(), op.replica_or("?"));
                 events.push((
                     op.invoke_ms,
                     usize::MAX,

@@ -28,6 +28,7 @@ use serde_json::Value;
 use crate::check::{self, Finding};
 use crate::client::history::OpKind;
 use crate::ground::ledger::Effect;
+use crate::host::Host;
 use crate::model::Profile;
 use crate::store::SaveRecord;
 use crate::trace::{Event, Reply, TraceEvent};
@@ -298,13 +299,10 @@ pub fn load(path: &Path, model: Option<Profile>) -> Result<Recorded, String> {
 /// effects and the reported saves.
 fn trace_of(exchanges: &[Exchange], effects: &[Effect], saves: &[SaveRecord]) -> Vec<TraceEvent> {
     let mut trace = Vec::new();
-    let at = |at_ms: u64, host: &str, event: Event| TraceEvent {
-        at_ms,
-        host: host.to_string(),
-        event,
-    };
+    let at = |at_ms: u64, host: Host, event: Event| TraceEvent { at_ms, host, event };
+    // The recorded history is text: the hosts it names become hosts here.
     for x in exchanges {
-        let target = x.replica.clone().unwrap_or_else(|| "?".into());
+        let target = Host::parse(x.replica.as_deref().unwrap_or("?"));
         let method = x.method().to_string();
         let what = match x.duplicate_of {
             Some(of) => format!("{method} (duplicate of request {of})"),
@@ -312,7 +310,7 @@ fn trace_of(exchanges: &[Exchange], effects: &[Effect], saves: &[SaveRecord]) ->
         };
         trace.push(at(
             x.at_ms,
-            "router",
+            Host::Router,
             Event::Forward {
                 method: what,
                 context: x
@@ -326,7 +324,7 @@ fn trace_of(exchanges: &[Exchange], effects: &[Effect], saves: &[SaveRecord]) ->
         ));
         if x.dropped || x.ended.as_ref().is_some_and(|e| e.2) {
             let when = x.answered_ms.unwrap_or(x.at_ms);
-            trace.push(at(when, "router", Event::DropReply { method, target }));
+            trace.push(at(when, Host::Router, Event::DropReply { method, target }));
         } else if let Some(when) = x.answered_ms {
             let reply = match x.answer.as_ref().and_then(|a| a.get("error")) {
                 Some(e) => Reply::Fail {
@@ -339,7 +337,7 @@ fn trace_of(exchanges: &[Exchange], effects: &[Effect], saves: &[SaveRecord]) ->
             };
             trace.push(at(
                 when,
-                "client",
+                Host::Client,
                 Event::Answered {
                     op: format!("request {}", x.seq),
                     reply,
@@ -352,12 +350,12 @@ fn trace_of(exchanges: &[Exchange], effects: &[Effect], saves: &[SaveRecord]) ->
     for e in effects {
         trace.push(at(
             e.at_ms,
-            "ledger",
+            Host::Ledger,
             Event::Effect {
                 conversation: e.request.conversation.clone(),
                 turn: e.request.turn,
                 task: e.request.task_id.clone(),
-                replica: e.request.replica.clone(),
+                replica: Host::parse(&e.request.replica),
                 key: e.request.key.clone(),
                 applied: e.applied,
             },
@@ -366,12 +364,12 @@ fn trace_of(exchanges: &[Exchange], effects: &[Effect], saves: &[SaveRecord]) ->
     for s in saves {
         trace.push(at(
             s.at_ms,
-            "store",
+            Host::Store,
             Event::Save {
                 task: s.task_id.clone(),
                 version: s.version,
-                replica: s.replica.clone(),
-                mode: format!("{:?}", s.mode),
+                replica: Host::parse(&s.replica),
+                mode: s.mode.to_string(),
             },
         ));
     }
