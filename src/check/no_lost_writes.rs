@@ -9,17 +9,33 @@
 //! writer, a later read) or a fault after the ack (a lost reply aside), where a stale snapshot, an overwrite or a
 //! dead pod could lose them.
 
-use crate::check::{turn_label, Checker, Finding, Violation};
+use crate::check::{turn_label, Checker, Finding, Invariant, Violation, ViolationKind};
 use crate::client::history::{OpKind, Outcome};
 use crate::faults::Action;
 use crate::world::RunRecord;
+
+impl Invariant {
+    /// `no-lost-writes`.
+    pub const NO_LOST_WRITES: Invariant = Invariant::new("no-lost-writes");
+}
+
+/// How `no-lost-writes` breaks.
+impl ViolationKind {
+    /// `missing-from-a-read`.
+    pub const MISSING_FROM_A_READ: ViolationKind = ViolationKind::new("missing-from-a-read");
+    /// `task-lost`.
+    pub const TASK_LOST: ViolationKind = ViolationKind::new("task-lost");
+    /// `missing-from-the-final-task`.
+    pub const MISSING_FROM_THE_FINAL_TASK: ViolationKind =
+        ViolationKind::new("missing-from-the-final-task");
+}
 
 /// The no-lost-writes checker.
 pub struct NoLostWrites;
 
 impl Checker for NoLostWrites {
-    fn name(&self) -> &'static str {
-        "no-lost-writes"
+    fn name(&self) -> Invariant {
+        Invariant::NO_LOST_WRITES
     }
 
     fn describe(&self) -> &'static str {
@@ -77,7 +93,7 @@ impl Checker for NoLostWrites {
                     let from = read.replica_or("?");
                     violations.push(
                         Violation::new(
-                            "missing-from-a-read",
+                            ViolationKind::MISSING_FROM_A_READ,
                             format!(
                                 "{what}, acknowledged by {by} at {} ms, is missing from a later answer ({} at {} ms from {from}): task {} has artifacts [{}]",
                                 ack.complete_ms,
@@ -99,7 +115,7 @@ impl Checker for NoLostWrites {
             match run.final_tasks.get(&view.id) {
                 None => violations.push(
                     Violation::new(
-                        "task-lost",
+                        ViolationKind::TASK_LOST,
                         format!(
                             "{what}, acknowledged by {by} at {} ms, is lost: task {} no longer exists anywhere at the end of the run",
                             ack.complete_ms, view.id
@@ -120,7 +136,7 @@ impl Checker for NoLostWrites {
                     if !names.contains(&artifact) || !has_message {
                         violations.push(
                             Violation::new(
-                                "missing-from-the-final-task",
+                                ViolationKind::MISSING_FROM_THE_FINAL_TASK,
                                 format!(
                                     "{what}, acknowledged by {by} at {} ms, is missing from the final task {} (artifacts [{}]{})",
                                     ack.complete_ms,
@@ -139,7 +155,7 @@ impl Checker for NoLostWrites {
             }
         }
         Finding {
-            invariant: "no-lost-writes",
+            invariant: Invariant::NO_LOST_WRITES,
             violations,
             exercised,
         }

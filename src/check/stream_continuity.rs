@@ -18,7 +18,7 @@
 //! belong to `owner-isolation`). Exercised: subscriptions to tasks that exist (all rules; the
 //! `closed-early` rule bites on those among them that ended cleanly before a final state).
 
-use crate::check::{owners, Checker, Finding, Violation};
+use crate::check::{owners, Checker, Finding, Invariant, Violation, ViolationKind};
 use crate::client::history::{OpKind, Outcome};
 use crate::faults::kill::Kill;
 use crate::faults::partition::{Partition, PartitionOneway};
@@ -106,7 +106,7 @@ fn closed_early(
         .map_or_else(|| "nothing".to_string(), |s| format!("{s:?}"));
     Some(
         Violation::new(
-            "closed-early",
+            ViolationKind::CLOSED_EARLY,
             format!(
                 "the stream for {task_id} on {by} ended at {} ms on {shown}, but the task was already {:?} (v{} by {} at {} ms): the stream ended without it",
                 op.complete_ms, at_close.state, at_close.version, at_close.replica, at_close.at_ms
@@ -119,6 +119,25 @@ fn closed_early(
     )
 }
 
+impl Invariant {
+    /// `stream-continuity`.
+    pub const STREAM_CONTINUITY: Invariant = Invariant::new("stream-continuity");
+}
+
+/// How `stream-continuity` breaks.
+impl ViolationKind {
+    /// `closed-early`.
+    pub const CLOSED_EARLY: ViolationKind = ViolationKind::new("closed-early");
+    /// `not-found`.
+    pub const NOT_FOUND: ViolationKind = ViolationKind::new("not-found");
+    /// `no-snapshot`.
+    pub const NO_SNAPSHOT: ViolationKind = ViolationKind::new("no-snapshot");
+    /// `never-advanced`.
+    pub const NEVER_ADVANCED: ViolationKind = ViolationKind::new("never-advanced");
+    /// `repeated-state`.
+    pub const REPEATED_STATE: ViolationKind = ViolationKind::new("repeated-state");
+}
+
 /// The stream-continuity checker.
 pub struct StreamContinuity;
 
@@ -126,8 +145,8 @@ pub struct StreamContinuity;
 const SLACK_MS: u64 = 700;
 
 impl Checker for StreamContinuity {
-    fn name(&self) -> &'static str {
-        "stream-continuity"
+    fn name(&self) -> Invariant {
+        Invariant::STREAM_CONTINUITY
     }
 
     fn describe(&self) -> &'static str {
@@ -171,7 +190,7 @@ impl Checker for StreamContinuity {
                         .map(|s| format!(" (last saved by {} at {} ms)", s.replica, s.at_ms))
                         .unwrap_or_default();
                     let mut v = Violation::new(
-                        "not-found",
+                        ViolationKind::NOT_FOUND,
                         format!("SubscribeToTask for {task_id} on {by} answered TaskNotFound, but the task exists{holder}"),
                     )
                     .task(task_id)
@@ -188,7 +207,7 @@ impl Checker for StreamContinuity {
             if op.stream_states.is_empty() || !op.stream_snapshot_first {
                 violations.push(
                     Violation::new(
-                        "no-snapshot",
+                        ViolationKind::NO_SNAPSHOT,
                         format!(
                             "SubscribeToTask for {task_id} on {by} at {} ms {}",
                             op.invoke_ms,
@@ -233,7 +252,7 @@ impl Checker for StreamContinuity {
                 Some(s) => {
                     violations.push(
                         Violation::new(
-                            "never-advanced",
+                            ViolationKind::NEVER_ADVANCED,
                             format!(
                                 "the stream for {task_id} on {by} never advanced: the task became {:?} (v{} by {} at {} ms) but the subscriber saw only the snapshot until {} ms",
                                 s.state, s.version, s.replica, s.at_ms, op.complete_ms
@@ -251,7 +270,7 @@ impl Checker for StreamContinuity {
                 if pair[0] == pair[1] {
                     violations.push(
                         Violation::new(
-                            "repeated-state",
+                            ViolationKind::REPEATED_STATE,
                             format!(
                                 "the stream for {task_id} on {by} delivered {:?} twice in a row",
                                 pair[0]
@@ -265,7 +284,7 @@ impl Checker for StreamContinuity {
             }
         }
         Finding {
-            invariant: "stream-continuity",
+            invariant: Invariant::STREAM_CONTINUITY,
             violations,
             exercised,
         }

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 use tokio::task::LocalSet;
 
+use crate::check::Invariant;
 use crate::client::history::History;
 use crate::client::Client;
 use crate::error::InputError;
@@ -319,7 +320,7 @@ impl Pool {
         let preset = self.fleet.borrow().command().is_preset();
         let mut notes = super::reports::apply(self.options.reports, preset, &record, &mut findings);
         if by_message {
-            let note = notes.entry("no-lost-writes").or_default();
+            let note = notes.entry(Invariant::NO_LOST_WRITES).or_default();
             if !note.is_empty() {
                 note.push_str("; ");
             }
@@ -327,7 +328,7 @@ impl Pool {
         }
         let mut summary = summarise(&record, &findings, started.elapsed().as_millis() as u64);
         for i in &mut summary.invariants {
-            i.note = notes.get(i.name).cloned();
+            i.note = notes.get(&i.name).cloned();
         }
         Ok((summary, record))
     }

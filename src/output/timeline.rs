@@ -304,7 +304,7 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
     // Violations, numbered, with what they point at.
     struct Mark {
         label: String,
-        invariant: &'static str,
+        invariant: crate::check::Invariant,
         detail: String,
         ops: Vec<u64>,
         times: Vec<u64>,
@@ -778,7 +778,7 @@ mod tests {
             principal: "alice".into(),
         };
         let v = Violation::new(
-            "missing-from-a-read",
+            crate::check::ViolationKind::MISSING_FROM_A_READ,
             "turn 2 of c1, acknowledged by replica-1 at 145 ms, is missing from a later answer (get c1 at 300 ms from replica-0)",
         )
         .about("c1", 2)

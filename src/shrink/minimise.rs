@@ -6,6 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{ddmin, render, tree, Layout, Timed, RUNS_MAX};
+use crate::check::Invariant;
 use crate::host::Host;
 use crate::model::Profile;
 use crate::scenario::{ScenarioFile, Script, SendStep, Step, TaskStep};
@@ -15,14 +16,14 @@ use crate::sim::{RunSummary, Sim};
 pub struct Oracle {
     base: ScenarioFile,
     profile: Profile,
-    invariant: &'static str,
+    invariant: Invariant,
     runs: Cell<usize>,
     cache: RefCell<BTreeMap<String, bool>>,
 }
 
 impl Oracle {
     /// An oracle for scenarios built on `base` (its steps are ignored) with `profile`.
-    pub fn new(base: ScenarioFile, profile: Profile, invariant: &'static str) -> Oracle {
+    pub fn new(base: ScenarioFile, profile: Profile, invariant: Invariant) -> Oracle {
         Oracle {
             base,
             profile,
