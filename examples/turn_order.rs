@@ -10,15 +10,21 @@
 //! and turn 3's artifact is saved before turn 2's. No built-in invariant promises turn
 //! order — which is what an invariant of your own is for.
 
-use a2a_chaos::check::{Checker, Class, Finding, Violation};
+use a2a_chaos::check::{Checker, Class, Finding, Invariant, Violation, ViolationKind};
 use a2a_chaos::sim::Sim;
 use a2a_chaos::world::RunRecord;
 
 struct TurnOrder;
 
+/// The invariant's name, declared once.
+const TURN_ORDER: Invariant = Invariant::new("turn-order");
+
+/// How it breaks.
+const OUT_OF_ORDER: ViolationKind = ViolationKind::new("out-of-order");
+
 impl Checker for TurnOrder {
-    fn name(&self) -> &'static str {
-        "turn-order"
+    fn name(&self) -> Invariant {
+        TURN_ORDER
     }
 
     fn describe(&self) -> &'static str {
@@ -46,7 +52,7 @@ impl Checker for TurnOrder {
             if turns.windows(2).any(|w| w[0] >= w[1]) {
                 violations.push(
                     Violation::new(
-                        "out-of-order",
+                        OUT_OF_ORDER,
                         format!("task {id} ends with its turns' artifacts in the order {turns:?}"),
                     )
                     .task(id),
@@ -54,7 +60,7 @@ impl Checker for TurnOrder {
             }
         }
         Finding {
-            invariant: "turn-order",
+            invariant: TURN_ORDER,
             violations,
             exercised,
         }
@@ -75,7 +81,7 @@ fn main() -> Result<(), a2a_chaos::error::InputError> {
                 .summary
                 .invariants
                 .iter()
-                .find(|i| i.name == "turn-order")
+                .find(|i| i.name == TURN_ORDER)
                 .expect("the checker ran");
             println!(
                 "{model:<10} seed {seed}: turn-order {} (exercised {}), built-in violated {:?}",
@@ -85,7 +91,7 @@ fn main() -> Result<(), a2a_chaos::error::InputError> {
                     .summary
                     .violated()
                     .into_iter()
-                    .filter(|n| *n != "turn-order")
+                    .filter(|n| *n != TURN_ORDER)
                     .collect::<Vec<_>>()
             );
         }

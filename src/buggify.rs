@@ -24,6 +24,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::faults::{KillPoint, Point};
+use crate::host::Host;
 
 /// The run's fault points: which are on, the generator, the crashes owed and the counters.
 #[derive(Debug)]
@@ -31,7 +32,7 @@ pub struct Chaos {
     rng: ChaCha8Rng,
     buggify: BTreeMap<Point, f64>,
     kill_at: BTreeMap<KillPoint, f64>,
-    kills: VecDeque<(String, KillPoint)>,
+    kills: VecDeque<(Host, KillPoint)>,
     /// How often each point fired (`buggify:conflict-on-save`, `kill-at:effect`, ...).
     pub fired: BTreeMap<String, u64>,
     /// Every firing in order: simulated ms on the host where it fired, and the point's name
@@ -106,18 +107,18 @@ impl Chaos {
     }
 
     /// `host` reached `point`: queues its crash when the point is armed and fires.
-    pub fn reached(&mut self, host: &str, point: KillPoint) {
+    pub fn reached(&mut self, host: impl Into<Host>, point: KillPoint) {
         let Some(p) = self.kill_at.get(&point).copied() else {
             return;
         };
         if self.rng.random_bool(p) {
-            self.kills.push_back((host.to_string(), point));
+            self.kills.push_back((host.into(), point));
         }
     }
 
     /// Crashes owed, oldest first, with the delay each should land after.
-    pub fn take_kills(&mut self) -> Vec<(String, KillPoint, u64)> {
-        let owed: Vec<(String, KillPoint)> = self.kills.drain(..).collect();
+    pub fn take_kills(&mut self) -> Vec<(Host, KillPoint, u64)> {
+        let owed: Vec<(Host, KillPoint)> = self.kills.drain(..).collect();
         owed.into_iter()
             .map(|(host, point)| {
                 let delay = self.rng.random_range(0..=point.delay_ms_max());
@@ -148,7 +149,7 @@ mod tests {
         let mut b = Chaos::new(3);
         for _ in 0..100 {
             assert!(!a.buggify(Point::ConflictOnSave));
-            a.reached("replica-0", KillPoint::Effect);
+            a.reached(Host::Replica(0), KillPoint::Effect);
         }
         assert!(a.take_kills().is_empty());
         assert!(a.fired.is_empty());
@@ -173,11 +174,11 @@ mod tests {
     fn an_armed_kill_point_queues_crashes_with_a_bounded_delay() {
         let mut c = Chaos::new(2);
         c.set_kill_at(KillPoint::AfterEffect, 1.0);
-        c.reached("replica-1", KillPoint::AfterEffect);
-        c.reached("replica-2", KillPoint::Effect);
+        c.reached(Host::Replica(1), KillPoint::AfterEffect);
+        c.reached(Host::Replica(2), KillPoint::Effect);
         let kills = c.take_kills();
         assert_eq!(kills.len(), 1);
-        assert_eq!(kills[0].0, "replica-1");
+        assert_eq!(kills[0].0, Host::Replica(1));
         assert!(kills[0].2 <= KillPoint::AfterEffect.delay_ms_max());
     }
 

@@ -65,6 +65,7 @@
 //!   - [`files`]: output files that cannot be hijacked (no symbolic links, one process per
 //!     output folder);
 //!   - [`activity`]: the work in flight that tells the driver a run has settled;
+//!   - [`host`]: the hosts of a run as a type, read from text once, where it comes in;
 //!   - [`seed`]: one run seed and a derived stream for each consumer of it.
 
 pub mod activity;
@@ -81,6 +82,7 @@ pub mod faults;
 pub mod fidelity;
 pub mod files;
 pub mod ground;
+pub mod host;
 pub mod input;
 pub mod live;
 pub mod logging;

@@ -191,7 +191,7 @@ fn the_server_refuses_streams_once_its_card_turns_streaming_off() {
             "{:?}",
             op.outcome
         );
-        assert_eq!(op.replica.as_deref(), Some("replica-0"));
+        assert_eq!(op.replica, Some(a2a_chaos::host::Host::Replica(0)));
     }
     assert!(record.effects.iter().all(|e| e.request.turn == 1));
     assert_eq!(verdict(&record, "card-freshness").0, Verdict::Fail);

@@ -113,7 +113,7 @@ fn list_names_every_model_strategy_fault_and_invariant() {
         .into_iter()
         .chain(a2a_chaos::router::names())
         .chain(a2a_chaos::faults::names())
-        .chain(a2a_chaos::check::names())
+        .chain(a2a_chaos::check::names().into_iter().map(|i| i.as_str()))
     {
         assert!(text.contains(name), "list misses {name}");
     }

@@ -57,7 +57,7 @@ fn violated(run: &RunRecord) -> Vec<&'static str> {
     check::check_all(run)
         .into_iter()
         .filter(|f| f.verdict() == Verdict::Fail)
-        .map(|f| f.invariant)
+        .map(|f| f.invariant.as_str())
         .collect()
 }
 

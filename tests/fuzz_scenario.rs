@@ -43,10 +43,12 @@ fn check_steps(steps: &[Step], replicas: usize) -> Result<(), TestCaseError> {
         let to = match step {
             Step::Send(s) => {
                 prop_assert!(s.turn >= 1, "turn 0 accepted: {s:?}");
-                s.to.as_deref()
+                s.to.as_ref().map(ToString::to_string)
             }
-            Step::Cancel(s) | Step::Get(s) | Step::Subscribe(s) => s.to.as_deref(),
-            Step::SetPush(s) => s.to.as_deref(),
+            Step::Cancel(s) | Step::Get(s) | Step::Subscribe(s) => {
+                s.to.as_ref().map(ToString::to_string)
+            }
+            Step::SetPush(s) => s.to.as_ref().map(ToString::to_string),
             Step::Authorize(s) => {
                 prop_assert!(s.to.is_none(), "authorize with `to`: {s:?}");
                 None
@@ -57,10 +59,10 @@ fn check_steps(steps: &[Step], replicas: usize) -> Result<(), TestCaseError> {
             }
             Step::Fault(action) => {
                 for h in action.hosts() {
-                    prop_assert!(host_ok(h, replicas), "{action:?} names {h}");
+                    prop_assert!(host_ok(&h.to_string(), replicas), "{action:?} names {h}");
                 }
                 prop_assert!(
-                    !matches!(action, Action::Kill(kill::Kill(h)) if h == "client"),
+                    !matches!(action, Action::Kill(kill::Kill(h)) if *h == *"client"),
                     "the client was killed"
                 );
                 prop_assert!(action.validate().is_ok(), "{action:?}");
@@ -73,7 +75,7 @@ fn check_steps(steps: &[Step], replicas: usize) -> Result<(), TestCaseError> {
             Step::WaitMs(_) | Step::UntilMs(_) | Step::Effect(..) => None,
         };
         if let Some(to) = to {
-            prop_assert!(replica_ok(to, replicas), "`to = {to}` accepted");
+            prop_assert!(replica_ok(&to, replicas), "`to = {to}` accepted");
         }
     }
     Ok(())

@@ -84,7 +84,10 @@ fn minimal_failure(config: ScenarioConfig) -> (GeneratedScenario, Vec<&'static s
                 .unwrap()
                 .check()
                 .summary
-                .violated();
+                .violated()
+                .into_iter()
+                .map(|i| i.as_str())
+                .collect();
             (minimal, violated)
         }
         other => panic!("expected a failure, got {other:?}"),

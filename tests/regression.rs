@@ -71,7 +71,7 @@ fn meet_expectations(files: Vec<PathBuf>) {
         }
         // An expected violation must come from a run that exercised the invariant.
         for inv in &summary.invariants {
-            if expected.iter().any(|e| e == inv.name) && inv.verdict != Verdict::Fail {
+            if expected.iter().any(|e| inv.name == *e) && inv.verdict != Verdict::Fail {
                 failures.push(format!(
                     "{}: {} was {:?}",
                     path.display(),

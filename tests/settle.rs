@@ -30,7 +30,7 @@ fn verdicts(findings: &[a2a_chaos::check::Finding]) -> Vec<(&'static str, String
         .iter()
         .map(|f| {
             (
-                f.invariant,
+                f.invariant.as_str(),
                 format!("{:?}", f.verdict()),
                 f.violations.len(),
             )

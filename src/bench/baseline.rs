@@ -17,6 +17,7 @@ use std::time::Duration;
 use http::{Request, Response};
 use hyper::body::Incoming;
 
+use crate::host::Host;
 use crate::net::{self, BoxError, Call};
 use crate::world;
 
@@ -56,7 +57,7 @@ fn bare_hosts(sim: &mut turmoil::Sim<'_>, replicas: usize) {
         Ok::<_, BoxError>(Response::new(net::full(reply.body)))
     };
     for i in 0..replicas {
-        sim.host(format!("replica-{i}"), move || {
+        sim.host(Host::Replica(i).to_string(), move || {
             net::serve(BASELINE_PORT, replica)
         });
     }
@@ -70,7 +71,7 @@ fn bare_hosts(sim: &mut turmoil::Sim<'_>, replicas: usize) {
                     .map_err(|e| BoxError::from(e.to_string()))?;
                 let k = next.get();
                 next.set(k.wrapping_add(1));
-                let host = format!("replica-{}", k % replicas.max(1));
+                let host = Host::Replica(k % replicas.max(1)).to_string();
                 let call = Call::post_json(host, BASELINE_PORT, "/", body.to_vec(), timeout);
                 let reply = net::send(&call)
                     .await

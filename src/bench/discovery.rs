@@ -72,7 +72,7 @@ pub struct Search {
 /// `seeds_max` seeds or `wall_max` have gone by.
 pub fn discover(exp: &Experiment, profile: &Profile, seeds_max: u64, wall_max: Duration) -> Search {
     let clock = Stopwatch::start();
-    let mut hazards: BTreeMap<&'static str, Hazard> = BTreeMap::new();
+    let mut hazards: BTreeMap<crate::check::Invariant, Hazard> = BTreeMap::new();
     let mut documented: BTreeMap<u8, Documented> = BTreeMap::new();
     let seeds = each_run(
         exp,

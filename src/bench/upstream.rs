@@ -16,7 +16,7 @@ use std::time::Duration;
 use super::discovery::{each_run, MODEL_COLUMN};
 use super::sysinfo::Stopwatch;
 use crate::check::hazards::{failed, violations};
-use crate::check::{Finding, Violation};
+use crate::check::{Finding, Invariant, Violation, ViolationKind};
 use crate::client::history::{OpKind, Outcome};
 use crate::error::InputError;
 use crate::experiment::Experiment;
@@ -47,7 +47,7 @@ pub struct Upstream {
 
 /// The `liveness` violations of a task left unsettled.
 fn unsettled(findings: &[Finding]) -> impl Iterator<Item = &Violation> {
-    violations(findings, "liveness").filter(|v| v.kind == "unsettled")
+    violations(findings, Invariant::LIVENESS).filter(|v| v.kind == ViolationKind::UNSETTLED)
 }
 
 /// A task left unsettled whose last saver was drained after that save and exited with it
@@ -84,7 +84,7 @@ fn stranded_by_a_drain(run: &RunRecord, findings: &[Finding]) -> bool {
                 _ => false,
             };
             on_task
-                && op.replica.as_deref() == Some(host.as_str())
+                && op.replica.as_ref().is_some_and(|r| r == host)
                 && (drained..=exit + CUT_SLACK_MS).contains(&op.complete_ms)
                 && op.outcome.ended_before_final()
         })
@@ -122,7 +122,7 @@ fn stranded_by_conflicts(run: &RunRecord, findings: &[Finding]) -> bool {
 /// A push never accounted for although its config was on the pod that finished the task:
 /// not a config held on another pod (§6.9), a lookup that missed it there.
 fn push_lost_on_its_own_pod(run: &RunRecord, findings: &[Finding]) -> bool {
-    violations(findings, "push-accounted").any(|v| {
+    violations(findings, Invariant::PUSH_ACCOUNTED).any(|v| {
         let (Some(task), Some(registered_on)) = (&v.anchors.task, v.anchors.hosts.first()) else {
             return false;
         };
@@ -142,7 +142,7 @@ fn cancel_that_canceled_nothing(run: &RunRecord, findings: &[Finding]) -> bool {
         .filter(|t| !t.state.is_terminal())
         .map(|t| t.id.as_str())
         .collect();
-    violations(findings, "no-effect-after-cancel").any(|v| {
+    violations(findings, Invariant::NO_EFFECT_AFTER_CANCEL).any(|v| {
         v.anchors
             .task
             .as_deref()
@@ -161,7 +161,7 @@ fn cancel_reverted_by_a_stale_save(run: &RunRecord, findings: &[Finding]) -> boo
                     && later.based_on.is_some_and(|b| b < canceled.version)
             })
     });
-    reverted && failed(findings, "terminal-is-final").is_some()
+    reverted && failed(findings, Invariant::TERMINAL_IS_FINAL).is_some()
 }
 
 /// A task left unsettled by its last saver, no kill to explain it, with a subscription to it
@@ -183,7 +183,7 @@ fn stopped_by_a_stalled_reader(run: &RunRecord, findings: &[Finding]) -> bool {
         stalls.any(|at| {
             run.history.iter().any(|op| {
                 matches!(op.kind, OpKind::Subscribe { .. })
-                    && op.replica.as_deref() == Some(host.as_str())
+                    && op.replica.as_ref().is_some_and(|r| r == host)
                     && op.invoke_ms < at
                     && at < op.complete_ms
                     && [&op.task, &op.streamed]
@@ -217,8 +217,8 @@ fn answered_before_the_end(run: &RunRecord, findings: &[Finding]) -> bool {
 /// after the subscription was made and before the stream ended: the task finished between
 /// the snapshot and the tap.
 fn finished_between_snapshot_and_tap(run: &RunRecord, findings: &[Finding]) -> bool {
-    violations(findings, "stream-continuity")
-        .filter(|v| v.kind == "closed-early")
+    violations(findings, Invariant::STREAM_CONTINUITY)
+        .filter(|v| v.kind == ViolationKind::CLOSED_EARLY)
         .any(|v| {
             let Some(task) = &v.anchors.task else {
                 return false;
@@ -535,7 +535,11 @@ mod tests {
         let checked = Sim::from_experiment(&exp, &profile, "round-robin", 125)
             .unwrap()
             .check();
-        assert!(crate::check::hazards::failed(&checked.findings, "liveness").is_some());
+        assert!(crate::check::hazards::failed(
+            &checked.findings,
+            crate::check::Invariant::LIVENESS
+        )
+        .is_some());
         assert!(!(u.shows)(&checked.record.unwrap(), &checked.findings));
     }
 

@@ -26,6 +26,7 @@ use super::{
     canonical_bytes, sign, CardChange, CardRecord, CardSetup, CARD_ORIGIN, FRONT_DOOR_PORT,
     TAMPER_HOST,
 };
+use crate::host::Host;
 use crate::net::{self, BoxBody};
 use crate::trace::{Event, Fnv, Trace};
 
@@ -261,7 +262,7 @@ impl CardAuthority {
             let header = headers.get("authorization").and_then(|h| h.to_str().ok());
             if let Err(e) = crate::auth::verify(header, crate::auth::ISSUER, CARD_ORIGIN) {
                 self.trace
-                    .record("router", Event::plain(format!("card GET -> 401 ({e})")));
+                    .record(Host::Router, Event::plain(format!("card GET -> 401 ({e})")));
                 return net::json_response(
                     StatusCode::UNAUTHORIZED,
                     &json!({"error": e.to_string()}),
@@ -275,7 +276,7 @@ impl CardAuthority {
             .and_then(|h| h.to_str().ok())
             .is_some_and(|h| h == v.etag);
         self.trace.record(
-            "router",
+            Host::Router,
             Event::plain(format!(
                 "card GET -> {} revision {}{} etag {}",
                 if not_modified { 304 } else { 200 },

@@ -37,6 +37,7 @@ use serde_json::Value;
 use super::{canonical_bytes, execution_url, origin_of, sign, streams, CardAuthority};
 use super::{CARD_ORIGIN, CARD_PATH};
 use crate::auth;
+use crate::host::Host;
 use crate::model::{CardCache, CardKnobs, CardVerify};
 use crate::net::{self, Call};
 use crate::trace::{now_ms, Event, Tone, Trace};
@@ -301,7 +302,7 @@ impl CardClient {
             Err(why) => format!("refused: {why}"),
         };
         self.trace.record(
-            "client",
+            Host::Client,
             Event::note(
                 if log.outcome.starts_with("refused") {
                     Tone::Bad

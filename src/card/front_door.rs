@@ -10,6 +10,7 @@
 use http::{Response, StatusCode};
 
 use super::{CardAuthority, FRONT_DOOR_PORT};
+use crate::host::Host;
 use crate::net::{self, BoxBody, BoxError, Call};
 use crate::trace::{now_ms, Event, Trace};
 
@@ -25,16 +26,20 @@ pub struct Ingress {
 
 /// Serves one extra host until it is crashed.
 pub async fn serve(host: String, authority: CardAuthority, trace: Trace) -> turmoil::Result {
+    // The name the card gives it (checked by `crate::faults::card::valid_host`: never one
+    // of the run's own hosts) is its host in the trace.
+    let id = std::rc::Rc::new(Host::parse(&host));
     let host: std::rc::Rc<str> = host.into();
     net::serve(FRONT_DOOR_PORT, move |req| {
-        let (host, authority, trace) = (host.clone(), authority.clone(), trace.clone());
-        async move { forward(&host, &authority, &trace, req).await }
+        let (host, id) = (host.clone(), id.clone());
+        let (authority, trace) = (authority.clone(), trace.clone());
+        async move { forward((&host, &id), &authority, &trace, req).await }
     })
     .await
 }
 
 async fn forward(
-    host: &str,
+    (host, id): (&str, &Host),
     authority: &CardAuthority,
     trace: &Trace,
     req: http::Request<hyper::body::Incoming>,
@@ -56,7 +61,7 @@ async fn forward(
         credential_audience: audience.clone(),
     });
     trace.record(
-        host,
+        id,
         Event::plain(format!(
             "{} {} with {}",
             parts.method,

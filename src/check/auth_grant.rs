@@ -21,17 +21,28 @@ use std::collections::BTreeMap;
 
 use a2a::TaskState;
 
-use crate::check::{owners, turn_label, Checker, Finding, Violation};
+use crate::check::{owners, turn_label, Checker, Finding, Invariant, Violation, ViolationKind};
 use crate::client::history::OpKind;
 use crate::store::SaveRecord;
 use crate::world::RunRecord;
+
+impl Invariant {
+    /// `auth-grant`.
+    pub const AUTH_GRANT: Invariant = Invariant::new("auth-grant");
+}
+
+/// How `auth-grant` breaks.
+impl ViolationKind {
+    /// `effect-without-grant`.
+    pub const EFFECT_WITHOUT_GRANT: ViolationKind = ViolationKind::new("effect-without-grant");
+}
 
 /// The auth-grant checker.
 pub struct AuthGrant;
 
 impl Checker for AuthGrant {
-    fn name(&self) -> &'static str {
-        "auth-grant"
+    fn name(&self) -> Invariant {
+        Invariant::AUTH_GRANT
     }
 
     fn describe(&self) -> &'static str {
@@ -103,7 +114,7 @@ impl Checker for AuthGrant {
                 })
                 .next_back();
             let mut v = Violation::new(
-                "effect-without-grant",
+                ViolationKind::EFFECT_WITHOUT_GRANT,
                 format!(
                     "{} took effect ({} at {} ms) after task {} asked for authorisation (auth-required v{} by {} at {} ms), with no out-of-band grant{} before it{}",
                     turn_label(&r.conversation, r.turn),
@@ -130,7 +141,7 @@ impl Checker for AuthGrant {
             violations.push(v);
         }
         Finding {
-            invariant: "auth-grant",
+            invariant: Invariant::AUTH_GRANT,
             violations,
             exercised,
         }

@@ -8,16 +8,27 @@
 
 use a2a::TaskState;
 
-use crate::check::{Checker, Finding, Violation};
+use crate::check::{Checker, Finding, Invariant, Violation, ViolationKind};
 use crate::client::history::{OpKind, Outcome};
 use crate::world::RunRecord;
+
+impl Invariant {
+    /// `cancel-idempotent`.
+    pub const CANCEL_IDEMPOTENT: Invariant = Invariant::new("cancel-idempotent");
+}
+
+/// How `cancel-idempotent` breaks.
+impl ViolationKind {
+    /// `second-cancel-refused`.
+    pub const SECOND_CANCEL_REFUSED: ViolationKind = ViolationKind::new("second-cancel-refused");
+}
 
 /// The cancel-idempotent checker.
 pub struct CancelIdempotent;
 
 impl Checker for CancelIdempotent {
-    fn name(&self) -> &'static str {
-        "cancel-idempotent"
+    fn name(&self) -> Invariant {
+        Invariant::CANCEL_IDEMPOTENT
     }
 
     fn describe(&self) -> &'static str {
@@ -57,22 +68,22 @@ impl Checker for CancelIdempotent {
                 message,
             } = &op.outcome
             {
-                let by = op.replica.as_deref().unwrap_or("?");
+                let by = op.replica_or("?");
                 violations.push(
                     Violation::new(
-                        "second-cancel-refused",
+                        ViolationKind::SECOND_CANCEL_REFUSED,
                         format!(
                             "a second cancel of task {task_id} (canceled at {at} ms) was refused by {by} with {code} {message}"
                         ),
                     )
                     .task(task_id)
-                    .host(by)
+                    .host(&by)
                     .at(at),
                 );
             }
         }
         Finding {
-            invariant: "cancel-idempotent",
+            invariant: Invariant::CANCEL_IDEMPOTENT,
             violations,
             exercised,
         }

@@ -13,15 +13,26 @@
 //! Exercised: calls the client decided about after the first deadline. Unknown in a run
 //! where the publisher changed nothing.
 
-use crate::check::{Checker, Finding, Violation};
+use crate::check::{Checker, Finding, Invariant, Violation, ViolationKind};
 use crate::world::RunRecord;
+
+impl Invariant {
+    /// `card-freshness`.
+    pub const CARD_FRESHNESS: Invariant = Invariant::new("card-freshness");
+}
+
+/// How `card-freshness` breaks.
+impl ViolationKind {
+    /// `stale-card`.
+    pub const STALE_CARD: ViolationKind = ViolationKind::new("stale-card");
+}
 
 /// The card-freshness checker.
 pub struct CardFreshness;
 
 impl Checker for CardFreshness {
-    fn name(&self) -> &'static str {
-        "card-freshness"
+    fn name(&self) -> Invariant {
+        Invariant::CARD_FRESHNESS
     }
 
     fn describe(&self) -> &'static str {
@@ -32,7 +43,7 @@ impl Checker for CardFreshness {
         let cards = &run.cards;
         let Some(first_deadline) = cards.first_deadline_ms() else {
             return Finding {
-                invariant: "card-freshness",
+                invariant: Invariant::CARD_FRESHNESS,
                 violations: Vec::new(),
                 exercised: 0,
             };
@@ -56,7 +67,7 @@ impl Checker for CardFreshness {
                     .map(|f| f.at_ms)
                     .next_back();
                 let mut found = Violation::new(
-                    "stale-card",
+                    ViolationKind::STALE_CARD,
                     format!(
                         "{} ({}) at {} ms used card revision {} ({}{}) although {why}",
                         u.label,
@@ -79,7 +90,7 @@ impl Checker for CardFreshness {
             }
         }
         Finding {
-            invariant: "card-freshness",
+            invariant: Invariant::CARD_FRESHNESS,
             violations,
             exercised,
         }

@@ -8,16 +8,29 @@
 //! effect of it at the ledger while it was in flight. Exercised: such messages a replica
 //! answered.
 
-use crate::check::{turn_label, Checker, Finding, Violation};
+use crate::check::{turn_label, Checker, Finding, Invariant, Violation, ViolationKind};
 use crate::client::history::{OpKind, Outcome};
 use crate::world::RunRecord;
+
+impl Invariant {
+    /// `context-match`.
+    pub const CONTEXT_MATCH: Invariant = Invariant::new("context-match");
+}
+
+/// How `context-match` breaks.
+impl ViolationKind {
+    /// `accepted`.
+    pub const ACCEPTED: ViolationKind = ViolationKind::new("accepted");
+    /// `effect-before-refusal`.
+    pub const EFFECT_BEFORE_REFUSAL: ViolationKind = ViolationKind::new("effect-before-refusal");
+}
 
 /// The context-match checker.
 pub struct ContextMatch;
 
 impl Checker for ContextMatch {
-    fn name(&self) -> &'static str {
-        "context-match"
+    fn name(&self) -> Invariant {
+        Invariant::CONTEXT_MATCH
     }
 
     fn describe(&self) -> &'static str {
@@ -42,15 +55,15 @@ impl Checker for ContextMatch {
                 exercised += 1;
             }
             let what = turn_label(conversation, *turn);
-            let on = op.replica.as_deref().unwrap_or("a replica");
+            let on = op.replica_or("a replica");
             if op.outcome == Outcome::Ok {
                 violations.push(
                     Violation::new(
-                        "accepted",
+                        ViolationKind::ACCEPTED,
                         format!("{on} accepted {what} sent with another conversation's contextId"),
                     )
                     .names_turn(conversation)
-                    .host(on),
+                    .host(&on),
                 );
             }
             for e in run.effects.iter().filter(|e| {
@@ -60,7 +73,7 @@ impl Checker for ContextMatch {
             }) {
                 violations.push(
                     Violation::new(
-                        "effect-before-refusal",
+                        ViolationKind::EFFECT_BEFORE_REFUSAL,
                         format!(
                             "{what}, sent with another conversation's contextId, ran its business effect on {} at {} ms before the answer ({})",
                             e.request.replica,
@@ -78,7 +91,7 @@ impl Checker for ContextMatch {
             }
         }
         Finding {
-            invariant: "context-match",
+            invariant: Invariant::CONTEXT_MATCH,
             violations,
             exercised,
         }

@@ -12,15 +12,27 @@
 //! kept the token). Unknown in a run without card changes.
 
 use crate::card::CARD_ORIGIN;
-use crate::check::{Checker, Finding, Violation};
+use crate::check::{Checker, Finding, Invariant, Violation, ViolationKind};
 use crate::world::RunRecord;
+
+impl Invariant {
+    /// `credential-audience`.
+    pub const CREDENTIAL_AUDIENCE: Invariant = Invariant::new("credential-audience");
+}
+
+/// How `credential-audience` breaks.
+impl ViolationKind {
+    /// `token-to-foreign-origin`.
+    pub const TOKEN_TO_FOREIGN_ORIGIN: ViolationKind =
+        ViolationKind::new("token-to-foreign-origin");
+}
 
 /// The credential-audience checker.
 pub struct CredentialAudience;
 
 impl Checker for CredentialAudience {
-    fn name(&self) -> &'static str {
-        "credential-audience"
+    fn name(&self) -> Invariant {
+        Invariant::CREDENTIAL_AUDIENCE
     }
 
     fn describe(&self) -> &'static str {
@@ -68,7 +80,7 @@ impl Checker for CredentialAudience {
                 .filter(|i| Some(&i.host) == host.as_ref() && i.at_ms >= u.invoke_ms)
                 .find(|i| i.credential_audience.as_deref() == Some(audience));
             let mut v = Violation::new(
-                "token-to-foreign-origin",
+                ViolationKind::TOKEN_TO_FOREIGN_ORIGIN,
                 format!(
                     "{} at {} ms carried {}'s bearer token (audience {audience}) to {origin}, the execution origin named by {card}{}",
                     u.label,
@@ -88,7 +100,7 @@ impl Checker for CredentialAudience {
             violations.push(v);
         }
         Finding {
-            invariant: "credential-audience",
+            invariant: Invariant::CREDENTIAL_AUDIENCE,
             violations,
             exercised,
         }

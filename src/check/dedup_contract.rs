@@ -14,17 +14,33 @@
 
 use std::collections::BTreeMap;
 
-use crate::check::{turn_label, Checker, Finding, Violation};
+use crate::check::{turn_label, Checker, Finding, Invariant, Violation, ViolationKind};
 use crate::client::history::{Op, OpKind, Outcome};
 use crate::model::DedupScope;
 use crate::world::RunRecord;
+
+impl Invariant {
+    /// `dedup-contract`.
+    pub const DEDUP_CONTRACT: Invariant = Invariant::new("dedup-contract");
+}
+
+/// How `dedup-contract` breaks.
+impl ViolationKind {
+    /// `ran-again`.
+    pub const RAN_AGAIN: ViolationKind = ViolationKind::new("ran-again");
+    /// `another-task`.
+    pub const ANOTHER_TASK: ViolationKind = ViolationKind::new("another-task");
+    /// `concurrent-duplicates-ran`.
+    pub const CONCURRENT_DUPLICATES_RAN: ViolationKind =
+        ViolationKind::new("concurrent-duplicates-ran");
+}
 
 /// The dedup-contract checker.
 pub struct DedupContract;
 
 impl Checker for DedupContract {
-    fn name(&self) -> &'static str {
-        "dedup-contract"
+    fn name(&self) -> Invariant {
+        Invariant::DEDUP_CONTRACT
     }
 
     fn describe(&self) -> &'static str {
@@ -36,7 +52,7 @@ impl Checker for DedupContract {
         let mut exercised = 0;
         if run.profile.dedup.scope == DedupScope::None {
             return Finding {
-                invariant: "dedup-contract",
+                invariant: Invariant::DEDUP_CONTRACT,
                 violations,
                 exercised,
             };
@@ -89,7 +105,7 @@ impl Checker for DedupContract {
                 .map(|s| (s.at_ms, format!("saved by {} at {} ms", s.replica, s.at_ms)))
                 .min();
             let acked_at = acked.map(|o| {
-                let by = o.replica.as_deref().unwrap_or("?");
+                let by = o.replica_or("?");
                 (
                     o.complete_ms,
                     format!("acknowledged by {by} at {} ms", o.complete_ms),
@@ -108,7 +124,7 @@ impl Checker for DedupContract {
                 {
                     violations.push(
                         Violation::new(
-                            "ran-again",
+                            ViolationKind::RAN_AGAIN,
                             format!(
                                 "{what} ran again on {replica} at {at} ms although it had completed ({how})"
                             ),
@@ -135,10 +151,10 @@ impl Checker for DedupContract {
                         if t.id != task {
                             violations.push(
                                 Violation::new(
-                                    "another-task",
+                                    ViolationKind::ANOTHER_TASK,
                                     format!(
                                         "a retry of {what} was answered by {} with task {} instead of {task}",
-                                        other.replica.as_deref().unwrap_or("?"),
+                                        other.replica_or("?"),
                                         t.id
                                     ),
                                 )
@@ -169,7 +185,7 @@ impl Checker for DedupContract {
                         .collect();
                     if during.len() > 1 {
                         let mut v = Violation::new(
-                            "concurrent-duplicates-ran",
+                            ViolationKind::CONCURRENT_DUPLICATES_RAN,
                             format!(
                                 "concurrent duplicates of {what} ran {} times ({})",
                                 during.len(),
@@ -191,7 +207,7 @@ impl Checker for DedupContract {
         }
         violations.dedup();
         Finding {
-            invariant: "dedup-contract",
+            invariant: Invariant::DEDUP_CONTRACT,
             violations,
             exercised,
         }

@@ -10,16 +10,34 @@
 
 use std::collections::BTreeMap;
 
-use crate::check::{turn_label, Checker, Finding, Violation};
+use crate::check::{turn_label, Checker, Finding, Invariant, Violation, ViolationKind};
 use crate::client::history::{OpKind, Outcome};
 use crate::world::RunRecord;
+
+impl Invariant {
+    /// `exactly-once-effects`.
+    pub const EXACTLY_ONCE_EFFECTS: Invariant = Invariant::new("exactly-once-effects");
+}
+
+/// How `exactly-once-effects` breaks.
+impl ViolationKind {
+    /// `double-effect`.
+    pub const DOUBLE_EFFECT: ViolationKind = ViolationKind::new("double-effect");
+    /// `acknowledged-without-effect`.
+    pub const ACKNOWLEDGED_WITHOUT_EFFECT: ViolationKind =
+        ViolationKind::new("acknowledged-without-effect");
+    /// `effect-after-refusal`.
+    pub const EFFECT_AFTER_REFUSAL: ViolationKind = ViolationKind::new("effect-after-refusal");
+    /// `effect-never-sent`.
+    pub const EFFECT_NEVER_SENT: ViolationKind = ViolationKind::new("effect-never-sent");
+}
 
 /// The exactly-once-effects checker.
 pub struct ExactlyOnce;
 
 impl Checker for ExactlyOnce {
-    fn name(&self) -> &'static str {
-        "exactly-once-effects"
+    fn name(&self) -> Invariant {
+        Invariant::EXACTLY_ONCE_EFFECTS
     }
 
     fn describe(&self) -> &'static str {
@@ -87,7 +105,7 @@ impl Checker for ExactlyOnce {
             let done: &[(&str, u64)] = done.map_or(&[], Vec::as_slice);
             if n > 1 {
                 let v = Violation::new(
-                    "double-effect",
+                    ViolationKind::DOUBLE_EFFECT,
                     format!(
                         "{what} took effect {n} times ({}); the client saw [{}]",
                         listed(done),
@@ -99,7 +117,7 @@ impl Checker for ExactlyOnce {
             } else if ok && n == 0 {
                 violations.push(
                     Violation::new(
-                        "acknowledged-without-effect",
+                        ViolationKind::ACKNOWLEDGED_WITHOUT_EFFECT,
                         format!("{what} was acknowledged ok but never took effect at the ledger"),
                     )
                     .about(conversation, *turn),
@@ -113,7 +131,7 @@ impl Checker for ExactlyOnce {
                     })
                     .unwrap_or_default();
                 let v = Violation::new(
-                    "effect-after-refusal",
+                    ViolationKind::EFFECT_AFTER_REFUSAL,
                     format!(
                         "{what} was refused ({refusal}) yet took effect ({}): a client that retries does it twice",
                         listed(done)
@@ -127,7 +145,7 @@ impl Checker for ExactlyOnce {
         for ((conversation, turn), list) in &effects {
             if !attempts.contains_key(&(conversation.clone(), *turn)) {
                 let v = Violation::new(
-                    "effect-never-sent",
+                    ViolationKind::EFFECT_NEVER_SENT,
                     format!(
                         "{} took effect ({}) but the client never sent it",
                         turn_label(conversation, *turn),
@@ -139,7 +157,7 @@ impl Checker for ExactlyOnce {
             }
         }
         Finding {
-            invariant: "exactly-once-effects",
+            invariant: Invariant::EXACTLY_ONCE_EFFECTS,
             violations,
             exercised,
         }

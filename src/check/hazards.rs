@@ -11,7 +11,7 @@
 //! Hazards the simulator cannot show are listed in [`NOT_REACHABLE`], with the reason (none
 //! now: the stale card, §6.7, needs the card faults, which hazard discovery adds).
 
-use crate::check::{Finding, Verdict, Violation};
+use crate::check::{Finding, Invariant, Verdict, Violation, ViolationKind};
 use crate::model::{DedupScope, NonBlockingToWorking, Placement};
 use crate::world::RunRecord;
 
@@ -26,29 +26,29 @@ pub struct Hazard {
 }
 
 /// The failed finding of `invariant`, if it failed.
-pub(crate) fn failed<'a>(findings: &'a [Finding], invariant: &str) -> Option<&'a Finding> {
+pub(crate) fn failed(findings: &[Finding], invariant: Invariant) -> Option<&Finding> {
     findings
         .iter()
         .find(|f| f.invariant == invariant && f.verdict() == Verdict::Fail)
 }
 
 /// The violations of `invariant` (none unless it failed).
-pub(crate) fn violations<'a>(
-    findings: &'a [Finding],
-    invariant: &str,
-) -> impl Iterator<Item = &'a Violation> {
+pub(crate) fn violations(
+    findings: &[Finding],
+    invariant: Invariant,
+) -> impl Iterator<Item = &Violation> {
     failed(findings, invariant)
         .into_iter()
         .flat_map(|f| &f.violations)
 }
 
 /// Whether `invariant` failed with a violation of one of `kinds`.
-fn any_kind(findings: &[Finding], invariant: &str, kinds: &[&str]) -> bool {
+fn any_kind(findings: &[Finding], invariant: Invariant, kinds: &[ViolationKind]) -> bool {
     violations(findings, invariant).any(|v| kinds.contains(&v.kind))
 }
 
 /// Whether `invariant` failed with a violation whose URL contains `needle`.
-fn any_url(findings: &[Finding], invariant: &str, needle: &str) -> bool {
+fn any_url(findings: &[Finding], invariant: Invariant, needle: &str) -> bool {
     violations(findings, invariant)
         .any(|v| v.anchors.url.as_deref().is_some_and(|u| u.contains(needle)))
 }
@@ -58,7 +58,9 @@ pub const HAZARDS: &[Hazard] = &[
     Hazard {
         number: 1,
         title: "continuation A->B->A loses B's writes (cached snapshot)",
-        shows: |run, f| run.profile.handler.cache_snapshot && failed(f, "no-lost-writes").is_some(),
+        shows: |run, f| {
+            run.profile.handler.cache_snapshot && failed(f, Invariant::NO_LOST_WRITES).is_some()
+        },
     },
     Hazard {
         number: 2,
@@ -67,26 +69,30 @@ pub const HAZARDS: &[Hazard] = &[
             run.profile.store.placement == Placement::Shared
                 && !run.profile.store.versioned
                 && !run.profile.handler.cache_snapshot
-                && failed(f, "no-lost-writes").is_some()
+                && failed(f, Invariant::NO_LOST_WRITES).is_some()
         },
     },
     Hazard {
         number: 3,
         title: "a retry with the same messageId runs the effect again",
         shows: |run, f| {
-            failed(f, "dedup-contract").is_some()
+            failed(f, Invariant::DEDUP_CONTRACT).is_some()
                 || (run.profile.dedup.scope != DedupScope::Shared
                     && any_kind(
                         f,
-                        "exactly-once-effects",
-                        &["double-effect", "effect-after-refusal", "effect-never-sent"],
+                        Invariant::EXACTLY_ONCE_EFFECTS,
+                        &[
+                            ViolationKind::DOUBLE_EFFECT,
+                            ViolationKind::EFFECT_AFTER_REFUSAL,
+                            ViolationKind::EFFECT_NEVER_SENT,
+                        ],
                     ))
         },
     },
     Hazard {
         number: 4,
         title: "cancel acknowledged while the effect continues",
-        shows: |_, f| failed(f, "no-effect-after-cancel").is_some(),
+        shows: |_, f| failed(f, Invariant::NO_EFFECT_AFTER_CANCEL).is_some(),
     },
     Hazard {
         number: 5,
@@ -97,10 +103,10 @@ pub const HAZARDS: &[Hazard] = &[
                 .deliveries
                 .iter()
                 .any(|d| (300..400).contains(&d.status));
-            (redirected && failed(f, "push-accounted").is_some())
+            (redirected && failed(f, Invariant::PUSH_ACCOUNTED).is_some())
                 || any_url(
                     f,
-                    "push-egress-safe",
+                    Invariant::PUSH_EGRESS_SAFE,
                     crate::ground::webhook::REDIRECT_TARGET,
                 )
         },
@@ -108,44 +114,47 @@ pub const HAZARDS: &[Hazard] = &[
     Hazard {
         number: 6,
         title: "DNS rebinding: public at the check, private at the send",
-        shows: |_, f| any_url(f, "push-egress-safe", "rebind.example"),
+        shows: |_, f| any_url(f, Invariant::PUSH_EGRESS_SAFE, "rebind.example"),
     },
     Hazard {
         number: 7,
         title: "stale card cache: a call uses the card after it changed or its key was revoked",
-        shows: |_, f| failed(f, "card-freshness").is_some(),
+        shows: |_, f| failed(f, Invariant::CARD_FRESHNESS).is_some(),
     },
     Hazard {
         number: 8,
         title: "per-process stores: a kill loses tasks, a resubscribe elsewhere finds nothing",
         shows: |run, f| {
-            failed(f, "stream-continuity").is_some()
+            failed(f, Invariant::STREAM_CONTINUITY).is_some()
                 || (run.profile.store.placement == Placement::Memory
-                    && failed(f, "no-lost-writes").is_some())
+                    && failed(f, Invariant::NO_LOST_WRITES).is_some())
         },
     },
     Hazard {
         number: 9,
         title: "a push config registered on one pod while another runs the task",
-        shows: |run, f| !run.profile.push.shared_configs && failed(f, "push-accounted").is_some(),
+        shows: |run, f| {
+            !run.profile.push.shared_configs && failed(f, Invariant::PUSH_ACCOUNTED).is_some()
+        },
     },
     Hazard {
         number: 10,
         title: "a contextId/taskId mismatch runs the executor or is accepted",
-        shows: |_, f| failed(f, "context-match").is_some(),
+        shows: |_, f| failed(f, Invariant::CONTEXT_MATCH).is_some(),
     },
     Hazard {
         number: 11,
         title: "a second cancel answers -32002",
-        shows: |_, f| failed(f, "cancel-idempotent").is_some(),
+        shows: |_, f| failed(f, Invariant::CANCEL_IDEMPOTENT).is_some(),
     },
     Hazard {
         number: 12,
         title: "Mastra: a non-blocking follow-up is dropped; concurrent follow-ups both run",
         shows: |run, f| {
             (run.profile.handler.nonblocking_to_working == NonBlockingToWorking::ReturnCurrent
-                && any_kind(f, "liveness", &["never-processed"]))
-                || (!run.profile.handler.per_task_lock && failed(f, "no-lost-writes").is_some())
+                && any_kind(f, Invariant::LIVENESS, &[ViolationKind::NEVER_PROCESSED]))
+                || (!run.profile.handler.per_task_lock
+                    && failed(f, Invariant::NO_LOST_WRITES).is_some())
         },
     },
     Hazard {
@@ -154,13 +163,13 @@ pub const HAZARDS: &[Hazard] = &[
         shows: |run, f| {
             run.profile.push.inline
                 && run.push_egress.iter().any(|e| e.url.contains("/slow/"))
-                && failed(f, "exactly-once-effects").is_some()
+                && failed(f, Invariant::EXACTLY_ONCE_EFFECTS).is_some()
         },
     },
     Hazard {
         number: 14,
         title: "cross-tenant read: a store without owners serves any caller's task id",
-        shows: |_, f| failed(f, "owner-isolation").is_some(),
+        shows: |_, f| failed(f, Invariant::OWNER_ISOLATION).is_some(),
     },
 ];
 

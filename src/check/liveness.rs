@@ -17,12 +17,25 @@ use std::collections::BTreeMap;
 
 use a2a::TaskState;
 
-use crate::check::{turn_label, Checker, Class, Finding, Violation};
+use crate::check::{turn_label, Checker, Class, Finding, Invariant, Violation, ViolationKind};
 use crate::client::history::{OpKind, Outcome};
 use crate::faults::{kill, Action};
 use crate::model::Artifacts;
 use crate::store::SaveRecord;
 use crate::world::RunRecord;
+
+impl Invariant {
+    /// `liveness`.
+    pub const LIVENESS: Invariant = Invariant::new("liveness");
+}
+
+/// How `liveness` breaks.
+impl ViolationKind {
+    /// `unsettled`.
+    pub const UNSETTLED: ViolationKind = ViolationKind::new("unsettled");
+    /// `never-processed`.
+    pub const NEVER_PROCESSED: ViolationKind = ViolationKind::new("never-processed");
+}
 
 /// The liveness checker.
 pub struct Liveness;
@@ -30,8 +43,8 @@ pub struct Liveness;
 use crate::protocol::at_rest as settled;
 
 impl Checker for Liveness {
-    fn name(&self) -> &'static str {
-        "liveness"
+    fn name(&self) -> Invariant {
+        Invariant::LIVENESS
     }
 
     fn class(&self) -> Class {
@@ -106,7 +119,7 @@ impl Checker for Liveness {
                 None => "",
             };
             let mut v = Violation::new(
-                "unsettled",
+                ViolationKind::UNSETTLED,
                 format!(
                     "task {id} is still {:?} at the end of the run ({} ms after everything was healed{end}): {why}",
                     task.status.state,
@@ -157,10 +170,10 @@ impl Checker for Liveness {
                         && e.request.message_id == *message_id
                 });
             if !in_text && !ran {
-                let by = op.replica.as_deref().unwrap_or("?");
+                let by = op.replica_or("?");
                 violations.push(
                     Violation::new(
-                        "never-processed",
+                        ViolationKind::NEVER_PROCESSED,
                         format!(
                             "{} (message {message_id}) was accepted by {by} at {} ms without waiting, but never processed: task {} ended {:?} with artifacts [{}]",
                             turn_label(conversation, *turn),
@@ -172,13 +185,13 @@ impl Checker for Liveness {
                     )
                     .about(conversation, *turn)
                     .task(&view.id)
-                    .host(by)
+                    .host(&by)
                     .at(op.complete_ms),
                 );
             }
         }
         Finding {
-            invariant: "liveness",
+            invariant: Invariant::LIVENESS,
             violations,
             exercised,
         }

@@ -29,20 +29,96 @@ pub mod versions;
 mod wait_honoured;
 
 use std::collections::BTreeMap;
+use std::fmt;
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use crate::client::history::{Op, OpKind};
 use crate::error::InputError;
 use crate::world::RunRecord;
 
+/// Declares a name type: a `&'static str` that prints, pads, serialises and debugs as
+/// the name itself, compared by value, with one constant per built-in name.
+macro_rules! name_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(&'static str);
+
+        impl $name {
+            /// A name of your own (kebab-case).
+            pub const fn new(name: &'static str) -> $name {
+                $name(name)
+            }
+
+            /// The name, as reports print it.
+            pub const fn as_str(self) -> &'static str {
+                self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.pad(self.0)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Debug::fmt(self.0, f)
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.0)
+            }
+        }
+
+        /// A name read from outside (a file, a flag) is compared with its text.
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+
+        impl PartialEq<String> for $name {
+            fn eq(&self, other: &String) -> bool {
+                self.0 == other.as_str()
+            }
+        }
+    };
+}
+
+name_type! {
+    /// An invariant's name (`no-lost-writes`): kebab-case, unique in a run. Reports,
+    /// `[expect]`, shrink and hazard recognition match on it; the built-in ones are
+    /// constants declared beside their checkers (`Invariant::NO_LOST_WRITES`, ...), and a
+    /// checker of your own names its invariant with [`Invariant::new`].
+    Invariant
+}
+
+name_type! {
+    /// Which way a promise broke, within its invariant (`double-effect`, `task-lost`, ...):
+    /// what hazard recognition matches on. The built-in kinds are constants declared beside
+    /// their checkers (`ViolationKind::DOUBLE_EFFECT`, ...); a checker of your own names
+    /// its kinds with [`ViolationKind::new`].
+    ViolationKind
+}
+
 /// One broken promise.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Violation {
-    pub invariant: &'static str,
+    pub invariant: Invariant,
     /// Which way the promise broke, within its invariant (`double-effect`, `lost`, ...):
     /// what hazard recognition and reports match on.
-    pub kind: &'static str,
+    pub kind: ViolationKind,
     /// What broke, naming turns, replicas and versions.
     pub detail: String,
     /// What the sentence points at, for the timeline and shrink.
@@ -68,9 +144,9 @@ pub struct Anchors {
 
 impl Violation {
     /// A violation of `kind`, in words; [`check_all`] fills in the invariant.
-    pub fn new(kind: &'static str, detail: impl Into<String>) -> Violation {
+    pub fn new(kind: ViolationKind, detail: impl Into<String>) -> Violation {
         Violation {
-            invariant: "",
+            invariant: Invariant::new(""),
             kind,
             detail: detail.into(),
             anchors: Anchors::default(),
@@ -97,8 +173,8 @@ impl Violation {
         self
     }
 
-    /// A host it names.
-    pub fn host(mut self, host: &str) -> Violation {
+    /// A host it names (a [`crate::host::Host`], or a name a record gives).
+    pub fn host(mut self, host: impl std::fmt::Display) -> Violation {
         self.anchors.hosts.push(host.to_string());
         self
     }
@@ -139,7 +215,7 @@ impl Verdict {
 /// What one checker found in one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
-    pub invariant: &'static str,
+    pub invariant: Invariant,
     pub violations: Vec<Violation>,
     /// How many times the run reached the case this invariant is about.
     pub exercised: u64,
@@ -184,7 +260,7 @@ impl Class {
 /// ([`crate::sim::Builder::checker`]); the built-in ones are registered in [`CHECKERS`].
 pub trait Checker: Sync {
     /// The invariant's name (`no-lost-writes`): kebab-case, unique in a run.
-    fn name(&self) -> &'static str;
+    fn name(&self) -> Invariant;
     /// One sentence: what it promises.
     fn describe(&self) -> &'static str;
     /// Always (safety) or eventually (liveness, after the heal).
@@ -219,13 +295,18 @@ pub const CHECKERS: &[&dyn Checker] = &[
 ];
 
 /// Names of the built-in invariants.
-pub fn names() -> Vec<&'static str> {
+pub fn names() -> Vec<Invariant> {
     CHECKERS.iter().map(|c| c.name()).collect()
 }
 
-/// The built-in checker named `name`.
+/// The built-in checker named `name`: where a name read from outside becomes an invariant.
 pub fn by_name(name: &str) -> Option<&'static dyn Checker> {
     CHECKERS.iter().copied().find(|c| c.name() == name)
+}
+
+/// The built-in invariant named `name`.
+pub fn invariant(name: &str) -> Option<Invariant> {
+    by_name(name).map(|c| c.name())
 }
 
 /// Refuses invariant names that are not built in.
@@ -236,13 +317,14 @@ pub fn validate_names(names_given: &[String], origin: &str) -> Result<(), InputE
 /// Refuses invariant names that are not in `known`.
 pub fn validate_names_in(
     names_given: &[String],
-    known: &[&str],
+    known: &[Invariant],
     origin: &str,
 ) -> Result<(), InputError> {
     for name in names_given {
-        if known.contains(&name.as_str()) {
+        if known.iter().any(|k| k == name) {
             continue;
         }
+        let known: Vec<&str> = known.iter().map(|k| k.as_str()).collect();
         let why = format!("unknown invariant `{name}`; known: {}", known.join(", "));
         return Err(InputError::new(origin, why));
     }
@@ -250,7 +332,7 @@ pub fn validate_names_in(
 }
 
 /// Runs one checker on one run, naming its finding and violations.
-pub fn run_checker(name: &'static str, checker: &dyn Checker, run: &RunRecord) -> Finding {
+pub fn run_checker(name: Invariant, checker: &dyn Checker, run: &RunRecord) -> Finding {
     let mut f = checker.check(run);
     f.invariant = name;
     for v in &mut f.violations {

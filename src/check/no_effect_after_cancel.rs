@@ -13,16 +13,27 @@
 
 use a2a::TaskState;
 
-use crate::check::{turn_label, Checker, Finding, Violation};
+use crate::check::{turn_label, Checker, Finding, Invariant, Violation, ViolationKind};
 use crate::client::history::{OpKind, Outcome};
 use crate::world::RunRecord;
+
+impl Invariant {
+    /// `no-effect-after-cancel`.
+    pub const NO_EFFECT_AFTER_CANCEL: Invariant = Invariant::new("no-effect-after-cancel");
+}
+
+/// How `no-effect-after-cancel` breaks.
+impl ViolationKind {
+    /// `effect-after-cancel`.
+    pub const EFFECT_AFTER_CANCEL: ViolationKind = ViolationKind::new("effect-after-cancel");
+}
 
 /// The no-effect-after-cancel checker.
 pub struct NoEffectAfterCancel;
 
 impl Checker for NoEffectAfterCancel {
-    fn name(&self) -> &'static str {
-        "no-effect-after-cancel"
+    fn name(&self) -> Invariant {
+        Invariant::NO_EFFECT_AFTER_CANCEL
     }
 
     fn describe(&self) -> &'static str {
@@ -79,11 +90,11 @@ impl Checker for NoEffectAfterCancel {
             {
                 violations.push(
                     Violation::new(
-                        "effect-after-cancel",
+                        ViolationKind::EFFECT_AFTER_CANCEL,
                         format!(
                             "task {} {told} (acknowledged by {} at {} ms), yet {} on {} started its effect at {} ms",
                             view.id,
-                            cancel.replica.as_deref().unwrap_or("?"),
+                            cancel.replica_or("?"),
                             cancel.complete_ms,
                             turn_label(&e.request.conversation, e.request.turn),
                             e.request.replica,
@@ -99,7 +110,7 @@ impl Checker for NoEffectAfterCancel {
             }
         }
         Finding {
-            invariant: "no-effect-after-cancel",
+            invariant: Invariant::NO_EFFECT_AFTER_CANCEL,
             violations,
             exercised,
         }

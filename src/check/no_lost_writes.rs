@@ -9,17 +9,33 @@
 //! writer, a later read) or a fault after the ack (a lost reply aside), where a stale snapshot, an overwrite or a
 //! dead pod could lose them.
 
-use crate::check::{turn_label, Checker, Finding, Violation};
+use crate::check::{turn_label, Checker, Finding, Invariant, Violation, ViolationKind};
 use crate::client::history::{OpKind, Outcome};
 use crate::faults::Action;
 use crate::world::RunRecord;
+
+impl Invariant {
+    /// `no-lost-writes`.
+    pub const NO_LOST_WRITES: Invariant = Invariant::new("no-lost-writes");
+}
+
+/// How `no-lost-writes` breaks.
+impl ViolationKind {
+    /// `missing-from-a-read`.
+    pub const MISSING_FROM_A_READ: ViolationKind = ViolationKind::new("missing-from-a-read");
+    /// `task-lost`.
+    pub const TASK_LOST: ViolationKind = ViolationKind::new("task-lost");
+    /// `missing-from-the-final-task`.
+    pub const MISSING_FROM_THE_FINAL_TASK: ViolationKind =
+        ViolationKind::new("missing-from-the-final-task");
+}
 
 /// The no-lost-writes checker.
 pub struct NoLostWrites;
 
 impl Checker for NoLostWrites {
-    fn name(&self) -> &'static str {
-        "no-lost-writes"
+    fn name(&self) -> Invariant {
+        Invariant::NO_LOST_WRITES
     }
 
     fn describe(&self) -> &'static str {
@@ -48,7 +64,7 @@ impl Checker for NoLostWrites {
                 // A non-blocking answer: nothing was promised yet beyond the message.
                 continue;
             }
-            let by = ack.replica.as_deref().unwrap_or("?");
+            let by = ack.replica_or("?");
             let what = turn_label(conversation, *turn);
             let later: Vec<_> = run
                 .history
@@ -74,10 +90,10 @@ impl Checker for NoLostWrites {
             for read in later {
                 let seen = read.task.as_ref().expect("filtered");
                 if !seen.artifacts.contains(&artifact) {
-                    let from = read.replica.as_deref().unwrap_or("?");
+                    let from = read.replica_or("?");
                     violations.push(
                         Violation::new(
-                            "missing-from-a-read",
+                            ViolationKind::MISSING_FROM_A_READ,
                             format!(
                                 "{what}, acknowledged by {by} at {} ms, is missing from a later answer ({} at {} ms from {from}): task {} has artifacts [{}]",
                                 ack.complete_ms,
@@ -89,8 +105,8 @@ impl Checker for NoLostWrites {
                         )
                         .about(conversation, *turn)
                         .task(&seen.id)
-                        .host(by)
-                        .host(from)
+                        .host(&by)
+                        .host(&from)
                         .at(ack.complete_ms)
                         .at(read.complete_ms),
                     );
@@ -99,7 +115,7 @@ impl Checker for NoLostWrites {
             match run.final_tasks.get(&view.id) {
                 None => violations.push(
                     Violation::new(
-                        "task-lost",
+                        ViolationKind::TASK_LOST,
                         format!(
                             "{what}, acknowledged by {by} at {} ms, is lost: task {} no longer exists anywhere at the end of the run",
                             ack.complete_ms, view.id
@@ -107,7 +123,7 @@ impl Checker for NoLostWrites {
                     )
                     .about(conversation, *turn)
                     .task(&view.id)
-                    .host(by)
+                    .host(&by)
                     .at(ack.complete_ms),
                 ),
                 Some(task) => {
@@ -120,7 +136,7 @@ impl Checker for NoLostWrites {
                     if !names.contains(&artifact) || !has_message {
                         violations.push(
                             Violation::new(
-                                "missing-from-the-final-task",
+                                ViolationKind::MISSING_FROM_THE_FINAL_TASK,
                                 format!(
                                     "{what}, acknowledged by {by} at {} ms, is missing from the final task {} (artifacts [{}]{})",
                                     ack.complete_ms,
@@ -131,7 +147,7 @@ impl Checker for NoLostWrites {
                             )
                             .about(conversation, *turn)
                             .task(&view.id)
-                            .host(by)
+                            .host(&by)
                             .at(ack.complete_ms),
                         );
                     }
@@ -139,7 +155,7 @@ impl Checker for NoLostWrites {
             }
         }
         Finding {
-            invariant: "no-lost-writes",
+            invariant: Invariant::NO_LOST_WRITES,
             violations,
             exercised,
         }

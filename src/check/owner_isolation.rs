@@ -12,16 +12,37 @@
 
 use a2a::TaskState;
 
-use crate::check::{owners, Checker, Finding, Violation};
+use crate::check::{owners, Checker, Finding, Invariant, Violation, ViolationKind};
 use crate::client::history::{Op, OpKind, Outcome};
 use crate::world::RunRecord;
+
+impl Invariant {
+    /// `owner-isolation`.
+    pub const OWNER_ISOLATION: Invariant = Invariant::new("owner-isolation");
+}
+
+/// How `owner-isolation` breaks.
+impl ViolationKind {
+    /// `foreign-subscribe`.
+    pub const FOREIGN_SUBSCRIBE: ViolationKind = ViolationKind::new("foreign-subscribe");
+    /// `foreign-read`.
+    pub const FOREIGN_READ: ViolationKind = ViolationKind::new("foreign-read");
+    /// `foreign-cancel`.
+    pub const FOREIGN_CANCEL: ViolationKind = ViolationKind::new("foreign-cancel");
+    /// `foreign-push-config`.
+    pub const FOREIGN_PUSH_CONFIG: ViolationKind = ViolationKind::new("foreign-push-config");
+    /// `foreign-turn`.
+    pub const FOREIGN_TURN: ViolationKind = ViolationKind::new("foreign-turn");
+    /// `foreign-cancel-landed`.
+    pub const FOREIGN_CANCEL_LANDED: ViolationKind = ViolationKind::new("foreign-cancel-landed");
+}
 
 /// The owner-isolation checker.
 pub struct OwnerIsolation;
 
 impl Checker for OwnerIsolation {
-    fn name(&self) -> &'static str {
-        "owner-isolation"
+    fn name(&self) -> Invariant {
+        Invariant::OWNER_ISOLATION
     }
 
     fn describe(&self) -> &'static str {
@@ -47,10 +68,10 @@ impl Checker for OwnerIsolation {
                 exercised += 1;
             }
             let who = &op.principal;
-            let on = op.replica.as_deref().unwrap_or("a replica");
+            let on = op.replica_or("a replica");
             let leaked = match (&op.kind, &op.outcome) {
                 (OpKind::Subscribe { .. }, _) if !op.stream_states.is_empty() => Some((
-                    "foreign-subscribe",
+                    ViolationKind::FOREIGN_SUBSCRIBE,
                     format!(
                         "{on} streamed {} event(s) of {owner}'s task {task_id} to {who}",
                         op.stream_states.len()
@@ -58,29 +79,29 @@ impl Checker for OwnerIsolation {
                     None,
                 )),
                 (OpKind::Get { .. }, Outcome::Ok) => Some((
-                    "foreign-read",
+                    ViolationKind::FOREIGN_READ,
                     format!("{on} served {owner}'s task {task_id} to {who} (GetTask)"),
                     None,
                 )),
                 (OpKind::Cancel { .. }, Outcome::Ok) => Some((
-                    "foreign-cancel",
+                    ViolationKind::FOREIGN_CANCEL,
                     format!("{on} canceled {owner}'s task {task_id} for {who}"),
                     None,
                 )),
                 (OpKind::SetPush { .. }, Outcome::Ok) => Some((
-                    "foreign-push-config",
+                    ViolationKind::FOREIGN_PUSH_CONFIG,
                     format!("{on} took {who}'s push config for {owner}'s task {task_id}"),
                     None,
                 )),
                 (OpKind::Send { turn, .. }, Outcome::Ok) => Some((
-                    "foreign-turn",
+                    ViolationKind::FOREIGN_TURN,
                     format!("{on} ran turn {turn} from {who} on {owner}'s task {task_id}"),
                     None,
                 )),
                 (OpKind::Cancel { .. }, Outcome::Info { .. }) => {
                     foreign_cancel_landed(run, op, owner, task_id).map(|at| {
                         (
-                            "foreign-cancel-landed",
+                            ViolationKind::FOREIGN_CANCEL_LANDED,
                             format!(
                                 "{who}'s cancel of {owner}'s task {task_id} got no answer, yet the store canceled the task at {at} ms and {owner} never asked"
                             ),
@@ -91,7 +112,7 @@ impl Checker for OwnerIsolation {
                 _ => None,
             };
             if let Some((kind, detail, at)) = leaked {
-                let mut v = Violation::new(kind, detail).task(task_id).host(on);
+                let mut v = Violation::new(kind, detail).task(task_id).host(&on);
                 if let Some(at) = at {
                     v = v.at(at);
                 }
@@ -99,7 +120,7 @@ impl Checker for OwnerIsolation {
             }
         }
         Finding {
-            invariant: "owner-isolation",
+            invariant: Invariant::OWNER_ISOLATION,
             violations,
             exercised,
         }

@@ -12,16 +12,27 @@
 
 use std::collections::BTreeSet;
 
-use crate::check::{Checker, Class, Finding, Violation};
+use crate::check::{Checker, Class, Finding, Invariant, Violation, ViolationKind};
 use crate::client::history::{OpKind, Outcome};
 use crate::world::RunRecord;
+
+impl Invariant {
+    /// `push-accounted`.
+    pub const PUSH_ACCOUNTED: Invariant = Invariant::new("push-accounted");
+}
+
+/// How `push-accounted` breaks.
+impl ViolationKind {
+    /// `unaccounted`.
+    pub const UNACCOUNTED: ViolationKind = ViolationKind::new("unaccounted");
+}
 
 /// The push-accounted checker.
 pub struct PushAccounted;
 
 impl Checker for PushAccounted {
-    fn name(&self) -> &'static str {
-        "push-accounted"
+    fn name(&self) -> Invariant {
+        Invariant::PUSH_ACCOUNTED
     }
 
     fn class(&self) -> Class {
@@ -39,7 +50,7 @@ impl Checker for PushAccounted {
         for op in &run.history {
             if let (OpKind::SetPush { conversation }, Outcome::Ok) = (&op.kind, &op.outcome) {
                 if let Some(task) = run.conversations.get(conversation) {
-                    configured.insert((task, op.replica.clone().unwrap_or_default()));
+                    configured.insert((task, op.replica_or("")));
                 }
             }
         }
@@ -85,7 +96,7 @@ impl Checker for PushAccounted {
             if !ok && !reported {
                 violations.push(
                     Violation::new(
-                        "unaccounted",
+                        ViolationKind::UNACCOUNTED,
                         format!(
                             "task {task_id} ended {:?} with a push config registered on {registered_on}, but no notification reached the webhook and no replica recorded a failure",
                             task.status.state
@@ -97,7 +108,7 @@ impl Checker for PushAccounted {
             }
         }
         Finding {
-            invariant: "push-accounted",
+            invariant: Invariant::PUSH_ACCOUNTED,
             violations,
             exercised,
         }

@@ -6,15 +6,26 @@
 //! connected to after it resolved private (DNS rebinding, §6.6). Exercised: push
 //! connections opened.
 
-use crate::check::{Checker, Finding, Violation};
+use crate::check::{Checker, Finding, Invariant, Violation, ViolationKind};
 use crate::world::RunRecord;
+
+impl Invariant {
+    /// `push-egress-safe`.
+    pub const PUSH_EGRESS_SAFE: Invariant = Invariant::new("push-egress-safe");
+}
+
+/// How `push-egress-safe` breaks.
+impl ViolationKind {
+    /// `private-egress`.
+    pub const PRIVATE_EGRESS: ViolationKind = ViolationKind::new("private-egress");
+}
 
 /// The push-egress-safe checker.
 pub struct PushEgressSafe;
 
 impl Checker for PushEgressSafe {
-    fn name(&self) -> &'static str {
-        "push-egress-safe"
+    fn name(&self) -> Invariant {
+        Invariant::PUSH_EGRESS_SAFE
     }
 
     fn describe(&self) -> &'static str {
@@ -28,7 +39,7 @@ impl Checker for PushEgressSafe {
             .filter(|e| e.address.private)
             .map(|e| {
                 Violation::new(
-                    "private-egress",
+                    ViolationKind::PRIVATE_EGRESS,
                     format!(
                         "{} opened a push connection for task {} to private address {} (URL {}) at {} ms",
                         e.replica, e.task_id, e.address.ip, e.url, e.at_ms
@@ -41,7 +52,7 @@ impl Checker for PushEgressSafe {
             })
             .collect();
         Finding {
-            invariant: "push-egress-safe",
+            invariant: Invariant::PUSH_EGRESS_SAFE,
             violations,
             exercised: run.push_egress.len() as u64,
         }

@@ -18,12 +18,13 @@
 //! belong to `owner-isolation`). Exercised: subscriptions to tasks that exist (all rules; the
 //! `closed-early` rule bites on those among them that ended cleanly before a final state).
 
-use crate::check::{owners, Checker, Finding, Violation};
+use crate::check::{owners, Checker, Finding, Invariant, Violation, ViolationKind};
 use crate::client::history::{OpKind, Outcome};
 use crate::faults::kill::Kill;
 use crate::faults::partition::{Partition, PartitionOneway};
 use crate::faults::stall::StallReaders;
 use crate::faults::Action;
+use crate::host::Host;
 use crate::world::RunRecord;
 
 /// When, between `from` and `to`, the connection of a stream served by `by` was cut: a
@@ -34,16 +35,18 @@ use crate::world::RunRecord;
 /// resend): what changed after the cut is owed to the client's next subscription, not to
 /// this one.
 fn cut_at(run: &RunRecord, from: u64, to: u64, by: &str) -> Option<u64> {
-    let carries = |a: &str, b: &str| (a, b) == (by, "router") || (a, b) == ("router", "client");
+    let carries = |a: &Host, b: &Host| {
+        (*a == *by && *b == Host::Router) || (*a == Host::Router && *b == Host::Client)
+    };
     run.faults
         .iter()
         .filter(|(at, _)| (from..=to).contains(at))
         .find(|(_, action)| match action {
             Action::Partition(Partition(a, b)) => carries(a, b) || carries(b, a),
             Action::PartitionOneway(PartitionOneway(a, b)) => carries(a, b),
-            Action::Kill(Kill(host)) => host == "router" || host == by,
+            Action::Kill(Kill(host)) => *host == Host::Router || *host == *by,
             // Its reader stopped reading: nothing later reaches it, whatever the server does.
-            Action::StallReaders(StallReaders(host)) => host == by,
+            Action::StallReaders(StallReaders(host)) => *host == *by,
             _ => false,
         })
         .map(|(at, _)| *at)
@@ -55,12 +58,11 @@ fn cut_at(run: &RunRecord, from: u64, to: u64, by: &str) -> Option<u64> {
 /// another replica or of the ledger cannot: a change is owed from its save on, and from
 /// there it travels store → `by` → router → client.
 fn disturbs_path(action: &Action, by: &str) -> bool {
-    action.hosts().is_empty() || touches(action, &["client", "router", "store", by])
-}
-
-/// Whether `action` names one of `hosts`.
-fn touches(action: &Action, hosts: &[&str]) -> bool {
-    action.hosts().iter().any(|h| hosts.contains(h))
+    let hosts = action.hosts();
+    hosts.is_empty()
+        || hosts
+            .iter()
+            .any(|h| matches!(h, Host::Client | Host::Router | Host::Store) || **h == *by)
 }
 
 /// `closed-early`: a stream its server ended cleanly (the body ended with no error, before
@@ -89,7 +91,11 @@ fn closed_early(
         return None;
     }
     let disturbed = run.faults.iter().any(|(at, action)| {
-        (at_close.at_ms..=op.complete_ms).contains(at) && touches(action, &["router", "client", by])
+        (at_close.at_ms..=op.complete_ms).contains(at)
+            && action
+                .hosts()
+                .iter()
+                .any(|h| matches!(h, Host::Router | Host::Client) || **h == *by)
     });
     if disturbed {
         return None;
@@ -100,7 +106,7 @@ fn closed_early(
         .map_or_else(|| "nothing".to_string(), |s| format!("{s:?}"));
     Some(
         Violation::new(
-            "closed-early",
+            ViolationKind::CLOSED_EARLY,
             format!(
                 "the stream for {task_id} on {by} ended at {} ms on {shown}, but the task was already {:?} (v{} by {} at {} ms): the stream ended without it",
                 op.complete_ms, at_close.state, at_close.version, at_close.replica, at_close.at_ms
@@ -113,6 +119,25 @@ fn closed_early(
     )
 }
 
+impl Invariant {
+    /// `stream-continuity`.
+    pub const STREAM_CONTINUITY: Invariant = Invariant::new("stream-continuity");
+}
+
+/// How `stream-continuity` breaks.
+impl ViolationKind {
+    /// `closed-early`.
+    pub const CLOSED_EARLY: ViolationKind = ViolationKind::new("closed-early");
+    /// `not-found`.
+    pub const NOT_FOUND: ViolationKind = ViolationKind::new("not-found");
+    /// `no-snapshot`.
+    pub const NO_SNAPSHOT: ViolationKind = ViolationKind::new("no-snapshot");
+    /// `never-advanced`.
+    pub const NEVER_ADVANCED: ViolationKind = ViolationKind::new("never-advanced");
+    /// `repeated-state`.
+    pub const REPEATED_STATE: ViolationKind = ViolationKind::new("repeated-state");
+}
+
 /// The stream-continuity checker.
 pub struct StreamContinuity;
 
@@ -120,8 +145,8 @@ pub struct StreamContinuity;
 const SLACK_MS: u64 = 700;
 
 impl Checker for StreamContinuity {
-    fn name(&self) -> &'static str {
-        "stream-continuity"
+    fn name(&self) -> Invariant {
+        Invariant::STREAM_CONTINUITY
     }
 
     fn describe(&self) -> &'static str {
@@ -157,7 +182,7 @@ impl Checker for StreamContinuity {
                 continue;
             }
             exercised += 1;
-            let by = op.replica.as_deref().unwrap_or("?");
+            let by = op.replica_or("?");
             let last_before = saves.iter().rev().find(|s| s.at_ms <= op.invoke_ms);
             match &op.outcome {
                 Outcome::Fail { code: -32001, .. } => {
@@ -165,11 +190,11 @@ impl Checker for StreamContinuity {
                         .map(|s| format!(" (last saved by {} at {} ms)", s.replica, s.at_ms))
                         .unwrap_or_default();
                     let mut v = Violation::new(
-                        "not-found",
+                        ViolationKind::NOT_FOUND,
                         format!("SubscribeToTask for {task_id} on {by} answered TaskNotFound, but the task exists{holder}"),
                     )
                     .task(task_id)
-                    .host(by);
+                    .host(&by);
                     if let Some(s) = last_before {
                         v = v.host(&s.replica).at(s.at_ms);
                     }
@@ -182,7 +207,7 @@ impl Checker for StreamContinuity {
             if op.stream_states.is_empty() || !op.stream_snapshot_first {
                 violations.push(
                     Violation::new(
-                        "no-snapshot",
+                        ViolationKind::NO_SNAPSHOT,
                         format!(
                             "SubscribeToTask for {task_id} on {by} at {} ms {}",
                             op.invoke_ms,
@@ -194,7 +219,7 @@ impl Checker for StreamContinuity {
                         ),
                     )
                     .task(task_id)
-                    .host(by)
+                    .host(&by)
                     .at(op.invoke_ms),
                 );
                 continue;
@@ -205,13 +230,13 @@ impl Checker for StreamContinuity {
             // later of the change and the last disturbance. A fault elsewhere (another
             // replica, the ledger) delays nothing this stream carries. Once the stream's own
             // connection is cut, nothing later is owed to it.
-            let cut = cut_at(run, op.invoke_ms, op.complete_ms, by);
+            let cut = cut_at(run, op.invoke_ms, op.complete_ms, &by);
             let end = cut.unwrap_or(op.complete_ms);
             let mut quiet_from = run
                 .faults
                 .iter()
                 .filter(|(at, action)| {
-                    (op.invoke_ms..=end).contains(at) && disturbs_path(action, by)
+                    (op.invoke_ms..=end).contains(at) && disturbs_path(action, &by)
                 })
                 .map(|(at, _)| *at)
                 .max()
@@ -227,39 +252,39 @@ impl Checker for StreamContinuity {
                 Some(s) => {
                     violations.push(
                         Violation::new(
-                            "never-advanced",
+                            ViolationKind::NEVER_ADVANCED,
                             format!(
                                 "the stream for {task_id} on {by} never advanced: the task became {:?} (v{} by {} at {} ms) but the subscriber saw only the snapshot until {} ms",
                                 s.state, s.version, s.replica, s.at_ms, op.complete_ms
                             ),
                         )
                         .task(task_id)
-                        .host(by)
+                        .host(&by)
                         .host(&s.replica)
                         .at(s.at_ms),
                     );
                 }
-                None => violations.extend(closed_early(run, op, &saves, by, task_id, cut)),
+                None => violations.extend(closed_early(run, op, &saves, &by, task_id, cut)),
             }
             for pair in op.stream_states.windows(2).skip(1) {
                 if pair[0] == pair[1] {
                     violations.push(
                         Violation::new(
-                            "repeated-state",
+                            ViolationKind::REPEATED_STATE,
                             format!(
                                 "the stream for {task_id} on {by} delivered {:?} twice in a row",
                                 pair[0]
                             ),
                         )
                         .task(task_id)
-                        .host(by),
+                        .host(&by),
                     );
                     break;
                 }
             }
         }
         Finding {
-            invariant: "stream-continuity",
+            invariant: Invariant::STREAM_CONTINUITY,
             violations,
             exercised,
         }

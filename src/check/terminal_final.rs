@@ -10,16 +10,27 @@ use std::collections::BTreeMap;
 
 use a2a::TaskState;
 
-use crate::check::{Checker, Finding, Violation};
+use crate::check::{Checker, Finding, Invariant, Violation, ViolationKind};
 use crate::client::history::Outcome;
 use crate::world::RunRecord;
+
+impl Invariant {
+    /// `terminal-is-final`.
+    pub const TERMINAL_IS_FINAL: Invariant = Invariant::new("terminal-is-final");
+}
+
+/// How `terminal-is-final` breaks.
+impl ViolationKind {
+    /// `left-terminal`.
+    pub const LEFT_TERMINAL: ViolationKind = ViolationKind::new("left-terminal");
+}
 
 /// The terminal-is-final checker.
 pub struct TerminalIsFinal;
 
 impl Checker for TerminalIsFinal {
-    fn name(&self) -> &'static str {
-        "terminal-is-final"
+    fn name(&self) -> Invariant {
+        Invariant::TERMINAL_IS_FINAL
     }
 
     fn describe(&self) -> &'static str {
@@ -47,11 +58,7 @@ impl Checker for TerminalIsFinal {
                 continue;
             }
             if let Some(t) = op.acknowledged() {
-                let label = format!(
-                    "{} answered by {}",
-                    op.kind.label(),
-                    op.replica.as_deref().unwrap_or("?")
-                );
+                let label = format!("{} answered by {}", op.kind.label(), op.replica_or("?"));
                 events.push((
                     op.invoke_ms,
                     usize::MAX,
@@ -83,7 +90,7 @@ impl Checker for TerminalIsFinal {
                     if state != *first {
                         violations.push(
                             Violation::new(
-                                "left-terminal",
+                                ViolationKind::LEFT_TERMINAL,
                                 format!(
                                     "task {task} was {first:?} ({where_} at {when} ms) and later {state:?} ({label} at {at} ms)"
                                 ),
@@ -100,7 +107,7 @@ impl Checker for TerminalIsFinal {
             }
         }
         Finding {
-            invariant: "terminal-is-final",
+            invariant: Invariant::TERMINAL_IS_FINAL,
             violations,
             exercised,
         }

@@ -10,16 +10,29 @@
 
 use std::collections::BTreeMap;
 
-use crate::check::{Checker, Finding, Violation};
+use crate::check::{Checker, Finding, Invariant, Violation, ViolationKind};
 use crate::store::SaveRecord;
 use crate::world::RunRecord;
+
+impl Invariant {
+    /// `versions-monotonic`.
+    pub const VERSIONS_MONOTONIC: Invariant = Invariant::new("versions-monotonic");
+}
+
+/// How `versions-monotonic` breaks.
+impl ViolationKind {
+    /// `went-back`.
+    pub const WENT_BACK: ViolationKind = ViolationKind::new("went-back");
+    /// `stale-base`.
+    pub const STALE_BASE: ViolationKind = ViolationKind::new("stale-base");
+}
 
 /// The versions-monotonic checker.
 pub struct VersionsMonotonic;
 
 impl Checker for VersionsMonotonic {
-    fn name(&self) -> &'static str {
-        "versions-monotonic"
+    fn name(&self) -> Invariant {
+        Invariant::VERSIONS_MONOTONIC
     }
 
     fn describe(&self) -> &'static str {
@@ -32,11 +45,11 @@ impl Checker for VersionsMonotonic {
             let s = &run.saves[i];
             let violation = match breach {
                 Breach::WentBack(v) => Violation::new(
-                    "went-back",
+                    ViolationKind::WENT_BACK,
                     format!("task {} went from v{v} back to v{}", s.task_id, s.version),
                 ),
                 Breach::StaleBase => Violation::new(
-                    "stale-base",
+                    ViolationKind::STALE_BASE,
                     format!(
                         "{} saved task {} as v{} built on {} while the store held {}: {} overwritten",
                         s.replica,
@@ -65,7 +78,7 @@ impl Checker for VersionsMonotonic {
             }
         }
         Finding {
-            invariant: "versions-monotonic",
+            invariant: Invariant::VERSIONS_MONOTONIC,
             violations,
             exercised,
         }

@@ -16,9 +16,20 @@ use std::collections::BTreeMap;
 
 use a2a::TaskState;
 
-use crate::check::{Checker, Finding, Violation};
+use crate::check::{Checker, Finding, Invariant, Violation, ViolationKind};
 use crate::store::SaveRecord;
 use crate::world::RunRecord;
+
+impl Invariant {
+    /// `wait-honoured`.
+    pub const WAIT_HONOURED: Invariant = Invariant::new("wait-honoured");
+}
+
+/// How `wait-honoured` breaks.
+impl ViolationKind {
+    /// `cut-short`.
+    pub const CUT_SHORT: ViolationKind = ViolationKind::new("cut-short");
+}
 
 /// The wait-honoured checker.
 pub struct WaitHonoured;
@@ -28,8 +39,8 @@ fn waiting(state: &TaskState) -> bool {
 }
 
 impl Checker for WaitHonoured {
-    fn name(&self) -> &'static str {
-        "wait-honoured"
+    fn name(&self) -> Invariant {
+        Invariant::WAIT_HONOURED
     }
 
     fn describe(&self) -> &'static str {
@@ -74,7 +85,7 @@ impl Checker for WaitHonoured {
                             .map(|c| format!(" ({c})"))
                             .unwrap_or_default();
                         let mut v = Violation::new(
-                            "cut-short",
+                            ViolationKind::CUT_SHORT,
                             format!(
                                 "task {task}{who} waited for input from {since} ms and {} failed it at {} ms, after {idle} ms with no message, though an earlier answer that came {survived} ms into its wait (at {answered_at} ms) was taken: a timeout the conversation's messages did not extend",
                                 s.replica, s.at_ms
@@ -101,7 +112,7 @@ impl Checker for WaitHonoured {
             }
         }
         Finding {
-            invariant: "wait-honoured",
+            invariant: Invariant::WAIT_HONOURED,
             violations,
             exercised,
         }

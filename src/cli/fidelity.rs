@@ -220,7 +220,10 @@ pub fn compare(
         let note = notes.get(&key).cloned();
         let status = if s.verdict == r {
             "agree"
-        } else if s.verdict == Verdict::Fail && r == Verdict::Pass && blind.contains(s.name) {
+        } else if s.verdict == Verdict::Fail
+            && r == Verdict::Pass
+            && blind.contains(s.name.as_str())
+        {
             "unseen"
         } else if note.is_some() {
             "documented"

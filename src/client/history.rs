@@ -9,6 +9,8 @@ use std::rc::Rc;
 
 use a2a::{Task, TaskState};
 
+use crate::host::Host;
+
 /// What an operation asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OpKind {
@@ -135,8 +137,9 @@ pub struct Op {
     pub invoke_ms: u64,
     pub complete_ms: u64,
     pub outcome: Outcome,
-    /// The replica that answered, when one did.
-    pub replica: Option<String>,
+    /// The replica that answered, when one did (as it named itself in the
+    /// `x-a2a-chaos-replica` header).
+    pub replica: Option<Host>,
     /// The whole task in the answer, if any (for streams that began with a Task snapshot:
     /// the snapshot with every later event folded in).
     pub task: Option<TaskView>,
@@ -152,6 +155,14 @@ pub struct Op {
 }
 
 impl Op {
+    /// The name of the replica that answered, or `none` when none did: what a sentence
+    /// about the operation says.
+    pub fn replica_or(&self, none: &str) -> String {
+        self.replica
+            .as_ref()
+            .map_or_else(|| none.to_string(), Host::to_string)
+    }
+
     /// What the answer showed of the task: the whole task, or for a stream without a
     /// snapshot what its events showed. Use it to ask whether a turn was acknowledged (its
     /// artifact, the state it ended in), never to ask what a read left out.

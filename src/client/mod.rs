@@ -28,6 +28,7 @@ use serde_json::{json, Value};
 use crate::auth::{Grants, DEFAULT_PRINCIPAL};
 use crate::card::cache::{CardClient, Route};
 use crate::client::history::{History, Op, OpKind, Outcome, TaskView};
+use crate::host::Host;
 use crate::model::TurnIn;
 use crate::net::{self, Call};
 use crate::replica::{TurnInfo, REPLICA_HEADER};
@@ -123,7 +124,7 @@ impl Client {
     pub fn authorize(&self, principal: &str, conversation: &str, task_id: &str) {
         self.grants.grant(task_id, principal, now_ms());
         self.trace.record(
-            "client",
+            Host::Client,
             Event::plain(format!(
                 "authorize {conversation} ({task_id}) as {principal}, out of band"
             )),
@@ -163,7 +164,7 @@ impl Client {
         outcome: Outcome,
     ) -> Answer {
         self.trace.record(
-            "client",
+            Host::Client,
             Event::Answered {
                 op: kind.label(),
                 reply: Reply::NotSent,
@@ -218,7 +219,7 @@ impl Client {
         method: &str,
         params: Value,
         context: Option<&str>,
-        target: Option<&str>,
+        target: Option<&Host>,
         route: Option<&Route>,
     ) -> Call {
         let id = self.next_rpc_id.get();
@@ -253,7 +254,7 @@ impl Client {
             call = call.header(CONTEXT_HEADER, c);
         }
         if let Some(t) = target {
-            call = call.header(TARGET_HEADER, t);
+            call = call.header(TARGET_HEADER, t.to_string());
         }
         if let Some(a) = crate::auth::authorization_for(principal) {
             call = call.header("authorization", a);
@@ -268,7 +269,7 @@ impl Client {
         method: &str,
         params: Value,
         context: Option<&str>,
-        target: Option<&str>,
+        target: Option<&Host>,
     ) -> Answer {
         self.unary_as(DEFAULT_PRINCIPAL, kind, method, params, context, target)
             .await
@@ -283,7 +284,7 @@ impl Client {
         method: &str,
         params: Value,
         context: Option<&str>,
-        target: Option<&str>,
+        target: Option<&Host>,
     ) -> Answer {
         let op_id = self.history.invoke();
         let invoke_ms = now_ms();
@@ -299,13 +300,13 @@ impl Client {
                     .headers
                     .get(REPLICA_HEADER)
                     .and_then(|v| v.to_str().ok())
-                    .map(str::to_string);
+                    .map(Host::parse);
                 let (outcome, task) = classify(reply.status.as_u16(), &reply.body);
                 (outcome, replica, task)
             }
         };
         self.trace.record(
-            "client",
+            Host::Client,
             Event::Answered {
                 op: kind.label(),
                 reply: reply_of(&outcome),
@@ -338,7 +339,7 @@ impl Client {
         method: &str,
         params: Value,
         context: Option<&str>,
-        target: Option<&str>,
+        target: Option<&Host>,
         stream_timeout: Duration,
     ) -> Answer {
         self.stream_as(
@@ -362,7 +363,7 @@ impl Client {
         method: &str,
         params: Value,
         context: Option<&str>,
-        target: Option<&str>,
+        target: Option<&Host>,
         stream_timeout: Duration,
     ) -> Answer {
         if let (Some(cards), "SendStreamingMessage") = (&self.cards, method) {
@@ -393,7 +394,7 @@ impl Client {
                 .headers
                 .get(REPLICA_HEADER)
                 .and_then(|v| v.to_str().ok())
-                .map(str::to_string);
+                .map(Host::parse);
             let is_sse = head
                 .headers
                 .get("content-type")
@@ -446,7 +447,7 @@ impl Client {
             },
         };
         self.trace.record(
-            "client",
+            Host::Client,
             Event::Answered {
                 op: kind.label(),
                 reply: reply_of(&outcome),

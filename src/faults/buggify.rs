@@ -14,7 +14,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{step, ActionKind, FaultKind, PlanInput, Scheduled, Target};
+use super::{step, ActionError, ActionKind, FaultKind, PlanInput, Scheduled, Target};
 
 /// A BUGGIFY point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -74,10 +74,10 @@ impl fmt::Display for Buggify {
 impl ActionKind for Buggify {
     const STEP: Option<&'static str> = Some("buggify");
 
-    fn from_step(value: &toml::Value) -> Result<Self, String> {
+    fn from_step(value: &toml::Value) -> Result<Self, ActionError> {
         let s: PointStep = step::table(value)?;
         let point = Point::parse(&s.point).ok_or_else(|| {
-            format!(
+            ActionError::Invalid(format!(
                 "buggify point `{}` is unknown; points: {}",
                 s.point,
                 POINTS
@@ -85,7 +85,7 @@ impl ActionKind for Buggify {
                     .map(|p| p.name())
                     .collect::<Vec<_>>()
                     .join(", ")
-            )
+            ))
         })?;
         Ok(Buggify(point, s.probability))
     }
@@ -101,7 +101,7 @@ impl ActionKind for Buggify {
         target.buggify(self.0, self.1);
     }
 
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), ActionError> {
         step::probability("buggify", self.1)
     }
 }

@@ -18,7 +18,8 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{ActionKind, FaultKind, PlanInput, Scheduled, Target};
+use super::{ActionError, ActionKind, FaultKind, PlanInput, Scheduled, Target};
+use crate::host::{Host, REPLICA_PREFIX};
 
 /// Where `card-move` moves the execution URL: the agent's next deployment, on another
 /// origin.
@@ -91,11 +92,8 @@ pub fn valid_host(host: &str) -> bool {
         && host
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
-        && !matches!(
-            host,
-            "router" | "store" | "ledger" | "webhook" | "client" | "driver"
-        )
-        && !host.starts_with("replica-")
+        && matches!(Host::parse(host), Host::Other(_))
+        && !host.starts_with(REPLICA_PREFIX)
 }
 
 /// A scenario's `card = { ... }` step: one change, one key.
@@ -119,13 +117,13 @@ pub struct CardStep {
 
 impl CardStep {
     /// The change this step makes, or why it is not one.
-    pub fn change(&self) -> Result<CardChange, String> {
+    pub fn change(&self) -> Result<CardChange, ActionError> {
         let mut found = Vec::new();
         if let Some(h) = &self.move_to {
             if !valid_host(h) {
-                return Err(format!(
+                return Err(ActionError::Invalid(format!(
                     "card move-to = \"{h}\": a host name of lower-case letters, digits, `-` and `.`, not one of the simulation's hosts"
-                ));
+                )));
             }
             found.push(CardChange::MoveTo(h.clone()));
         }
@@ -140,11 +138,13 @@ impl CardStep {
         }
         match found.len() {
             1 => Ok(found.pop().expect("one")),
-            0 => Err(
+            0 => Err(ActionError::Malformed(
                 "a card step needs one of move-to, streaming, revoke-key = true, tamper = true"
                     .into(),
-            ),
-            _ => Err("a card step makes one change; split it into several steps".into()),
+            )),
+            _ => Err(ActionError::Malformed(
+                "a card step makes one change; split it into several steps".into(),
+            )),
         }
     }
 
@@ -184,7 +184,7 @@ impl fmt::Display for Card {
 impl ActionKind for Card {
     const STEP: Option<&'static str> = Some("card");
 
-    fn from_step(value: &toml::Value) -> Result<Self, String> {
+    fn from_step(value: &toml::Value) -> Result<Self, ActionError> {
         let s: CardStep = super::step::table(value)?;
         s.change().map(Card)
     }
@@ -225,6 +225,10 @@ impl FaultKind for CardMove {
         super::Rate::Probability
     }
 
+    fn changes_card(&self) -> bool {
+        true
+    }
+
     fn plan(&self, rate: f64, input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
         let at = some_time(input, rng);
         once(rate, at, CardChange::MoveTo(MOVE_HOST.into()), rng)
@@ -241,6 +245,10 @@ impl FaultKind for CardNoStreaming {
 
     fn rate(&self) -> super::Rate {
         super::Rate::Probability
+    }
+
+    fn changes_card(&self) -> bool {
+        true
     }
 
     fn plan(&self, rate: f64, input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
@@ -261,6 +269,10 @@ impl FaultKind for CardKeyRevoked {
         super::Rate::Probability
     }
 
+    fn changes_card(&self) -> bool {
+        true
+    }
+
     fn plan(&self, rate: f64, input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
         let at = some_time(input, rng);
         once(rate, at, CardChange::RevokeKey, rng)
@@ -279,6 +291,10 @@ impl FaultKind for CardTampered {
         super::Rate::Probability
     }
 
+    fn changes_card(&self) -> bool {
+        true
+    }
+
     fn plan(&self, rate: f64, _input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
         once(rate, 0, CardChange::Tamper, rng)
     }
@@ -295,6 +311,10 @@ impl FaultKind for CardForeignOrigin {
 
     fn rate(&self) -> super::Rate {
         super::Rate::Probability
+    }
+
+    fn changes_card(&self) -> bool {
+        true
     }
 
     fn plan(&self, rate: f64, _input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {

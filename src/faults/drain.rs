@@ -30,7 +30,10 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{arrivals, kill, step, ActionKind, FaultKind, PlanInput, Scheduled, Target};
+use super::{
+    arrivals, kill, step, ActionError, ActionKind, FaultKind, PlanInput, Scheduled, Target,
+};
+use crate::host::Host;
 
 /// Kubernetes' default `terminationGracePeriodSeconds`, in ms: the grace period of a drain
 /// step that names only its host.
@@ -42,7 +45,7 @@ pub const GRACE_MS_MAX: u64 = 600_000;
 /// SIGTERM a replica; SIGKILL it `grace_ms` later if it has not exited.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Drain {
-    pub host: String,
+    pub host: Host,
     pub grace_ms: u64,
 }
 
@@ -50,7 +53,7 @@ pub struct Drain {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct DrainStep {
-    host: String,
+    host: Host,
     #[serde(default = "grace_default")]
     grace_ms: u64,
 }
@@ -68,7 +71,7 @@ impl fmt::Display for Drain {
 impl ActionKind for Drain {
     const STEP: Option<&'static str> = Some("drain");
 
-    fn from_step(value: &toml::Value) -> Result<Self, String> {
+    fn from_step(value: &toml::Value) -> Result<Self, ActionError> {
         if value.is_str() {
             return Ok(Drain {
                 host: step::host(value)?,
@@ -84,7 +87,7 @@ impl ActionKind for Drain {
 
     fn to_step(&self) -> toml::Value {
         if self.grace_ms == GRACE_MS_DEFAULT {
-            return self.host.as_str().into();
+            return step::host_value(&self.host);
         }
         step::value_of(&DrainStep {
             host: self.host.clone(),
@@ -96,34 +99,34 @@ impl ActionKind for Drain {
         target.drain(&self.host, self.grace_ms);
     }
 
-    fn hosts(&self) -> Vec<&str> {
+    fn hosts(&self) -> Vec<&Host> {
         vec![&self.host]
     }
 
-    fn renamed(&self, rename: &dyn Fn(&str) -> String) -> Self {
+    fn renamed(&self, rename: &dyn Fn(&Host) -> Host) -> Self {
         Drain {
             host: rename(&self.host),
             grace_ms: self.grace_ms,
         }
     }
 
-    fn validate(&self) -> Result<(), String> {
-        if !self.host.starts_with("replica-") {
-            return Err(format!(
+    fn validate(&self) -> Result<(), ActionError> {
+        if !self.host.is_replica() {
+            return Err(ActionError::Invalid(format!(
                 "`drain` drains a replica pod (replica-N), not `{}`",
                 self.host
-            ));
+            )));
         }
         if self.grace_ms > GRACE_MS_MAX {
-            return Err(format!(
+            return Err(ActionError::Invalid(format!(
                 "drain grace-ms = {} must be at most {GRACE_MS_MAX}",
                 self.grace_ms
-            ));
+            )));
         }
         Ok(())
     }
 
-    fn live(&self) -> Result<(), String> {
+    fn live(&self) -> Result<(), ActionError> {
         Ok(())
     }
 }
@@ -139,7 +142,7 @@ impl FaultKind for DrainReplicas {
     fn plan(&self, rate: f64, input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
         let mut out = Vec::new();
         for at_ms in arrivals(rate, input.window_ms, rng) {
-            let host = format!("replica-{}", rng.random_range(0..input.replicas));
+            let host = Host::Replica(rng.random_range(0..input.replicas));
             let grace_ms: u64 = rng.random_range(1000..=5000);
             let down_ms = rng.random_range(200..=1000);
             // Over by the end of the window: no SIGKILL lands in the liveness phase.

@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use super::{ActionKind, PeriodChange, Target};
+use super::{ActionError, ActionKind, PeriodChange, Target};
 
 /// Restore every link and restart every crashed host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,11 +22,15 @@ impl fmt::Display for HealAll {
 impl ActionKind for HealAll {
     const STEP: Option<&'static str> = Some("heal");
 
-    fn from_step(value: &toml::Value) -> Result<Self, String> {
+    fn from_step(value: &toml::Value) -> Result<Self, ActionError> {
         match value.as_str() {
             Some("all") => Ok(HealAll),
-            Some(other) => Err(format!("heal = \"{other}\": only \"all\" is supported")),
-            None => Err(format!("heal = {value}: only \"all\" is supported")),
+            Some(other) => Err(ActionError::Malformed(format!(
+                "heal = \"{other}\": only \"all\" is supported"
+            ))),
+            None => Err(ActionError::Malformed(format!(
+                "heal = {value}: only \"all\" is supported"
+            ))),
         }
     }
 
@@ -42,7 +46,7 @@ impl ActionKind for HealAll {
         vec![PeriodChange::CloseAll]
     }
 
-    fn live(&self) -> Result<(), String> {
+    fn live(&self) -> Result<(), ActionError> {
         Ok(())
     }
 }

@@ -14,11 +14,14 @@ use std::fmt;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{arrivals, hosts, step, ActionKind, FaultKind, PlanInput, Scheduled, Target};
+use super::{
+    arrivals, hosts, step, ActionError, ActionKind, FaultKind, PlanInput, Scheduled, Target,
+};
+use crate::host::Host;
 
 /// Hold every message between two hosts until released.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hold(pub String, pub String);
+pub struct Hold(pub Host, pub Host);
 
 impl fmt::Display for Hold {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -29,7 +32,7 @@ impl fmt::Display for Hold {
 impl ActionKind for Hold {
     const STEP: Option<&'static str> = Some("hold");
 
-    fn from_step(value: &toml::Value) -> Result<Self, String> {
+    fn from_step(value: &toml::Value) -> Result<Self, ActionError> {
         step::pair(value).map(|(a, b)| Hold(a, b))
     }
 
@@ -41,22 +44,22 @@ impl ActionKind for Hold {
         target.hold(&self.0, &self.1);
     }
 
-    fn live(&self) -> Result<(), String> {
+    fn live(&self) -> Result<(), ActionError> {
         super::live_link(&self.to_string(), &self.0, &self.1)
     }
 
-    fn hosts(&self) -> Vec<&str> {
+    fn hosts(&self) -> Vec<&Host> {
         vec![&self.0, &self.1]
     }
 
-    fn renamed(&self, rename: &dyn Fn(&str) -> String) -> Self {
+    fn renamed(&self, rename: &dyn Fn(&Host) -> Host) -> Self {
         Hold(rename(&self.0), rename(&self.1))
     }
 }
 
 /// Deliver the messages held between two hosts, and stop holding.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Release(pub String, pub String);
+pub struct Release(pub Host, pub Host);
 
 impl fmt::Display for Release {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -67,7 +70,7 @@ impl fmt::Display for Release {
 impl ActionKind for Release {
     const STEP: Option<&'static str> = Some("release");
 
-    fn from_step(value: &toml::Value) -> Result<Self, String> {
+    fn from_step(value: &toml::Value) -> Result<Self, ActionError> {
         step::pair(value).map(|(a, b)| Release(a, b))
     }
 
@@ -79,15 +82,15 @@ impl ActionKind for Release {
         target.release(&self.0, &self.1);
     }
 
-    fn live(&self) -> Result<(), String> {
+    fn live(&self) -> Result<(), ActionError> {
         super::live_link(&self.to_string(), &self.0, &self.1)
     }
 
-    fn hosts(&self) -> Vec<&str> {
+    fn hosts(&self) -> Vec<&Host> {
         vec![&self.0, &self.1]
     }
 
-    fn renamed(&self, rename: &dyn Fn(&str) -> String) -> Self {
+    fn renamed(&self, rename: &dyn Fn(&Host) -> Host) -> Self {
         Release(rename(&self.0), rename(&self.1))
     }
 }

@@ -15,11 +15,14 @@ use std::fmt;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{arrivals, step, ActionKind, FaultKind, PeriodChange, PlanInput, Scheduled, Target};
+use super::{
+    arrivals, step, ActionError, ActionKind, FaultKind, PeriodChange, PlanInput, Scheduled, Target,
+};
+use crate::host::Host;
 
 /// Crash a host.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Kill(pub String);
+pub struct Kill(pub Host);
 
 impl fmt::Display for Kill {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -30,23 +33,23 @@ impl fmt::Display for Kill {
 impl ActionKind for Kill {
     const STEP: Option<&'static str> = Some("kill");
 
-    fn from_step(value: &toml::Value) -> Result<Self, String> {
+    fn from_step(value: &toml::Value) -> Result<Self, ActionError> {
         step::host(value).map(Kill)
     }
 
     fn to_step(&self) -> toml::Value {
-        self.0.as_str().into()
+        step::host_value(&self.0)
     }
 
     fn apply(&self, target: &mut dyn Target) {
         target.crash(&self.0);
     }
 
-    fn hosts(&self) -> Vec<&str> {
+    fn hosts(&self) -> Vec<&Host> {
         vec![&self.0]
     }
 
-    fn renamed(&self, rename: &dyn Fn(&str) -> String) -> Self {
+    fn renamed(&self, rename: &dyn Fn(&Host) -> Host) -> Self {
         Kill(rename(&self.0))
     }
 
@@ -58,21 +61,23 @@ impl ActionKind for Kill {
         }]
     }
 
-    fn validate(&self) -> Result<(), String> {
-        if self.0 == "client" {
-            return Err("the client cannot be killed: it runs the script".into());
+    fn validate(&self) -> Result<(), ActionError> {
+        if self.0 == Host::Client {
+            return Err(ActionError::Invalid(
+                "the client cannot be killed: it runs the script".into(),
+            ));
         }
         Ok(())
     }
 
-    fn live(&self) -> Result<(), String> {
+    fn live(&self) -> Result<(), ActionError> {
         live_replica(&self.to_string(), &self.0)
     }
 }
 
 /// Start a crashed host again.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Restart(pub String);
+pub struct Restart(pub Host);
 
 impl fmt::Display for Restart {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -83,23 +88,23 @@ impl fmt::Display for Restart {
 impl ActionKind for Restart {
     const STEP: Option<&'static str> = Some("restart");
 
-    fn from_step(value: &toml::Value) -> Result<Self, String> {
+    fn from_step(value: &toml::Value) -> Result<Self, ActionError> {
         step::host(value).map(Restart)
     }
 
     fn to_step(&self) -> toml::Value {
-        self.0.as_str().into()
+        step::host_value(&self.0)
     }
 
     fn apply(&self, target: &mut dyn Target) {
         target.restart(&self.0);
     }
 
-    fn hosts(&self) -> Vec<&str> {
+    fn hosts(&self) -> Vec<&Host> {
         vec![&self.0]
     }
 
-    fn renamed(&self, rename: &dyn Fn(&str) -> String) -> Self {
+    fn renamed(&self, rename: &dyn Fn(&Host) -> Host) -> Self {
         Restart(rename(&self.0))
     }
 
@@ -111,20 +116,20 @@ impl ActionKind for Restart {
         }]
     }
 
-    fn live(&self) -> Result<(), String> {
+    fn live(&self) -> Result<(), ActionError> {
         live_replica(&self.to_string(), &self.0)
     }
 }
 
 /// A live run kills and restarts replica processes (SIGKILL) and the store (its own
 /// PostgreSQL server: SIGKILL to every process of it, then a restart that recovers).
-fn live_replica(what: &str, host: &str) -> Result<(), String> {
-    if host.starts_with("replica-") || host == "store" {
+fn live_replica(what: &str, host: &Host) -> Result<(), ActionError> {
+    if host.is_replica() || *host == Host::Store {
         Ok(())
     } else {
-        Err(format!(
+        Err(ActionError::NotLive(format!(
             "`{what}` is unsupported in live mode: only replica processes and the store (the run's own PostgreSQL server) can be killed and restarted"
-        ))
+        )))
     }
 }
 
@@ -139,7 +144,7 @@ impl FaultKind for KillReplicas {
     fn plan(&self, rate: f64, input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
         let mut out = Vec::new();
         for at_ms in arrivals(rate, input.window_ms, rng) {
-            let host = format!("replica-{}", rng.random_range(0..input.replicas));
+            let host = Host::Replica(rng.random_range(0..input.replicas));
             let down_ms = rng.random_range(200..=1000);
             out.push(Scheduled {
                 at_ms,

@@ -15,7 +15,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::buggify::PointStep;
-use super::{step, ActionKind, FaultKind, PlanInput, Scheduled, Target};
+use super::{step, ActionError, ActionKind, FaultKind, PlanInput, Scheduled, Target};
 
 /// Shortest time between two point kills, simulated ms.
 pub const STABILITY_MS: u64 = 300;
@@ -78,10 +78,10 @@ impl fmt::Display for KillAt {
 impl ActionKind for KillAt {
     const STEP: Option<&'static str> = Some("kill-at");
 
-    fn from_step(value: &toml::Value) -> Result<Self, String> {
+    fn from_step(value: &toml::Value) -> Result<Self, ActionError> {
         let s: PointStep = step::table(value)?;
         let point = KillPoint::parse(&s.point).ok_or_else(|| {
-            format!(
+            ActionError::Invalid(format!(
                 "kill-at point `{}` is unknown; points: {}",
                 s.point,
                 KILL_POINTS
@@ -89,7 +89,7 @@ impl ActionKind for KillAt {
                     .map(|p| p.name())
                     .collect::<Vec<_>>()
                     .join(", ")
-            )
+            ))
         })?;
         Ok(KillAt(point, s.probability))
     }
@@ -105,18 +105,18 @@ impl ActionKind for KillAt {
         target.kill_at(self.0, self.1);
     }
 
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), ActionError> {
         step::probability("kill-at", self.1)
     }
 
     /// Live, the ledger kills a replica at the points it reports (`live::kill_points`):
     /// `effect` and `after-effect`; no report marks a stream.
-    fn live(&self) -> Result<(), String> {
+    fn live(&self) -> Result<(), ActionError> {
         match self.0 {
             KillPoint::Effect | KillPoint::AfterEffect => Ok(()),
-            KillPoint::Stream => Err(format!(
+            KillPoint::Stream => Err(ActionError::NotLive(format!(
                 "`{self}` is unsupported in live mode: no report of a real replica marks a stream (effect and after-effect can be made live)"
-            )),
+            ))),
         }
     }
 }

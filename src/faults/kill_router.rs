@@ -19,6 +19,6 @@ impl FaultKind for KillRouter {
     }
 
     fn plan(&self, rate: f64, input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
-        super::kill_and_restart("router", rate, input, rng, (100, 600))
+        super::kill_and_restart(&crate::host::Host::Router, rate, input, rng, (100, 600))
     }
 }

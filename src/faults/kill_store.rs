@@ -18,6 +18,6 @@ impl FaultKind for KillStore {
     }
 
     fn plan(&self, rate: f64, input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
-        super::kill_and_restart("store", rate, input, rng, (200, 1000))
+        super::kill_and_restart(&crate::host::Host::Store, rate, input, rng, (200, 1000))
     }
 }

@@ -14,14 +14,17 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::{arrivals, step, ActionKind, FaultKind, PeriodChange, PlanInput, Scheduled, Target};
+use super::{
+    arrivals, step, ActionError, ActionKind, FaultKind, PeriodChange, PlanInput, Scheduled, Target,
+};
+use crate::host::Host;
 
 /// Highest link latency a step may ask for, simulated ms (an hour).
 pub const MAX_MS_MAX: u64 = 3_600_000;
 
 /// Set the maximum latency between two hosts (`None` restores the default).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LinkLatency(pub String, pub String, pub Option<u64>);
+pub struct LinkLatency(pub Host, pub Host, pub Option<u64>);
 
 impl fmt::Display for LinkLatency {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -36,7 +39,7 @@ impl fmt::Display for LinkLatency {
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct LatencyStep {
-    between: [String; 2],
+    between: [Host; 2],
     #[serde(default, skip_serializing_if = "Option::is_none")]
     max_ms: Option<u64>,
 }
@@ -44,7 +47,7 @@ struct LatencyStep {
 impl ActionKind for LinkLatency {
     const STEP: Option<&'static str> = Some("latency");
 
-    fn from_step(value: &toml::Value) -> Result<Self, String> {
+    fn from_step(value: &toml::Value) -> Result<Self, ActionError> {
         let s: LatencyStep = step::table(value)?;
         let [a, b] = s.between;
         Ok(LinkLatency(a, b, s.max_ms))
@@ -61,15 +64,15 @@ impl ActionKind for LinkLatency {
         target.link_latency(&self.0, &self.1, self.2);
     }
 
-    fn live(&self) -> Result<(), String> {
+    fn live(&self) -> Result<(), ActionError> {
         super::live_link(&self.to_string(), &self.0, &self.1)
     }
 
-    fn hosts(&self) -> Vec<&str> {
+    fn hosts(&self) -> Vec<&Host> {
         vec![&self.0, &self.1]
     }
 
-    fn renamed(&self, rename: &dyn Fn(&str) -> String) -> Self {
+    fn renamed(&self, rename: &dyn Fn(&Host) -> Host) -> Self {
         LinkLatency(rename(&self.0), rename(&self.1), self.2)
     }
 
@@ -87,11 +90,11 @@ impl ActionKind for LinkLatency {
             .collect()
     }
 
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), ActionError> {
         match self.2 {
-            Some(ms) if ms > MAX_MS_MAX => Err(format!(
+            Some(ms) if ms > MAX_MS_MAX => Err(ActionError::Invalid(format!(
                 "latency max-ms = {ms} is more than {MAX_MS_MAX} ms"
-            )),
+            ))),
             _ => Ok(()),
         }
     }
@@ -108,16 +111,16 @@ impl FaultKind for Latency {
     fn plan(&self, rate: f64, input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
         let mut out = Vec::new();
         for at_ms in arrivals(rate, input.window_ms, rng) {
-            let host = format!("replica-{}", rng.random_range(0..input.replicas));
+            let host = Host::Replica(rng.random_range(0..input.replicas));
             let max_ms = rng.random_range(50..=300);
             let length_ms = rng.random_range(300..=1000);
             out.push(Scheduled {
                 at_ms,
-                action: LinkLatency(host.clone(), "store".into(), Some(max_ms)).into(),
+                action: LinkLatency(host.clone(), Host::Store, Some(max_ms)).into(),
             });
             out.push(Scheduled {
                 at_ms: at_ms + length_ms,
-                action: LinkLatency(host, "store".into(), None).into(),
+                action: LinkLatency(host, Host::Store, None).into(),
             });
         }
         out

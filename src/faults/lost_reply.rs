@@ -12,7 +12,8 @@ use std::fmt;
 
 use rand_chacha::ChaCha8Rng;
 
-use super::{ActionKind, FaultKind, PeriodChange, PlanInput, Scheduled, Target};
+use super::{ActionError, ActionKind, FaultKind, PeriodChange, PlanInput, Scheduled, Target};
+use crate::host::Host;
 
 /// Set the probability that the router loses a reply.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -27,8 +28,10 @@ impl fmt::Display for LostReplyRate {
 impl ActionKind for LostReplyRate {
     const STEP: Option<&'static str> = None;
 
-    fn from_step(_value: &toml::Value) -> Result<Self, String> {
-        Err("the lost-reply rate has no step; use drop-reply = true".into())
+    fn from_step(_value: &toml::Value) -> Result<Self, ActionError> {
+        Err(ActionError::Malformed(
+            "the lost-reply rate has no step; use drop-reply = true".into(),
+        ))
     }
 
     fn to_step(&self) -> toml::Value {
@@ -40,7 +43,7 @@ impl ActionKind for LostReplyRate {
     }
 
     fn periods(&self) -> Vec<PeriodChange> {
-        let (lane, kind, link) = ("router".to_string(), "lost-reply", String::new());
+        let (lane, kind, link) = (Host::Router, "lost-reply", String::new());
         let mut out = vec![PeriodChange::Close {
             lane: lane.clone(),
             kind,
@@ -67,10 +70,12 @@ impl fmt::Display for DropNextReply {
 impl ActionKind for DropNextReply {
     const STEP: Option<&'static str> = Some("drop-reply");
 
-    fn from_step(value: &toml::Value) -> Result<Self, String> {
+    fn from_step(value: &toml::Value) -> Result<Self, ActionError> {
         match value.as_bool() {
             Some(true) => Ok(DropNextReply),
-            _ => Err(format!("drop-reply = {value}: only true is an action")),
+            _ => Err(ActionError::Malformed(format!(
+                "drop-reply = {value}: only true is an action"
+            ))),
         }
     }
 
@@ -82,7 +87,7 @@ impl ActionKind for DropNextReply {
         target.drop_next_reply();
     }
 
-    fn live(&self) -> Result<(), String> {
+    fn live(&self) -> Result<(), ActionError> {
         Ok(())
     }
 }

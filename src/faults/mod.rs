@@ -42,6 +42,7 @@ pub mod partition;
 pub mod pause;
 mod rolling_restart;
 pub mod stall;
+pub mod step;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -51,6 +52,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::error::InputError;
+use crate::host::Host;
 
 pub use self::buggify::Point;
 pub use self::card::CardChange;
@@ -64,25 +66,25 @@ pub use self::kill_point::{
 /// is a call of one or more of them.
 pub trait Target {
     /// Crash a host: its software stops and its memory is gone.
-    fn crash(&mut self, host: &str);
+    fn crash(&mut self, host: &Host);
     /// Start a crashed host again, from scratch (a host still draining: once it exits).
-    fn restart(&mut self, host: &str);
+    fn restart(&mut self, host: &Host);
     /// SIGTERM a replica: it drains, exits, and is killed `grace_ms` later if it has not.
-    fn drain(&mut self, host: &str, grace_ms: u64);
+    fn drain(&mut self, host: &Host, grace_ms: u64);
     /// Drop traffic between two hosts: both ways, or from `from` to `to` only.
-    fn partition(&mut self, from: &str, to: &str, oneway: bool);
+    fn partition(&mut self, from: &Host, to: &Host, oneway: bool);
     /// Restore traffic between two hosts, both ways.
-    fn repair(&mut self, a: &str, b: &str);
+    fn repair(&mut self, a: &Host, b: &Host);
     /// Hold every message between two hosts until released.
-    fn hold(&mut self, a: &str, b: &str);
+    fn hold(&mut self, a: &Host, b: &Host);
     /// Deliver what was held between two hosts, and stop holding.
-    fn release(&mut self, a: &str, b: &str);
+    fn release(&mut self, a: &Host, b: &Host);
     /// Set a link's maximum latency (`None`: back to normal).
-    fn link_latency(&mut self, a: &str, b: &str, max_ms: Option<u64>);
+    fn link_latency(&mut self, a: &Host, b: &Host, max_ms: Option<u64>);
     /// Freeze a replica, its memory kept ([`pause`]).
-    fn pause(&mut self, host: &str);
+    fn pause(&mut self, host: &Host);
     /// Let a paused replica go on.
-    fn resume(&mut self, host: &str);
+    fn resume(&mut self, host: &Host);
     /// Undo every fault: links back, holds released, points off, crashed hosts restarted.
     fn heal_all(&mut self);
     /// Set the probability that the router loses a reply.
@@ -97,7 +99,7 @@ pub trait Target {
     fn card(&mut self, change: &CardChange);
     /// The readers of a replica's open subscriptions stop reading (simulated only:
     /// `stall-readers` is refused live).
-    fn stall_readers(&mut self, _host: &str) {}
+    fn stall_readers(&mut self, _host: &Host) {}
 }
 
 /// What an action does to the fault periods a timeline shades on a host's lane.
@@ -106,13 +108,13 @@ pub enum PeriodChange {
     /// A period of `kind` (`down`, `partition`, `latency`, `lost-reply`) begins on `lane`;
     /// `link` tells periods of one kind on one lane apart (`replica-0|store`).
     Open {
-        lane: String,
+        lane: Host,
         kind: &'static str,
         link: String,
     },
     /// The period of `kind` on `lane` for `link` ends.
     Close {
-        lane: String,
+        lane: Host,
         kind: &'static str,
         link: String,
     },
@@ -125,17 +127,17 @@ pub trait ActionKind: Clone + PartialEq + fmt::Debug + fmt::Display + Sized {
     /// The scenario step key that writes it (`kill`); `None` when no step writes it.
     const STEP: Option<&'static str>;
     /// Reads the step's value (`"replica-1"`, `["replica-0", "store"]`, `{ point = ... }`).
-    fn from_step(value: &toml::Value) -> Result<Self, String>;
+    fn from_step(value: &toml::Value) -> Result<Self, ActionError>;
     /// The step's value (the inverse of [`ActionKind::from_step`]).
     fn to_step(&self) -> toml::Value;
     /// Makes it happen.
     fn apply(&self, target: &mut dyn Target);
     /// The hosts it names.
-    fn hosts(&self) -> Vec<&str> {
+    fn hosts(&self) -> Vec<&Host> {
         Vec::new()
     }
     /// A copy with every host it names renamed.
-    fn renamed(&self, _rename: &dyn Fn(&str) -> String) -> Self {
+    fn renamed(&self, _rename: &dyn Fn(&Host) -> Host) -> Self {
         self.clone()
     }
     /// What it does to a timeline's fault periods.
@@ -143,14 +145,14 @@ pub trait ActionKind: Clone + PartialEq + fmt::Debug + fmt::Display + Sized {
         Vec::new()
     }
     /// Checks its values beyond the hosts it names (probabilities, bounds).
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), ActionError> {
         Ok(())
     }
     /// Whether a live run (real processes on loopback) can make it; why not otherwise.
-    fn live(&self) -> Result<(), String> {
-        Err(format!(
+    fn live(&self) -> Result<(), ActionError> {
+        Err(ActionError::NotLive(format!(
             "`{self}` is unsupported in live mode: see the table of faults in docs/FAULTS.md for what a live run can make"
-        ))
+        )))
     }
 }
 
@@ -159,19 +161,33 @@ pub trait ActionKind: Clone + PartialEq + fmt::Debug + fmt::Display + Sized {
 /// and `latency` can act on it: client↔router, router↔replica, replica↔store (a PostgreSQL
 /// server over TCP) and replica↔ledger. A replica's pushes to the webhook go to the URL
 /// its client set, one address for every replica, so that link is not carried per replica.
-pub fn live_link(what: &str, a: &str, b: &str) -> Result<(), String> {
-    let replica = |h: &str| h.starts_with("replica-");
-    let carried = |x: &str, y: &str| {
-        (x == "client" && y == "router")
-            || (replica(y) && matches!(x, "router" | "store" | "ledger"))
+pub fn live_link(what: &str, a: &Host, b: &Host) -> Result<(), ActionError> {
+    let carried = |x: &Host, y: &Host| {
+        (*x == Host::Client && *y == Host::Router)
+            || (y.is_replica() && matches!(x, Host::Router | Host::Store | Host::Ledger))
     };
     if carried(a, b) || carried(b, a) {
         Ok(())
     } else {
-        Err(format!(
+        Err(ActionError::NotLive(format!(
             "`{what}` is unsupported in live mode: a live run carries only the links client-router, router-replica, replica-store and replica-ledger through its own proxies"
-        ))
+        )))
     }
+}
+
+/// Why a step's value is no action, or why an action cannot be made. Each prints the
+/// sentence a user reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ActionError {
+    /// The value has the wrong shape for its step (`expected a host name, found 5`).
+    #[error("{0}")]
+    Malformed(String),
+    /// A value out of range, or a host the action cannot act on.
+    #[error("{0}")]
+    Invalid(String),
+    /// A live run (real processes on loopback) cannot make it.
+    #[error("{0}")]
+    NotLive(String),
 }
 
 /// Declares the registry of action kinds: one line per kind, `Variant(module::Type)`.
@@ -191,7 +207,7 @@ macro_rules! actions {
 
             /// The action a scenario step `key = value` writes; `None` when `key` is not an
             /// action's step.
-            pub fn from_step(key: &str, value: &toml::Value) -> Option<Result<Action, String>> {
+            pub fn from_step(key: &str, value: &toml::Value) -> Option<Result<Action, ActionError>> {
                 $(
                     if <$ty as ActionKind>::STEP == Some(key) {
                         return Some(<$ty as ActionKind>::from_step(value).map(Action::$variant));
@@ -213,12 +229,12 @@ macro_rules! actions {
             }
 
             /// The hosts it names.
-            pub fn hosts(&self) -> Vec<&str> {
+            pub fn hosts(&self) -> Vec<&Host> {
                 match self { $( Action::$variant(a) => a.hosts(), )* }
             }
 
             /// A copy with every host renamed.
-            pub fn renamed(&self, rename: &dyn Fn(&str) -> String) -> Action {
+            pub fn renamed(&self, rename: &dyn Fn(&Host) -> Host) -> Action {
                 match self { $( Action::$variant(a) => Action::$variant(a.renamed(rename)), )* }
             }
 
@@ -228,12 +244,12 @@ macro_rules! actions {
             }
 
             /// Checks its values beyond the hosts it names.
-            pub fn validate(&self) -> Result<(), String> {
+            pub fn validate(&self) -> Result<(), ActionError> {
                 match self { $( Action::$variant(a) => a.validate(), )* }
             }
 
             /// Whether a live run can make it.
-            pub fn live(&self) -> Result<(), String> {
+            pub fn live(&self) -> Result<(), ActionError> {
                 match self { $( Action::$variant(a) => a.live(), )* }
             }
         }
@@ -358,6 +374,11 @@ pub trait FaultKind {
     }
     /// Plans this fault's actions for one run.
     fn plan(&self, rate: f64, input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled>;
+    /// Whether it changes the agent card, so that a run naming it simulates the card
+    /// (the card faults, `card.rs`).
+    fn changes_card(&self) -> bool {
+        false
+    }
 }
 
 /// The faults, by the name used in experiment files.
@@ -383,9 +404,12 @@ pub const FAULTS: &[(&str, &dyn FaultKind)] = &[
     ("stall-readers", &stall::StallReadersFault),
 ];
 
-/// Whether any of these fault names changes the agent card (the run then simulates it).
+/// Whether any of these fault names is a fault that changes the agent card
+/// ([`FaultKind::changes_card`]; the run then simulates the card).
 pub fn any_card_fault<'a>(names: impl IntoIterator<Item = &'a String>) -> bool {
-    names.into_iter().any(|n| n.starts_with("card-"))
+    names
+        .into_iter()
+        .any(|n| fault(n).is_some_and(|f| f.changes_card()))
 }
 
 /// The fault kind of a name.
@@ -597,16 +621,13 @@ pub fn heal_all(at_ms: u64) -> Scheduled {
     }
 }
 
-/// Every host of a run with `replicas` replicas, in a fixed order.
-pub fn hosts(replicas: usize) -> Vec<String> {
-    let mut out = vec!["client".to_string(), "router".to_string()];
-    out.extend((0..replicas).map(|i| format!("replica-{i}")));
-    out.extend(["store", "ledger", "webhook"].map(String::from));
-    out
+/// Every host of a run with `replicas` replicas, in a fixed order ([`Host::all`]).
+pub fn hosts(replicas: usize) -> Vec<Host> {
+    Host::all(replicas)
 }
 
 /// Two distinct hosts drawn uniformly from `hosts` (at least two of them).
-pub fn pick_pair(hosts: &[String], rng: &mut ChaCha8Rng) -> (String, String) {
+pub fn pick_pair(hosts: &[Host], rng: &mut ChaCha8Rng) -> (Host, Host) {
     let a = rng.random_range(0..hosts.len());
     let mut b = rng.random_range(0..hosts.len() - 1);
     if b >= a {
@@ -618,7 +639,7 @@ pub fn pick_pair(hosts: &[String], rng: &mut ChaCha8Rng) -> (String, String) {
 /// Kills of one host at `rate` per second, each followed by a restart after a down time
 /// drawn from `down_ms` (inclusive).
 pub fn kill_and_restart(
-    host: &str,
+    host: &Host,
     rate: f64,
     input: &PlanInput,
     rng: &mut ChaCha8Rng,
@@ -629,11 +650,11 @@ pub fn kill_and_restart(
         let down = rng.random_range(down_ms.0..=down_ms.1);
         out.push(Scheduled {
             at_ms,
-            action: kill::Kill(host.to_string()).into(),
+            action: kill::Kill(host.clone()).into(),
         });
         out.push(Scheduled {
             at_ms: at_ms + down,
-            action: kill::Restart(host.to_string()).into(),
+            action: kill::Restart(host.clone()).into(),
         });
     }
     out
@@ -656,60 +677,12 @@ pub fn arrivals(rate_per_s: f64, window_ms: u64, rng: &mut ChaCha8Rng) -> Vec<u6
     }
 }
 
-/// Step-value helpers shared by the action kinds.
-pub mod step {
-    /// A host name.
-    pub fn host(value: &toml::Value) -> Result<String, String> {
-        value
-            .as_str()
-            .map(str::to_string)
-            .ok_or_else(|| format!("expected a host name, found `{value}`"))
-    }
-
-    /// Two host names, `["replica-0", "store"]`.
-    pub fn pair(value: &toml::Value) -> Result<(String, String), String> {
-        match value.as_array().map(Vec::as_slice) {
-            Some([a, b]) => Ok((host(a)?, host(b)?)),
-            _ => Err(format!(
-                "expected two host names such as [\"replica-0\", \"store\"], found `{value}`"
-            )),
-        }
-    }
-
-    /// The value `["a", "b"]`.
-    pub fn pair_value(a: &str, b: &str) -> toml::Value {
-        toml::Value::Array(vec![a.into(), b.into()])
-    }
-
-    /// A probability in [0, 1].
-    pub fn probability(what: &str, p: f64) -> Result<(), String> {
-        if (0.0..=1.0).contains(&p) {
-            Ok(())
-        } else {
-            Err(format!("{what} probability = {p} must be in [0, 1]"))
-        }
-    }
-
-    /// A typed value read with serde (a step's inline table).
-    pub fn table<T: serde::de::DeserializeOwned>(value: &toml::Value) -> Result<T, String> {
-        value.clone().try_into().map_err(|e: toml::de::Error| {
-            let text = e.to_string();
-            text.trim().to_string()
-        })
-    }
-
-    /// A serde value as a TOML value.
-    pub fn value_of<T: serde::Serialize>(t: &T) -> toml::Value {
-        toml::Value::try_from(t).expect("a step's fields serialise")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn every_kind() -> Vec<Action> {
-        let h = |s: &str| s.to_string();
+        let h = Host::parse;
         vec![
             kill::Kill(h("replica-1")).into(),
             kill::Restart(h("replica-1")).into(),
@@ -735,7 +708,7 @@ mod tests {
             hold::Release(h("client"), h("router")).into(),
             buggify::Buggify(Point::ConflictOnSave, 0.25).into(),
             kill_point::KillAt(KillPoint::AfterEffect, 0.5).into(),
-            card::Card(CardChange::MoveTo(h("agent-v2.example"))).into(),
+            card::Card(CardChange::MoveTo("agent-v2.example".into())).into(),
             card::Card(CardChange::RevokeKey).into(),
         ]
     }
@@ -784,11 +757,30 @@ mod tests {
     }
 
     #[test]
+    fn the_card_faults_are_the_ones_that_change_the_card() {
+        for (name, kind) in FAULTS {
+            assert_eq!(kind.changes_card(), name.starts_with("card-"), "{name}");
+        }
+        assert!(any_card_fault(&[
+            "kill".to_string(),
+            "card-move".to_string()
+        ]));
+        assert!(!any_card_fault(&[
+            "kill".to_string(),
+            "card-unknown".to_string()
+        ]));
+    }
+
+    #[test]
     fn renaming_reaches_every_host_an_action_names() {
         for a in every_kind() {
-            let renamed = a.renamed(&|h| format!("{h}-x"));
-            let want: Vec<String> = a.hosts().iter().map(|h| format!("{h}-x")).collect();
-            assert_eq!(renamed.hosts(), want, "{a}");
+            let renamed = a.renamed(&|h| Host::parse(&format!("{h}-x")));
+            let want: Vec<Host> = a
+                .hosts()
+                .iter()
+                .map(|h| Host::parse(&format!("{h}-x")))
+                .collect();
+            assert_eq!(renamed.hosts(), want.iter().collect::<Vec<_>>(), "{a}");
         }
     }
 }

@@ -17,20 +17,23 @@ use std::fmt;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{arrivals, step, ActionKind, FaultKind, PeriodChange, PlanInput, Scheduled, Target};
+use super::{
+    arrivals, step, ActionError, ActionKind, FaultKind, PeriodChange, PlanInput, Scheduled, Target,
+};
+use crate::host::Host;
 
 /// The two hosts of a link.
-fn link_hosts<'a>(a: &'a str, b: &'a str) -> Vec<&'a str> {
+fn link_hosts<'a>(a: &'a Host, b: &'a Host) -> Vec<&'a Host> {
     vec![a, b]
 }
 
 /// A partition period opens on both hosts' lanes.
-fn opens(a: &str, b: &str) -> Vec<PeriodChange> {
+fn opens(a: &Host, b: &Host) -> Vec<PeriodChange> {
     let link = format!("{a}|{b}");
     [a, b]
         .into_iter()
         .map(|h| PeriodChange::Open {
-            lane: h.to_string(),
+            lane: h.clone(),
             kind: "partition",
             link: link.clone(),
         })
@@ -39,7 +42,7 @@ fn opens(a: &str, b: &str) -> Vec<PeriodChange> {
 
 /// Drop all traffic between two hosts, both ways.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Partition(pub String, pub String);
+pub struct Partition(pub Host, pub Host);
 
 impl fmt::Display for Partition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -50,7 +53,7 @@ impl fmt::Display for Partition {
 impl ActionKind for Partition {
     const STEP: Option<&'static str> = Some("partition");
 
-    fn from_step(value: &toml::Value) -> Result<Self, String> {
+    fn from_step(value: &toml::Value) -> Result<Self, ActionError> {
         step::pair(value).map(|(a, b)| Partition(a, b))
     }
 
@@ -62,15 +65,15 @@ impl ActionKind for Partition {
         target.partition(&self.0, &self.1, false);
     }
 
-    fn live(&self) -> Result<(), String> {
+    fn live(&self) -> Result<(), ActionError> {
         super::live_link(&self.to_string(), &self.0, &self.1)
     }
 
-    fn hosts(&self) -> Vec<&str> {
+    fn hosts(&self) -> Vec<&Host> {
         link_hosts(&self.0, &self.1)
     }
 
-    fn renamed(&self, rename: &dyn Fn(&str) -> String) -> Self {
+    fn renamed(&self, rename: &dyn Fn(&Host) -> Host) -> Self {
         Partition(rename(&self.0), rename(&self.1))
     }
 
@@ -81,7 +84,7 @@ impl ActionKind for Partition {
 
 /// Drop traffic from the first host to the second only.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PartitionOneway(pub String, pub String);
+pub struct PartitionOneway(pub Host, pub Host);
 
 impl fmt::Display for PartitionOneway {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -92,7 +95,7 @@ impl fmt::Display for PartitionOneway {
 impl ActionKind for PartitionOneway {
     const STEP: Option<&'static str> = Some("partition-oneway");
 
-    fn from_step(value: &toml::Value) -> Result<Self, String> {
+    fn from_step(value: &toml::Value) -> Result<Self, ActionError> {
         step::pair(value).map(|(a, b)| PartitionOneway(a, b))
     }
 
@@ -104,15 +107,15 @@ impl ActionKind for PartitionOneway {
         target.partition(&self.0, &self.1, true);
     }
 
-    fn live(&self) -> Result<(), String> {
+    fn live(&self) -> Result<(), ActionError> {
         super::live_link(&self.to_string(), &self.0, &self.1)
     }
 
-    fn hosts(&self) -> Vec<&str> {
+    fn hosts(&self) -> Vec<&Host> {
         link_hosts(&self.0, &self.1)
     }
 
-    fn renamed(&self, rename: &dyn Fn(&str) -> String) -> Self {
+    fn renamed(&self, rename: &dyn Fn(&Host) -> Host) -> Self {
         PartitionOneway(rename(&self.0), rename(&self.1))
     }
 
@@ -123,7 +126,7 @@ impl ActionKind for PartitionOneway {
 
 /// Restore traffic between two hosts, both ways.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Repair(pub String, pub String);
+pub struct Repair(pub Host, pub Host);
 
 impl fmt::Display for Repair {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -134,7 +137,7 @@ impl fmt::Display for Repair {
 impl ActionKind for Repair {
     const STEP: Option<&'static str> = Some("repair");
 
-    fn from_step(value: &toml::Value) -> Result<Self, String> {
+    fn from_step(value: &toml::Value) -> Result<Self, ActionError> {
         step::pair(value).map(|(a, b)| Repair(a, b))
     }
 
@@ -146,15 +149,15 @@ impl ActionKind for Repair {
         target.repair(&self.0, &self.1);
     }
 
-    fn live(&self) -> Result<(), String> {
+    fn live(&self) -> Result<(), ActionError> {
         super::live_link(&self.to_string(), &self.0, &self.1)
     }
 
-    fn hosts(&self) -> Vec<&str> {
+    fn hosts(&self) -> Vec<&Host> {
         link_hosts(&self.0, &self.1)
     }
 
-    fn renamed(&self, rename: &dyn Fn(&str) -> String) -> Self {
+    fn renamed(&self, rename: &dyn Fn(&Host) -> Host) -> Self {
         Repair(rename(&self.0), rename(&self.1))
     }
 
@@ -185,15 +188,15 @@ impl FaultKind for ReplicaStorePartition {
     fn plan(&self, rate: f64, input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
         let mut out = Vec::new();
         for at_ms in arrivals(rate, input.window_ms, rng) {
-            let host = format!("replica-{}", rng.random_range(0..input.replicas));
+            let host = Host::Replica(rng.random_range(0..input.replicas));
             let length_ms = rng.random_range(200..=800);
             out.push(Scheduled {
                 at_ms,
-                action: Partition(host.clone(), "store".into()).into(),
+                action: Partition(host.clone(), Host::Store).into(),
             });
             out.push(Scheduled {
                 at_ms: at_ms + length_ms,
-                action: Repair(host, "store".into()).into(),
+                action: Repair(host, Host::Store).into(),
             });
         }
         out

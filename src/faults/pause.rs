@@ -15,11 +15,12 @@
 
 use std::fmt;
 
-use super::{step, ActionKind, PeriodChange, Target};
+use super::{step, ActionError, ActionKind, PeriodChange, Target};
+use crate::host::Host;
 
 /// Freeze a replica.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pause(pub String);
+pub struct Pause(pub Host);
 
 impl fmt::Display for Pause {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -30,23 +31,23 @@ impl fmt::Display for Pause {
 impl ActionKind for Pause {
     const STEP: Option<&'static str> = Some("pause");
 
-    fn from_step(value: &toml::Value) -> Result<Self, String> {
+    fn from_step(value: &toml::Value) -> Result<Self, ActionError> {
         step::host(value).map(Pause)
     }
 
     fn to_step(&self) -> toml::Value {
-        self.0.as_str().into()
+        step::host_value(&self.0)
     }
 
     fn apply(&self, target: &mut dyn Target) {
         target.pause(&self.0);
     }
 
-    fn hosts(&self) -> Vec<&str> {
+    fn hosts(&self) -> Vec<&Host> {
         vec![&self.0]
     }
 
-    fn renamed(&self, rename: &dyn Fn(&str) -> String) -> Self {
+    fn renamed(&self, rename: &dyn Fn(&Host) -> Host) -> Self {
         Pause(rename(&self.0))
     }
 
@@ -58,18 +59,18 @@ impl ActionKind for Pause {
         }]
     }
 
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), ActionError> {
         replica_only(&self.to_string(), &self.0)
     }
 
-    fn live(&self) -> Result<(), String> {
+    fn live(&self) -> Result<(), ActionError> {
         Ok(())
     }
 }
 
 /// Let a paused replica go on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resume(pub String);
+pub struct Resume(pub Host);
 
 impl fmt::Display for Resume {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -80,23 +81,23 @@ impl fmt::Display for Resume {
 impl ActionKind for Resume {
     const STEP: Option<&'static str> = Some("resume");
 
-    fn from_step(value: &toml::Value) -> Result<Self, String> {
+    fn from_step(value: &toml::Value) -> Result<Self, ActionError> {
         step::host(value).map(Resume)
     }
 
     fn to_step(&self) -> toml::Value {
-        self.0.as_str().into()
+        step::host_value(&self.0)
     }
 
     fn apply(&self, target: &mut dyn Target) {
         target.resume(&self.0);
     }
 
-    fn hosts(&self) -> Vec<&str> {
+    fn hosts(&self) -> Vec<&Host> {
         vec![&self.0]
     }
 
-    fn renamed(&self, rename: &dyn Fn(&str) -> String) -> Self {
+    fn renamed(&self, rename: &dyn Fn(&Host) -> Host) -> Self {
         Resume(rename(&self.0))
     }
 
@@ -108,23 +109,23 @@ impl ActionKind for Resume {
         }]
     }
 
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), ActionError> {
         replica_only(&self.to_string(), &self.0)
     }
 
-    fn live(&self) -> Result<(), String> {
+    fn live(&self) -> Result<(), ActionError> {
         Ok(())
     }
 }
 
 /// Only replicas pause: the project's own hosts (router, ledger, webhook) are the
 /// instruments, and a frozen store is a partition of every replica from it.
-fn replica_only(what: &str, host: &str) -> Result<(), String> {
-    if host.starts_with("replica-") {
+fn replica_only(what: &str, host: &Host) -> Result<(), ActionError> {
+    if host.is_replica() {
         Ok(())
     } else {
-        Err(format!(
+        Err(ActionError::Invalid(format!(
             "`{what}`: only a replica can be paused (to freeze the store, partition every replica from it)"
-        ))
+        )))
     }
 }

@@ -11,6 +11,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::{arrivals, kill, FaultKind, PlanInput, Scheduled};
+use crate::host::Host;
 
 /// The rolling-restart fault.
 pub struct RollingRestart;
@@ -25,7 +26,7 @@ impl FaultKind for RollingRestart {
         for start in arrivals(rate, input.window_ms, rng) {
             let mut at_ms = start;
             for i in 0..input.replicas {
-                let host = format!("replica-{i}");
+                let host = Host::Replica(i);
                 let down = rng.random_range(100..=300);
                 out.push(Scheduled {
                     at_ms,

@@ -21,11 +21,12 @@ use std::fmt;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{arrivals, step, ActionKind, FaultKind, PlanInput, Scheduled, Target};
+use super::{arrivals, step, ActionError, ActionKind, FaultKind, PlanInput, Scheduled, Target};
+use crate::host::Host;
 
 /// The readers of a replica's open subscriptions stop reading.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StallReaders(pub String);
+pub struct StallReaders(pub Host);
 
 impl fmt::Display for StallReaders {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -36,32 +37,32 @@ impl fmt::Display for StallReaders {
 impl ActionKind for StallReaders {
     const STEP: Option<&'static str> = Some("stall-readers");
 
-    fn from_step(value: &toml::Value) -> Result<Self, String> {
+    fn from_step(value: &toml::Value) -> Result<Self, ActionError> {
         step::host(value).map(StallReaders)
     }
 
     fn to_step(&self) -> toml::Value {
-        self.0.as_str().into()
+        step::host_value(&self.0)
     }
 
     fn apply(&self, target: &mut dyn Target) {
         target.stall_readers(&self.0);
     }
 
-    fn hosts(&self) -> Vec<&str> {
+    fn hosts(&self) -> Vec<&Host> {
         vec![&self.0]
     }
 
-    fn renamed(&self, rename: &dyn Fn(&str) -> String) -> Self {
+    fn renamed(&self, rename: &dyn Fn(&Host) -> Host) -> Self {
         StallReaders(rename(&self.0))
     }
 
-    fn validate(&self) -> Result<(), String> {
-        if !self.0.starts_with("replica-") {
-            return Err(format!(
+    fn validate(&self) -> Result<(), ActionError> {
+        if !self.0.is_replica() {
+            return Err(ActionError::Invalid(format!(
                 "stall-readers: `{}` serves no subscription: name a replica",
                 self.0
-            ));
+            )));
         }
         Ok(())
     }
@@ -80,8 +81,7 @@ impl FaultKind for StallReadersFault {
             .into_iter()
             .map(|at_ms| Scheduled {
                 at_ms,
-                action: StallReaders(format!("replica-{}", rng.random_range(0..input.replicas)))
-                    .into(),
+                action: StallReaders(Host::Replica(rng.random_range(0..input.replicas))).into(),
             })
             .collect()
     }

@@ -208,7 +208,7 @@ fn its_effect(record: &RunRecord, op: &crate::client::history::Op) -> Option<&'s
     else {
         return None;
     };
-    let replica = op.replica.as_deref()?;
+    let replica = op.replica.as_ref()?;
     let times: Vec<u64> = record
         .effects
         .iter()
@@ -216,7 +216,7 @@ fn its_effect(record: &RunRecord, op: &crate::client::history::Op) -> Option<&'s
             e.request.conversation == *conversation
                 && e.request.turn == *turn
                 && e.request.message_id == *message_id
-                && e.request.replica == replica
+                && e.request.replica == *replica
         })
         .map(|e| e.at_ms)
         .collect();

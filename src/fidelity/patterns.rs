@@ -17,6 +17,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::host::Host;
 use crate::scenario::{EffectGate, Script, Step};
 
 /// The stagger steps of [`order_variants`], in simulated ms.
@@ -110,7 +111,7 @@ pub fn patterns(script: &Script) -> Vec<String> {
                     words.push(word);
                 }
                 words.sort();
-                let pinned: BTreeSet<&str> = v.iter().filter_map(target).collect();
+                let pinned: BTreeSet<&Host> = v.iter().filter_map(target).collect();
                 let unpinned = v.iter().any(|s| is_call(s) && target(s).is_none());
                 let place = if unpinned {
                     "r".to_string()
@@ -254,11 +255,11 @@ fn is_call(step: &Step) -> bool {
     )
 }
 
-fn target(step: &Step) -> Option<&str> {
+fn target(step: &Step) -> Option<&Host> {
     match step {
-        Step::Send(s) => s.to.as_deref(),
-        Step::Cancel(t) | Step::Get(t) | Step::Subscribe(t) => t.to.as_deref(),
-        Step::SetPush(p) => p.to.as_deref(),
+        Step::Send(s) => s.to.as_ref(),
+        Step::Cancel(t) | Step::Get(t) | Step::Subscribe(t) => t.to.as_ref(),
+        Step::SetPush(p) => p.to.as_ref(),
         _ => None,
     }
 }

@@ -21,6 +21,7 @@ use std::time::Duration;
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
 
+use crate::host::Host;
 use crate::net::{self, Call};
 use crate::trace::{now_ms, Event, Trace};
 
@@ -153,7 +154,8 @@ pub fn arrive(
         conversation: request.conversation.clone(),
         turn: request.turn,
         task: request.task_id.clone(),
-        replica: request.replica.clone(),
+        // The replica's name, as the request carries it: it becomes a host here.
+        replica: Host::parse(&request.replica),
         key: request.key.clone(),
         applied: false,
     };
@@ -161,7 +163,7 @@ pub fn arrive(
     if let Event::Effect { applied: a, .. } = &mut event {
         *a = applied;
     }
-    trace.record("ledger", event);
+    trace.record(Host::Ledger, event);
     net::json_response(StatusCode::OK, &serde_json::json!({ "applied": applied }))
 }
 
@@ -175,14 +177,14 @@ pub async fn arrive_and_answer(
     let answer = arrive(state, trace, request);
     if state.borrow().is_held(&conversation, turn) {
         trace.record(
-            "ledger",
+            Host::Ledger,
             Event::plain(format!("answer to {conversation}#{turn} held")),
         );
         while state.borrow().is_held(&conversation, turn) {
             tokio::time::sleep(HOLD_POLL).await;
         }
         trace.record(
-            "ledger",
+            Host::Ledger,
             Event::plain(format!("answer to {conversation}#{turn} released")),
         );
     }

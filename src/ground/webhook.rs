@@ -9,6 +9,7 @@ use std::rc::Rc;
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
 
+use crate::host::Host;
 use crate::net;
 use crate::trace::{now_ms, Event, Trace};
 
@@ -91,7 +92,7 @@ pub async fn serve(state: SharedWebhook, mode: WebhookMode, trace: Trace) -> tur
                 _ => StatusCode::OK,
             };
             trace.record(
-                "webhook",
+                Host::Webhook,
                 Event::Delivery {
                     path: path.clone(),
                     status: status.as_u16(),

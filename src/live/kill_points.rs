@@ -24,10 +24,11 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::faults::KillPoint;
+use crate::host::Host;
 
 /// What kills a replica that reached a point: the pool's driver (`replica-N`, the point,
 /// its down time in ms).
-pub type Killer = Rc<dyn Fn(&str, KillPoint, u64)>;
+pub type Killer = Rc<dyn Fn(&Host, KillPoint, u64)>;
 
 /// The armed points of the scenario being served, and how to kill.
 pub struct Points {
@@ -88,7 +89,7 @@ impl Points {
 
     /// `replica` reached `point` at run time `now_ms`: whether it is killed there. When it
     /// is, the killer has killed it before this returns.
-    pub fn reached(points: &SharedPoints, replica: &str, point: KillPoint, now_ms: u64) -> bool {
+    pub fn reached(points: &SharedPoints, replica: &Host, point: KillPoint, now_ms: u64) -> bool {
         let (killer, down) = {
             let mut p = points.borrow_mut();
             let Some(&probability) = p.armed.get(&point) else {
@@ -135,7 +136,7 @@ mod tests {
         let (points, kills) = counting();
         assert!(!Points::reached(
             &points,
-            "replica-0",
+            &Host::Replica(0),
             KillPoint::Effect,
             10
         ));
@@ -148,20 +149,20 @@ mod tests {
         points.borrow_mut().arm(KillPoint::AfterEffect, 1.0);
         assert!(Points::reached(
             &points,
-            "replica-0",
+            &Host::Replica(0),
             KillPoint::AfterEffect,
             10
         ));
         assert!(!Points::reached(
             &points,
-            "replica-1",
+            &Host::Replica(1),
             KillPoint::AfterEffect,
             20
         ));
         let later = 10 + crate::faults::KILL_POINT_STABILITY_MS;
         assert!(Points::reached(
             &points,
-            "replica-1",
+            &Host::Replica(1),
             KillPoint::AfterEffect,
             later
         ));
@@ -170,7 +171,7 @@ mod tests {
         points.borrow_mut().disarm_all();
         assert!(!Points::reached(
             &points,
-            "replica-0",
+            &Host::Replica(0),
             KillPoint::AfterEffect,
             10_000
         ));

@@ -44,6 +44,7 @@ use std::time::Duration;
 
 use crate::error::InputError;
 use crate::faults::{drain, kill, kill_point, pause, Action};
+use crate::host::Host;
 use crate::model::Profile;
 use crate::net::{self, Call, RealNet};
 use crate::router::RouterControl;
@@ -199,7 +200,9 @@ pub fn validate(
                     ))
                 }
                 Step::Fault(action) => {
-                    action.live().map_err(|why| InputError::new(origin, why))?;
+                    action
+                        .live()
+                        .map_err(|why| InputError::new(origin, why.to_string()))?;
                 }
                 _ => {}
             }
@@ -259,7 +262,8 @@ pub(crate) struct Hands {
 
 impl Hands {
     fn bad(&self, note: String) {
-        self.trace.record("driver", Event::note(Tone::Bad, note));
+        self.trace
+            .record(Host::Driver, Event::note(Tone::Bad, note));
     }
 
     fn set_ready(&self, i: usize, ready: bool) {
@@ -270,14 +274,14 @@ impl Hands {
 
     /// Starts replica `i` again and routes the router's link to it.
     async fn restart(&self, i: usize) {
-        let host = format!("replica-{i}");
+        let host = Host::Replica(i);
         let started = self.fleet.borrow_mut().start(i);
         let addr = match started {
             Ok(addr) => addr,
             Err(e) => return self.bad(format!("{host} did not restart: {e}")),
         };
-        match self.network.carry("router", &host, addr).await {
-            Ok(via) => self.net.map(&host, via),
+        match self.network.carry(&Host::Router, &host, addr).await {
+            Ok(via) => self.net.map(&host.to_string(), via),
             Err(e) => return self.bad(format!("{host}: no link from the router: {e}")),
         }
         match peer::wait_ready(&self.fleet, i, self.timeout).await {
@@ -325,30 +329,27 @@ pub(crate) fn point_killer(
     applied: &Rc<RefCell<Vec<(u64, Action)>>>,
 ) -> kill_points::Killer {
     let (hands, applied) = (hands.clone(), applied.clone());
-    Rc::new(move |host: &str, point, down| {
-        let Some(i) = host
-            .strip_prefix("replica-")
-            .and_then(|i| i.parse::<usize>().ok())
-        else {
+    Rc::new(move |host: &Host, point, down| {
+        let Some(i) = host.replica_index() else {
             return;
         };
         let now = crate::trace::now_ms();
         hands.trace.record_at(
             now,
-            "driver",
+            Host::Driver,
             Event::KillPointReached {
-                host: host.to_string(),
+                host: host.clone(),
                 point,
             },
         );
-        let kill = Action::from(kill::Kill(host.to_string()));
+        let kill = Action::from(kill::Kill(host.clone()));
         hands
             .trace
-            .record_at(now, "driver", Event::Fault(kill.clone()));
+            .record_at(now, Host::Driver, Event::Fault(kill.clone()));
         applied.borrow_mut().push((now, kill));
         hands.set_ready(i, false);
         hands.fleet.borrow_mut().kill(i);
-        let (hands, applied, host) = (hands.clone(), applied.clone(), host.to_string());
+        let (hands, applied, host) = (hands.clone(), applied.clone(), host.clone());
         hands.restarts_owed.set(hands.restarts_owed.get() + 1);
         tokio::task::spawn_local(async move {
             tokio::time::sleep(Duration::from_millis(down)).await;
@@ -356,7 +357,7 @@ pub(crate) fn point_killer(
             let now = crate::trace::now_ms();
             hands
                 .trace
-                .record_at(now, "driver", Event::Fault(restart.clone()));
+                .record_at(now, Host::Driver, Event::Fault(restart.clone()));
             applied.borrow_mut().push((now, restart));
             if !hands.fleet.borrow_mut().is_running(i) {
                 hands.restart(i).await;
@@ -397,20 +398,17 @@ pub(crate) async fn restart_store(
 /// Makes `action` happen on the real processes and links ([`Pool::run`] refused, before
 /// the run, what a live run cannot make).
 async fn apply_fault(hands: &Hands, action: Action) {
-    let index = |h: &str| {
-        h.strip_prefix("replica-")
-            .and_then(|i| i.parse::<usize>().ok())
-    };
+    let index = Host::replica_index;
     if hands.network.apply(&action) {
         return;
     }
     match action {
-        Action::Kill(kill::Kill(h)) if h == "store" => {
+        Action::Kill(kill::Kill(Host::Store)) => {
             if let Some(store) = &hands.store {
                 store.borrow_mut().kill();
             }
         }
-        Action::Restart(kill::Restart(h)) if h == "store" => hands.restart_store().await,
+        Action::Restart(kill::Restart(Host::Store)) => hands.restart_store().await,
         Action::Kill(kill::Kill(h)) => {
             if let Some(i) = index(&h) {
                 hands.set_ready(i, false);

@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use crate::faults::{hold, latency, partition, Action};
+use crate::host::Host;
 
 use super::link::{Link, Way};
 
@@ -29,7 +30,7 @@ use super::link::{Link, Way};
 #[derive(Default)]
 pub struct Network {
     /// By (from, to): the host that connects and the one it connects to.
-    links: RefCell<BTreeMap<(String, String), Link>>,
+    links: RefCell<BTreeMap<(Host, Host), Link>>,
 }
 
 impl Network {
@@ -38,34 +39,34 @@ impl Network {
     /// to instead.
     pub async fn carry(
         &self,
-        from: &str,
-        to: &str,
+        from: &Host,
+        to: &Host,
         target: SocketAddr,
     ) -> std::io::Result<SocketAddr> {
-        let key = (from.to_string(), to.to_string());
+        let key = (from.clone(), to.clone());
         if let Some(link) = self.links.borrow().get(&key) {
             link.retarget(target);
             return Ok(link.addr());
         }
-        let link = Link::start(from, to, target).await?;
+        let link = Link::start(&from.name(), &to.name(), target).await?;
         let addr = link.addr();
         self.links.borrow_mut().insert(key, link);
         Ok(addr)
     }
 
     /// Whether the link between `a` and `b` is carried, either way round.
-    pub fn carries(&self, a: &str, b: &str) -> bool {
+    pub fn carries(&self, a: &Host, b: &Host) -> bool {
         self.find(a, b, |_, _| ()).is_some()
     }
 
     /// Calls `f` with the link between `a` and `b` and whether `a` is the host that connects.
-    fn find<T>(&self, a: &str, b: &str, f: impl FnOnce(&Link, bool) -> T) -> Option<T> {
+    fn find<T>(&self, a: &Host, b: &Host, f: impl FnOnce(&Link, bool) -> T) -> Option<T> {
         let links = self.links.borrow();
-        if let Some(link) = links.get(&(a.to_string(), b.to_string())) {
+        if let Some(link) = links.get(&(a.clone(), b.clone())) {
             return Some(f(link, true));
         }
         links
-            .get(&(b.to_string(), a.to_string()))
+            .get(&(b.clone(), a.clone()))
             .map(|link| f(link, false))
     }
 

@@ -32,6 +32,7 @@ use serde::Deserialize;
 
 use crate::faults::KillPoint;
 use crate::ground::ledger::{self, EffectRequest, LedgerState};
+use crate::host::Host;
 
 use super::kill_points::Points;
 use crate::net;
@@ -313,7 +314,7 @@ pub async fn serve(ground: Ground, trace: Trace) -> turmoil::Result {
                         }
                         // `kill-at` points: killed with its effect on the wire, it never
                         // lands; killed after it, the effect stands and no answer goes back.
-                        let replica = request.replica.clone();
+                        let replica = Host::parse(&request.replica);
                         let reached =
                             |point| Points::reached(&ground.points, &replica, point, now_ms());
                         if reached(KillPoint::Effect) {
@@ -343,7 +344,7 @@ pub async fn serve(ground: Ground, trace: Trace) -> turmoil::Result {
                         );
                         match ground.record_save(report) {
                             Ok(v) => {
-                                trace.record("store", Event::plain(format!("{what}: v{v}")));
+                                trace.record(Host::Store, Event::plain(format!("{what}: v{v}")));
                                 Ok(net::json_response(
                                     StatusCode::OK,
                                     &serde_json::json!({ "version": v }),

@@ -37,6 +37,7 @@ use std::process::{Child, Command, Stdio};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use crate::host::Host;
 use crate::model::Profile;
 use crate::net::{self, Call};
 
@@ -469,7 +470,7 @@ impl Fleet {
     pub fn environment(&self, index: usize, port: u16) -> Vec<(&'static str, String)> {
         vec![
             ("A2A_CHAOS_INDEX", index.to_string()),
-            ("A2A_CHAOS_REPLICA", format!("replica-{index}")),
+            ("A2A_CHAOS_REPLICA", Host::Replica(index).to_string()),
             ("A2A_CHAOS_PORT", port.to_string()),
             ("A2A_CHAOS_LEDGER", self.ledger_of(index)),
             ("A2A_CHAOS_DB", self.db_of(index)),
@@ -484,7 +485,7 @@ impl Fleet {
         let mut line = self.command.template();
         for (key, value) in [
             ("{index}", index.to_string()),
-            ("{name}", format!("replica-{index}")),
+            ("{name}", Host::Replica(index).to_string()),
             ("{port}", port.to_string()),
             ("{ledger}", self.ledger_of(index)),
             ("{db}", self.db_of(index)),

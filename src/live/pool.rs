@@ -26,11 +26,13 @@ use std::time::{Duration, Instant};
 use tokio::runtime::Runtime;
 use tokio::task::LocalSet;
 
+use crate::check::Invariant;
 use crate::client::history::History;
 use crate::client::Client;
 use crate::error::InputError;
 use crate::faults::Action;
 use crate::ground::webhook::{self, WebhookMode, WebhookState};
+use crate::host::Host;
 use crate::model::{Placement, Profile};
 use crate::net::{self, RealNet};
 use crate::router::{self, RouterControl};
@@ -189,13 +191,13 @@ impl Pool {
             // The last final read went around the links: the router goes through them again.
             let addr = self.fleet.borrow().addr(i);
             if let Some(addr) = addr {
-                let host = format!("replica-{i}");
+                let host = Host::Replica(i);
                 let via = self
                     .network
-                    .carry("router", &host, addr)
+                    .carry(&Host::Router, &host, addr)
                     .await
                     .map_err(|e| io("cannot start a link from the router", e))?;
-                self.net.map(&host, via);
+                self.net.map(&host.to_string(), via);
             }
         }
         if let Some(store) = &self.store {
@@ -211,17 +213,17 @@ impl Pool {
         let db = self.fleet.borrow().urls().1.to_string();
         let db_addr = network::authority_addr(&db);
         for i in 0..self.replicas {
-            let host = format!("replica-{i}");
+            let host = Host::Replica(i);
             let ledger = self
                 .network
-                .carry(&host, "ledger", ledger)
+                .carry(&host, &Host::Ledger, ledger)
                 .await
                 .map_err(|e| io("cannot start a link to the ledger", e))?;
             let db = match db_addr {
                 Some(addr) => {
                     let via = self
                         .network
-                        .carry(&host, "store", addr)
+                        .carry(&host, &Host::Store, addr)
                         .await
                         .map_err(|e| io("cannot start a link to the database", e))?;
                     network::with_authority(&db, via)
@@ -254,13 +256,13 @@ impl Pool {
                 .borrow_mut()
                 .start(i)
                 .map_err(|e| InputError::new("live", e))?;
-            let host = format!("replica-{i}");
+            let host = Host::Replica(i);
             let via = self
                 .network
-                .carry("router", &host, addr)
+                .carry(&Host::Router, &host, addr)
                 .await
                 .map_err(|e| io("cannot start a link from the router", e))?;
-            self.net.map(&host, via);
+            self.net.map(&host.to_string(), via);
             if i == 0 {
                 peer::wait_ready(&self.fleet, 0, self.options.ready_timeout)
                     .await
@@ -321,7 +323,7 @@ impl Pool {
         let mut findings = crate::check::check_all(&record);
         let mut notes = super::reports::apply(self.options.reports, preset, &record, &mut findings);
         if by_message {
-            let note = notes.entry("no-lost-writes").or_default();
+            let note = notes.entry(Invariant::NO_LOST_WRITES).or_default();
             if !note.is_empty() {
                 note.push_str("; ");
             }
@@ -329,7 +331,7 @@ impl Pool {
         }
         let mut summary = summarise(&record, &findings, started.elapsed().as_millis() as u64);
         for i in &mut summary.invariants {
-            i.note = notes.get(i.name).cloned();
+            i.note = notes.get(&i.name).cloned();
         }
         Ok((summary, record))
     }
@@ -349,7 +351,8 @@ impl Pool {
             };
             if let Some((a, b)) = link {
                 // client-router is carried from the first run on.
-                let client = (a == "client" && b == "router") || (a == "router" && b == "client");
+                let client = (*a == Host::Client && *b == Host::Router)
+                    || (*a == Host::Router && *b == Host::Client);
                 if !client && !self.network.carries(a, b) {
                     return Err(InputError::new(
                         origin,
@@ -359,7 +362,7 @@ impl Pool {
                     ));
                 }
             }
-            if matches!(action, Action::Kill(k) if k.0 == "store") && self.store.is_none() {
+            if matches!(action, Action::Kill(k) if k.0 == Host::Store) && self.store.is_none() {
                 return Err(InputError::new(
                     origin,
                     format!(
@@ -385,7 +388,7 @@ impl Pool {
         let trace = Trace::new(true);
         if let Some(db) = &self.run_db {
             trace.record(
-                "driver",
+                Host::Driver,
                 Event::plain(format!("PostgreSQL database {}", db.name())),
             );
         }
@@ -402,7 +405,7 @@ impl Pool {
         // The client reaches the router through a link of its own.
         let via = self
             .network
-            .carry("client", "router", router_addr)
+            .carry(&Host::Client, &Host::Router, router_addr)
             .await
             .map_err(|e| io("cannot start a link to the router", e))?;
         self.net.map("router", via);
@@ -413,7 +416,7 @@ impl Pool {
         };
         trace.record_at(
             crate::trace::now_ms(),
-            "driver",
+            Host::Driver,
             Event::plain(format!("{replicas} replicas ready")),
         );
 
@@ -451,7 +454,7 @@ impl Pool {
                     let now = crate::trace::now_ms();
                     hands
                         .trace
-                        .record_at(now, "driver", Event::Fault(action.clone()));
+                        .record_at(now, Host::Driver, Event::Fault(action.clone()));
                     applied.borrow_mut().push((now, action.clone()));
                     apply_fault(&hands, action).await;
                 })
@@ -500,7 +503,7 @@ impl Pool {
         // faults end only when it heals them), as the simulation reads its store directly.
         for i in 0..self.replicas {
             if let Some(addr) = self.fleet.borrow().addr(i) {
-                self.net.map(&format!("replica-{i}"), addr);
+                self.net.map(&Host::Replica(i).to_string(), addr);
             }
         }
         let (final_tasks, error) = self.final_tasks(&ids).await;
@@ -513,7 +516,7 @@ impl Pool {
         for d in &deliveries {
             trace.record_at(
                 d.at_ms,
-                "webhook",
+                Host::Webhook,
                 Event::Delivery {
                     path: d.path.clone(),
                     status: d.status,
@@ -570,7 +573,7 @@ impl Pool {
             fleet.can_dump().then(|| fleet.live_index())
         };
         let dumped = match reader {
-            Some(Some(i)) => Some(super::dump_from(&format!("replica-{i}"), ids).await),
+            Some(Some(i)) => Some(super::dump_from(&Host::Replica(i).to_string(), ids).await),
             Some(None) => self.fleet.borrow().dump(ids),
             None => None,
         };
@@ -601,7 +604,7 @@ impl Pool {
                     error = Some("no replica was alive at the end to read the final tasks".into());
                 }
                 for i in readers {
-                    let host = format!("replica-{i}");
+                    let host = Host::Replica(i).to_string();
                     match self.read_replica(&host, ids).await {
                         Ok(tasks) => {
                             final_tasks.extend(tasks.into_iter().map(|t| (t.id.clone(), t)))

@@ -24,7 +24,7 @@
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
-use crate::check::Finding;
+use crate::check::{Finding, Invariant};
 use crate::world::RunRecord;
 
 /// Which reports a peer sends.
@@ -100,16 +100,16 @@ enum Without {
 }
 
 /// What each invariant loses without effect reports, and without save reports.
-const NEEDS: &[(&str, bool, Without)] = &[
-    ("exactly-once-effects", true, Without::Unknown),
-    ("no-effect-after-cancel", true, Without::FailOnly),
-    ("dedup-contract", true, Without::FailOnly),
-    ("context-match", true, Without::FailOnly),
-    ("versions-monotonic", false, Without::FailOnly),
-    ("stream-continuity", false, Without::FailOnly),
-    ("wait-honoured", false, Without::FailOnly),
-    ("terminal-is-final", false, Without::Partial),
-    ("liveness", false, Without::Partial),
+const NEEDS: &[(Invariant, bool, Without)] = &[
+    (Invariant::EXACTLY_ONCE_EFFECTS, true, Without::Unknown),
+    (Invariant::NO_EFFECT_AFTER_CANCEL, true, Without::FailOnly),
+    (Invariant::DEDUP_CONTRACT, true, Without::FailOnly),
+    (Invariant::CONTEXT_MATCH, true, Without::FailOnly),
+    (Invariant::VERSIONS_MONOTONIC, false, Without::FailOnly),
+    (Invariant::STREAM_CONTINUITY, false, Without::FailOnly),
+    (Invariant::WAIT_HONOURED, false, Without::FailOnly),
+    (Invariant::TERMINAL_IS_FINAL, false, Without::Partial),
+    (Invariant::LIVENESS, false, Without::Partial),
 ];
 
 /// Weakens the findings of invariants whose reports `record`'s peer did not send (see the
@@ -120,7 +120,7 @@ pub fn apply(
     preset: bool,
     record: &RunRecord,
     findings: &mut [Finding],
-) -> BTreeMap<&'static str, String> {
+) -> BTreeMap<Invariant, String> {
     let (effects, saves) = sent(reports, preset, record);
     let how = match reports {
         Reports::Auto => "none arrived",
@@ -167,13 +167,13 @@ pub fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::{Verdict, Violation};
+    use crate::check::{Verdict, Violation, ViolationKind};
 
     fn finding(invariant: &'static str, violations: usize) -> Finding {
         Finding {
-            invariant,
+            invariant: Invariant::new(invariant),
             violations: (0..violations)
-                .map(|_| Violation::new("test", "broke"))
+                .map(|_| Violation::new(ViolationKind::new("test"), "broke"))
                 .collect(),
             exercised: 3,
         }
@@ -238,7 +238,7 @@ mod tests {
             ]
         );
         assert_eq!(notes.len(), 5, "{notes:?}");
-        assert!(!notes.contains_key("no-lost-writes"));
+        assert!(!notes.contains_key(&Invariant::NO_LOST_WRITES));
     }
 
     /// A preset sends both, and a declared kind is trusted: a missing effect then fails.

@@ -52,7 +52,7 @@ fn pct(x: f64) -> String {
 pub fn svg(title: &str, rows: &[SummaryRow]) -> Vec<u8> {
     // Combinations and invariants, in the order of the rows.
     let mut combos: Vec<(&str, &str)> = Vec::new();
-    let mut invariants: Vec<&str> = Vec::new();
+    let mut invariants: Vec<crate::check::Invariant> = Vec::new();
     let mut routings: Vec<&str> = Vec::new();
     for r in rows {
         if !combos.contains(&(r.model.as_str(), r.routing.as_str())) {
@@ -331,7 +331,7 @@ mod tests {
         SummaryRow {
             model: model.into(),
             routing: "round-robin".into(),
-            invariant,
+            invariant: crate::check::Invariant::new(invariant),
             runs: 20,
             runs_violated: k,
             ci95: crate::output::report::wilson(k, 20),

@@ -114,6 +114,12 @@ impl ToHtml for String {
     }
 }
 
+impl ToHtml for crate::check::Invariant {
+    fn fmt_html(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.as_str().fmt_html(f)
+    }
+}
+
 impl ToHtml for Html {
     fn fmt_html(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

@@ -17,7 +17,7 @@ use std::path::Path;
 
 use hdrhistogram::Histogram;
 
-use crate::check::{self, Verdict};
+use crate::check::{self, Invariant, Verdict};
 use crate::error::InputError;
 use crate::sim::{InvariantResult, RunSummary};
 
@@ -60,7 +60,7 @@ pub fn histogram(runs: &[&RunSummary]) -> Histogram<u64> {
 }
 
 /// How many runs of a group violated an invariant, and how many exercised it.
-pub fn tally(runs: &[&RunSummary], invariant: &str) -> (u64, u64) {
+pub fn tally(runs: &[&RunSummary], invariant: Invariant) -> (u64, u64) {
     let mut violated = 0;
     let mut exercised = 0;
     for r in runs {
@@ -118,7 +118,7 @@ pub fn table(runs: &[RunSummary]) -> String {
             sum(|r| r.effects).to_string(),
         ];
         for inv in &invariants {
-            let (v, e) = tally(&g.runs, inv);
+            let (v, e) = tally(&g.runs, *inv);
             row.push(if e == 0 {
                 "unknown".to_string()
             } else {
@@ -302,7 +302,7 @@ pub fn parse_runs_csv(bytes: &[u8], origin: &str) -> Result<Vec<RunSummary>, Inp
             let result = match cell {
                 "" => continue,
                 "unknown" => InvariantResult {
-                    name,
+                    name: *name,
                     verdict: Verdict::Unknown,
                     violations: 0,
                     exercised: 0,
@@ -312,7 +312,7 @@ pub fn parse_runs_csv(bytes: &[u8], origin: &str) -> Result<Vec<RunSummary>, Inp
                 _ => {
                     let violations = number(8 + k)?;
                     InvariantResult {
-                        name,
+                        name: *name,
                         verdict: if violations > 0 {
                             Verdict::Fail
                         } else {
@@ -414,7 +414,7 @@ pub struct SummaryRow {
     /// Routing strategy.
     pub routing: String,
     /// Invariant name.
-    pub invariant: &'static str,
+    pub invariant: Invariant,
     /// Runs of the combination.
     pub runs: u64,
     /// Runs with at least one violation of the invariant.
@@ -599,7 +599,7 @@ pub fn violated_by_model(runs: &[RunSummary]) -> BTreeMap<String, Vec<String>> {
     for r in runs {
         let entry = out.entry(r.model.clone()).or_default();
         for v in r.violated() {
-            if !entry.iter().any(|x| x == v) {
+            if !entry.iter().any(|x| v == *x) {
                 entry.push(v.to_string());
             }
         }

@@ -104,20 +104,24 @@ pub fn wrap(text: &str, first: &str, rest: &str) -> String {
 pub fn compact(runs: &[RunSummary], paint: Paint) -> String {
     let invariants = check::names();
     let mut out = String::new();
-    let name_width = invariants.iter().map(|n| n.len()).max().unwrap_or(0);
+    let name_width = invariants
+        .iter()
+        .map(|n| n.as_str().len())
+        .max()
+        .unwrap_or(0);
     for g in groups(runs) {
         let n = g.runs.len() as u64;
         let mut violated = Vec::new();
         let mut held = 0;
         let mut unexercised = Vec::new();
         for inv in &invariants {
-            let (v, e) = tally(&g.runs, inv);
+            let (v, e) = tally(&g.runs, *inv);
             if v > 0 {
                 violated.push((*inv, v, e));
             } else if e > 0 {
                 held += 1;
             } else {
-                unexercised.push(*inv);
+                unexercised.push(inv.as_str());
             }
         }
         let errors = g.runs.iter().filter(|r| r.error.is_some()).count();

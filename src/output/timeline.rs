@@ -22,6 +22,7 @@ use crate::check::{Finding, Violation};
 use crate::client::history::{Op, OpKind, Outcome};
 use crate::experiment::Experiment;
 use crate::faults::PeriodChange;
+use crate::host::Host;
 use crate::output::html::{html, html_line, Html};
 use crate::sim::{Checked, RunSummary, Sim};
 use crate::trace::Tone;
@@ -137,10 +138,9 @@ pub fn write_first_failures(
 }
 
 /// Lane order: client, router, replicas, store, ledger, webhook, driver, then any other host.
-fn lanes(record: &RunRecord) -> Vec<String> {
-    let mut out = vec!["client".to_string(), "router".into()];
-    out.extend((0..record.replicas).map(|i| format!("replica-{i}")));
-    out.extend(["store", "ledger", "webhook", "driver"].map(String::from));
+fn lanes(record: &RunRecord) -> Vec<Host> {
+    let mut out = Host::all(record.replicas);
+    out.push(Host::Driver);
     for e in &record.trace {
         if !out.contains(&e.host) {
             out.push(e.host.clone());
@@ -151,7 +151,7 @@ fn lanes(record: &RunRecord) -> Vec<String> {
 
 /// A fault period on a lane: `[from, to)` simulated ms and what it is.
 struct Period {
-    lane: String,
+    lane: Host,
     from: u64,
     to: u64,
     kind: &'static str,
@@ -160,11 +160,11 @@ struct Period {
 
 /// Turns the applied fault actions into periods per lane.
 fn periods(record: &RunRecord) -> Vec<Period> {
-    let mut open: BTreeMap<(String, &'static str, String), (u64, String)> = BTreeMap::new();
+    let mut open: BTreeMap<(Host, &'static str, String), (u64, String)> = BTreeMap::new();
     let mut out = Vec::new();
-    let close = |open: &mut BTreeMap<(String, &'static str, String), (u64, String)>,
+    let close = |open: &mut BTreeMap<(Host, &'static str, String), (u64, String)>,
                  out: &mut Vec<Period>,
-                 key: &(String, &'static str, String),
+                 key: &(Host, &'static str, String),
                  at: u64| {
         if let Some((from, what)) = open.remove(key) {
             out.push(Period {
@@ -247,14 +247,14 @@ fn outcome_text(o: &Outcome) -> String {
 }
 
 /// An event's colour: by its tone, then by the host that recorded it.
-fn event_colour(host: &str, tone: Tone) -> &'static str {
+fn event_colour(host: &Host, tone: Tone) -> &'static str {
     match tone {
         Tone::Bad => "#d62728",
         Tone::Warn => "#ff7f0e",
         Tone::Plain => match host {
-            "driver" => "#7b3294",
-            "ledger" => "#2ca02c",
-            "store" => "#1f77b4",
+            Host::Driver => "#7b3294",
+            Host::Ledger => "#2ca02c",
+            Host::Store => "#1f77b4",
             _ => "#555555",
         },
     }
@@ -264,7 +264,7 @@ fn event_colour(host: &str, tone: Tone) -> &'static str {
 pub fn html(page: &Page<'_>) -> Vec<u8> {
     let r = page.record;
     let lanes = lanes(r);
-    let lane_of = |host: &str| lanes.iter().position(|l| l == host);
+    let lane_of = |host: &Host| lanes.iter().position(|l| l == host);
     let end_ms = r
         .sim_ms
         .max(r.trace.iter().map(|e| e.at_ms).max().unwrap_or(0))
@@ -304,7 +304,7 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
     // Violations, numbered, with what they point at.
     struct Mark {
         label: String,
-        invariant: &'static str,
+        invariant: crate::check::Invariant,
         detail: String,
         ops: Vec<u64>,
         times: Vec<u64>,
@@ -346,7 +346,7 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
             lane_h(i),
             if i % 2 == 0 { "#fafafa" } else { "#f0f0f0" },
             lane_mid(i) + 3.0,
-            lane; top = top, plot_w = plot_w
+            &lane.to_string(); top = top, plot_w = plot_w
         );
     }
     // Time axis.
@@ -392,7 +392,7 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
             r#"<rect x="{x:.1}" y="{:.1}" width="{w:.1}" height="{:.1}" fill="{fill}" fill-opacity="0.22"><title>{}: {} ({} to {} ms)</title></rect>"#,
             lane_top(i) + inset / 2.0,
             lane_h(i) - inset,
-            &p.lane,
+            &p.lane.to_string(),
             &p.what,
             p.from,
             p.to; x = x, w = w, fill = fill
@@ -409,7 +409,7 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
         );
     }
     // Fault points that fired, as diamonds on the driver lane.
-    if let Some(i) = lane_of("driver") {
+    if let Some(i) = lane_of(&Host::Driver) {
         let y = lane_top(i) + lane_h(i) / 2.0;
         for (at, point) in &r.point_firings {
             let x = x_of(*at);
@@ -465,7 +465,7 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
             op.complete_ms,
             &outcome_text(&op.outcome),
             op.replica
-                .as_deref()
+                .as_ref()
                 .map(|r| format!(" from {r}"))
                 .unwrap_or_default(),
             marked
@@ -492,7 +492,7 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
             r##"<a href="#ev-{n}"><circle cx="{x:.1}" cy="{y:.1}" r="2.4" fill="{}"><title>{} ms {}: {}</title></circle></a>"##,
             event_colour(&e.host, e.event.tone()),
             e.at_ms,
-            &e.host,
+            &e.host.to_string(),
             &e.event.to_string(); n = n, x = x, y = y
         );
     }
@@ -705,7 +705,7 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
             op.complete_ms,
             outcome_class(&op.outcome),
             &outcome_text(&op.outcome),
-            op.replica.as_deref().unwrap_or(""),
+            op.replica_or(""),
             marked
                 .map(|m| {
                     let links: Vec<Html> = m
@@ -733,7 +733,7 @@ pub fn html(page: &Page<'_>) -> Vec<u8> {
             h,
             "<tr id=\"ev-{n}\"><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
             e.at_ms,
-            &e.host,
+            &e.host.to_string(),
             &e.event.to_string(); n = n
         );
     }
@@ -770,7 +770,7 @@ mod tests {
             invoke_ms: 100,
             complete_ms: 145,
             outcome: Outcome::Ok,
-            replica: Some("replica-1".into()),
+            replica: Some(crate::host::Host::Replica(1)),
             task: None,
             stream_states: Vec::new(),
             streamed: None,
@@ -778,7 +778,7 @@ mod tests {
             principal: "alice".into(),
         };
         let v = Violation::new(
-            "missing-from-a-read",
+            crate::check::ViolationKind::MISSING_FROM_A_READ,
             "turn 2 of c1, acknowledged by replica-1 at 145 ms, is missing from a later answer (get c1 at 300 ms from replica-0)",
         )
         .about("c1", 2)

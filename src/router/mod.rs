@@ -28,6 +28,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
+use crate::host::Host;
 use crate::net::{self, BoxBody, BoxError, Call};
 use crate::trace::{Event, Trace};
 
@@ -176,11 +177,10 @@ impl Router {
             .unwrap_or("?")
             .to_string();
         let ready = self.control.ready.borrow().clone();
-        let pinned = header(TARGET_HEADER).and_then(|t| {
-            t.strip_prefix("replica-")
-                .and_then(|i| i.parse::<usize>().ok())
-                .filter(|i| *i < ready.len())
-        });
+        // The pin is text from outside: it becomes a host here.
+        let pinned = header(TARGET_HEADER)
+            .and_then(|t| Host::parse(&t).replica_index())
+            .filter(|i| *i < ready.len());
         let index = match pinned {
             Some(i) => i,
             None => self.strategy.borrow_mut().pick(
@@ -191,9 +191,9 @@ impl Router {
                 &mut self.rng.borrow_mut(),
             ),
         };
-        let target = format!("replica-{index}");
+        let target = Host::Replica(index);
         self.trace.record(
-            "router",
+            Host::Router,
             Event::Forward {
                 method: method.to_string(),
                 context: context.clone(),
@@ -202,7 +202,7 @@ impl Router {
             },
         );
         let mut call = Call::post_json(
-            target.clone(),
+            target.to_string(),
             crate::protocol::REPLICA_PORT,
             parts.uri.path(),
             body.to_vec(),
@@ -222,7 +222,7 @@ impl Router {
             Ok(r) => r,
             Err(e) => {
                 self.trace.record(
-                    "router",
+                    Host::Router,
                     Event::Unreachable {
                         target: target.clone(),
                         error: e.to_string(),
@@ -242,7 +242,7 @@ impl Router {
             // Let the replica finish its answer, then lose it.
             let _ = net::read_body(upstream.body, net::BODY_BYTES_MAX).await;
             self.trace.record(
-                "router",
+                Host::Router,
                 Event::DropReply {
                     method: method.to_string(),
                     target: target.clone(),

@@ -41,6 +41,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::InputError;
 use crate::faults::Action;
+use crate::host::Host;
 
 pub use run::{run_script, ApplyNow, DriverLink, AWAIT_EFFECT_MAX};
 pub use step::{EffectGate, PushStep, SendStep, Step, TaskStep, TurnStep};
@@ -274,7 +275,7 @@ impl Script {
     pub fn kills_store(&self) -> bool {
         self.faults()
             .iter()
-            .any(|a| matches!(a, Action::Kill(k) if k.0 == "store"))
+            .any(|a| matches!(a, Action::Kill(k) if k.0 == Host::Store))
     }
 
     /// Whether any step (nested ones included) drains a replica.
@@ -395,10 +396,11 @@ fn collect_turns(steps: &[Step], turns: &mut BTreeMap<String, u32>) {
     }
 }
 
-fn check_host(host: &str, replicas: usize, origin: &str) -> Result<(), InputError> {
-    let ok = match host.strip_prefix("replica-") {
-        Some(i) => i.parse::<usize>().is_ok_and(|i| i < replicas),
-        None => matches!(host, "router" | "store" | "ledger" | "webhook" | "client"),
+fn check_host(host: &Host, replicas: usize, origin: &str) -> Result<(), InputError> {
+    let ok = match host {
+        Host::Replica(i) => *i < replicas,
+        Host::Router | Host::Store | Host::Ledger | Host::Webhook | Host::Client => true,
+        Host::Driver | Host::Other(_) => false,
     };
     if ok {
         Ok(())
@@ -410,9 +412,9 @@ fn check_host(host: &str, replicas: usize, origin: &str) -> Result<(), InputErro
     }
 }
 
-fn check_to(to: &Option<String>, replicas: usize, origin: &str) -> Result<(), InputError> {
+fn check_to(to: &Option<Host>, replicas: usize, origin: &str) -> Result<(), InputError> {
     match to {
-        Some(t) if !t.starts_with("replica-") => Err(InputError::new(
+        Some(t) if !t.to_string().starts_with(crate::host::REPLICA_PREFIX) => Err(InputError::new(
             origin,
             format!("`to = \"{t}\"` must name a replica"),
         )),
@@ -521,7 +523,7 @@ fn check_step(
             }
             action
                 .validate()
-                .map_err(|why| InputError::new(origin, why))?;
+                .map_err(|why| InputError::new(origin, why.to_string()))?;
         }
         Step::Effect(gate, t) => {
             if t.turn == 0 {

@@ -17,6 +17,7 @@ use crate::auth::DEFAULT_PRINCIPAL;
 use crate::client::history::{OpKind, Outcome};
 use crate::client::Client;
 use crate::faults::Action;
+use crate::host::Host;
 use crate::replica::TurnInfo;
 use crate::trace::Event;
 use crate::workload;
@@ -143,7 +144,7 @@ fn run_step<'a>(
                             "SendStreamingMessage",
                             params,
                             Some(&ctx),
-                            s.to.as_deref(),
+                            s.to.as_ref(),
                             Duration::from_secs(10),
                         )
                         .await
@@ -155,7 +156,7 @@ fn run_step<'a>(
                             "SendMessage",
                             params,
                             Some(&ctx),
-                            s.to.as_deref(),
+                            s.to.as_ref(),
                         )
                         .await
                 };
@@ -171,7 +172,7 @@ fn run_step<'a>(
             Step::Cancel(s) | Step::Get(s) | Step::Subscribe(s) => {
                 let Some(id) = task_of(&s.conversation) else {
                     client.trace.record(
-                        "client",
+                        Host::Client,
                         Event::plain(format!("skip step on {}: no task yet", s.conversation)),
                     );
                     return;
@@ -189,7 +190,7 @@ fn run_step<'a>(
                                 "CancelTask",
                                 params,
                                 Some(&ctx),
-                                s.to.as_deref(),
+                                s.to.as_ref(),
                             )
                             .await;
                     }
@@ -201,7 +202,7 @@ fn run_step<'a>(
                                 "GetTask",
                                 params,
                                 Some(&ctx),
-                                s.to.as_deref(),
+                                s.to.as_ref(),
                             )
                             .await;
                     }
@@ -213,7 +214,7 @@ fn run_step<'a>(
                                 "SubscribeToTask",
                                 params,
                                 Some(&ctx),
-                                s.to.as_deref(),
+                                s.to.as_ref(),
                                 Duration::from_secs(5),
                             )
                             .await;
@@ -223,7 +224,7 @@ fn run_step<'a>(
             Step::Authorize(s) => {
                 let Some(id) = task_of(&s.conversation) else {
                     client.trace.record(
-                        "client",
+                        Host::Client,
                         Event::plain(format!("skip authorize on {}: no task yet", s.conversation)),
                     );
                     return;
@@ -234,7 +235,7 @@ fn run_step<'a>(
             Step::SetPush(s) => {
                 let Some(id) = task_of(&s.conversation) else {
                     client.trace.record(
-                        "client",
+                        Host::Client,
                         Event::plain(format!("skip set-push on {}: no task yet", s.conversation)),
                     );
                     return;
@@ -249,7 +250,7 @@ fn run_step<'a>(
                         "CreateTaskPushNotificationConfig",
                         json!({ "taskId": id, "url": s.url }),
                         Some(&ctx),
-                        s.to.as_deref(),
+                        s.to.as_ref(),
                     )
                     .await;
             }
@@ -275,7 +276,7 @@ fn run_step<'a>(
             Step::Effect(gate, t) => {
                 let Some(ledger) = &link.ledger else {
                     client.trace.record(
-                        "client",
+                        Host::Client,
                         Event::plain(format!("skip {}: no ledger", gate.key())),
                     );
                     return;
@@ -289,7 +290,7 @@ fn run_step<'a>(
                         while !ledger.borrow().arrived(&t.conversation, t.turn) {
                             if waited >= run.script.await_effect {
                                 client.trace.record(
-                                    "client",
+                                    Host::Client,
                                     Event::plain(format!(
                                         "{what}: gave up after {} ms",
                                         waited.as_millis()
@@ -302,7 +303,7 @@ fn run_step<'a>(
                         }
                     }
                 }
-                client.trace.record("client", Event::plain(what));
+                client.trace.record(Host::Client, Event::plain(what));
             }
             Step::UntilMs(ms) => {
                 let now = crate::trace::now_ms();

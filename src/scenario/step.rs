@@ -16,6 +16,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::faults::Action;
+use crate::host::Host;
 
 /// A `send` step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -27,7 +28,7 @@ pub struct SendStep {
     pub turn: u32,
     /// Pin the request to this replica; default: the scenario's routing picks one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub to: Option<String>,
+    pub to: Option<Host>,
     /// Reuse this messageId (a retry or a duplicate); defaults to the turn's own id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
@@ -64,7 +65,7 @@ pub struct TaskStep {
     pub conversation: String,
     /// Pin the request to this replica; default: the scenario's routing picks one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub to: Option<String>,
+    pub to: Option<Host>,
     /// The caller's identity, where the contract checks owners.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
@@ -112,7 +113,7 @@ pub struct PushStep {
     pub conversation: String,
     /// Pin the request to this replica; default: the scenario's routing picks one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub to: Option<String>,
+    pub to: Option<Host>,
     /// Where pushes go.
     pub url: String,
     /// The caller's identity (default `alice`; `anonymous` sends no token).

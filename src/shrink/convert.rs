@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::auth::DEFAULT_PRINCIPAL;
 use crate::client::history::{OpKind, Outcome};
 use crate::faults::{lost_reply, Action};
+use crate::host::Host;
 use crate::scenario::{SendStep, Step, TaskStep};
 use crate::trace;
 use crate::workload;
@@ -45,7 +46,7 @@ struct Forward {
     at_ms: u64,
     method: String,
     context: String,
-    target: String,
+    target: Host,
 }
 
 fn method_matches(kind: &OpKind, method: &str) -> bool {
@@ -63,8 +64,8 @@ pub fn convert(record: &RunRecord) -> Conversion {
     let seed = record.seed;
     let mut notes = Vec::new();
     let mut forwards: Vec<(Forward, bool)> = Vec::new();
-    let mut drops: Vec<(u64, String, String, bool)> = Vec::new();
-    for e in record.trace.iter().filter(|e| e.host == "router") {
+    let mut drops: Vec<(u64, String, Host, bool)> = Vec::new();
+    for e in record.trace.iter().filter(|e| e.host == Host::Router) {
         match &e.event {
             trace::Event::DropReply { method, target } => {
                 drops.push((e.at_ms, method.clone(), target.clone(), false));

@@ -6,6 +6,8 @@ use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{ddmin, render, tree, Layout, Timed, RUNS_MAX};
+use crate::check::Invariant;
+use crate::host::Host;
 use crate::model::Profile;
 use crate::scenario::{ScenarioFile, Script, SendStep, Step, TaskStep};
 use crate::sim::{RunSummary, Sim};
@@ -14,14 +16,14 @@ use crate::sim::{RunSummary, Sim};
 pub struct Oracle {
     base: ScenarioFile,
     profile: Profile,
-    invariant: &'static str,
+    invariant: Invariant,
     runs: Cell<usize>,
     cache: RefCell<BTreeMap<String, bool>>,
 }
 
 impl Oracle {
     /// An oracle for scenarios built on `base` (its steps are ignored) with `profile`.
-    pub fn new(base: ScenarioFile, profile: Profile, invariant: &'static str) -> Oracle {
+    pub fn new(base: ScenarioFile, profile: Profile, invariant: Invariant) -> Oracle {
         Oracle {
             base,
             profile,
@@ -74,21 +76,17 @@ impl Oracle {
     }
 }
 
-fn replica_of(host: &str) -> Option<usize> {
-    host.strip_prefix("replica-").and_then(|i| i.parse().ok())
-}
-
 /// Replicas named by a step (`to`, fault hosts).
 fn replicas_named(step: &Step, out: &mut BTreeSet<usize>) {
-    let mut add = |h: &str| {
-        if let Some(i) = replica_of(h) {
+    let mut add = |h: &Host| {
+        if let Some(i) = h.replica_index() {
             out.insert(i);
         }
     };
     match step {
-        Step::Send(s) => s.to.iter().for_each(|h| add(h)),
-        Step::Cancel(s) | Step::Get(s) | Step::Subscribe(s) => s.to.iter().for_each(|h| add(h)),
-        Step::SetPush(s) => s.to.iter().for_each(|h| add(h)),
+        Step::Send(s) => s.to.iter().for_each(&mut add),
+        Step::Cancel(s) | Step::Get(s) | Step::Subscribe(s) => s.to.iter().for_each(&mut add),
+        Step::SetPush(s) => s.to.iter().for_each(&mut add),
         Step::Authorize(_) => {}
         Step::Fault(a) => a.hosts().into_iter().for_each(add),
         Step::Concurrent(v) | Step::Sequence(v) => v.iter().for_each(|s| replicas_named(s, out)),
@@ -98,11 +96,11 @@ fn replicas_named(step: &Step, out: &mut BTreeSet<usize>) {
 
 /// A copy of a step with every replica renamed by `map`.
 fn rename_replicas(step: &Step, map: &BTreeMap<usize, usize>) -> Step {
-    let host = |h: &String| match replica_of(h).and_then(|i| map.get(&i)) {
-        Some(j) => format!("replica-{j}"),
+    let host = |h: &Host| match h.replica_index().and_then(|i| map.get(&i)) {
+        Some(j) => Host::Replica(*j),
         None => h.clone(),
     };
-    let to = |t: &Option<String>| t.as_ref().map(host);
+    let to = |t: &Option<Host>| t.as_ref().map(host);
     match step {
         Step::Send(s) => Step::Send(SendStep {
             to: to(&s.to),
@@ -120,7 +118,7 @@ fn rename_replicas(step: &Step, map: &BTreeMap<usize, usize>) -> Step {
             to: to(&s.to),
             ..s.clone()
         }),
-        Step::Fault(a) => Step::Fault(a.renamed(&|h: &str| host(&h.to_string()))),
+        Step::Fault(a) => Step::Fault(a.renamed(&host)),
         Step::Concurrent(v) => {
             Step::Concurrent(v.iter().map(|s| rename_replicas(s, map)).collect())
         }

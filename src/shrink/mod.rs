@@ -52,7 +52,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::check::{self, Verdict, Violation};
+use crate::check::{self, Invariant, Verdict, Violation};
 use crate::error::InputError;
 use crate::experiment::Experiment;
 use crate::model::Profile;
@@ -186,7 +186,7 @@ impl From<InputError> for ShrinkError {
 #[derive(Debug, Clone)]
 pub struct Shrunk {
     /// The invariant it still violates.
-    pub invariant: &'static str,
+    pub invariant: Invariant,
     /// The original run's first violation of it.
     pub original_detail: String,
     /// The shrunk scenario's first violation of it.
@@ -202,7 +202,7 @@ pub struct Shrunk {
     /// The scenario, with its postmortem placeholder and `[expect]`.
     pub script: Script,
     /// Every invariant the shrunk scenario violates.
-    pub violated: Vec<&'static str>,
+    pub violated: Vec<Invariant>,
     /// Scenario runs spent.
     pub runs: usize,
     /// What happened on the way, in sentences.
@@ -213,13 +213,13 @@ pub struct Shrunk {
 fn target(
     record: &RunRecord,
     asked: Option<&str>,
-) -> Result<(&'static str, Vec<Violation>), ShrinkError> {
+) -> Result<(Invariant, Vec<Violation>), ShrinkError> {
     let findings = check::check_all(record);
     let failed: Vec<_> = findings
         .iter()
         .filter(|f| f.verdict() == Verdict::Fail)
         .collect();
-    let names: Vec<&str> = failed.iter().map(|f| f.invariant).collect();
+    let names: Vec<&str> = failed.iter().map(|f| f.invariant.as_str()).collect();
     let pick = match asked {
         Some(a) => failed.iter().find(|f| f.invariant == a),
         None => failed.first(),

@@ -28,7 +28,7 @@ pub(super) fn reduce_experiment(
     profile: &Profile,
     routing: &str,
     seed: u64,
-    invariant: &'static str,
+    invariant: crate::check::Invariant,
     runs: &mut usize,
     notes: &mut Vec<String>,
 ) -> Experiment {
@@ -143,7 +143,7 @@ mod tests {
             &profile,
             "round-robin",
             15,
-            "no-lost-writes",
+            crate::check::Invariant::NO_LOST_WRITES,
             &mut runs,
             &mut notes,
         );

@@ -128,7 +128,7 @@ mod tests {
                 at_ms: 20,
                 conversation: None,
                 lane: 0,
-                step: Step::Fault(kill::Kill("replica-0".into()).into()),
+                step: Step::Fault(kill::Kill(crate::host::Host::Replica(0)).into()),
             },
             Timed {
                 at_ms: 30,
@@ -160,7 +160,7 @@ mod tests {
             v[0],
             Step::Sequence(vec![
                 Step::UntilMs(20),
-                Step::Fault(kill::Kill("replica-0".into()).into())
+                Step::Fault(kill::Kill(crate::host::Host::Replica(0)).into())
             ])
         );
     }

@@ -109,7 +109,7 @@ mod tests {
 
     #[test]
     fn removing_a_leaf_unwraps_what_is_left() {
-        let k = |i: usize| Step::Fault(kill::Kill(format!("replica-{i}")).into());
+        let k = |i: usize| Step::Fault(kill::Kill(crate::host::Host::Replica(i)).into());
         let steps = vec![Step::Concurrent(vec![
             Step::Sequence(vec![Step::UntilMs(5), k(0)]),
             Step::Sequence(vec![k(1)]),

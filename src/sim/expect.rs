@@ -30,7 +30,7 @@ pub enum Problem {
     Error { seed: u64, error: String },
     /// An invariant was violated that `[expect]` does not list.
     Unexpected {
-        invariant: &'static str,
+        invariant: crate::check::Invariant,
         runs_violated: u64,
         runs: u64,
         seed: u64,
@@ -209,7 +209,7 @@ fn violated(runs: &[&RunSummary]) -> Vec<String> {
     let mut got: Vec<String> = runs
         .iter()
         .flat_map(|r| r.violated())
-        .map(str::to_string)
+        .map(|i| i.to_string())
         .collect();
     got.sort();
     got.dedup();
@@ -241,7 +241,7 @@ fn problems(expect: &Expect, combo: &[&RunSummary], scope: &[&RunSummary]) -> Ve
             });
         }
     }
-    let mut names: Vec<&'static str> = Vec::new();
+    let mut names: Vec<crate::check::Invariant> = Vec::new();
     for r in combo {
         for i in &r.invariants {
             if !names.contains(&i.name) {
@@ -250,7 +250,7 @@ fn problems(expect: &Expect, combo: &[&RunSummary], scope: &[&RunSummary]) -> Ve
         }
     }
     for name in &names {
-        if expect.violations.iter().any(|e| e == name) {
+        if expect.violations.iter().any(|e| name == e) {
             continue;
         }
         let Some((r, detail)) = combo.iter().find_map(|r| {
@@ -262,8 +262,8 @@ fn problems(expect: &Expect, combo: &[&RunSummary], scope: &[&RunSummary]) -> Ve
             continue;
         };
         out.push(Problem::Unexpected {
-            invariant: name,
-            runs_violated: tally(combo, name).0,
+            invariant: *name,
+            runs_violated: tally(combo, name.as_str()).0,
             runs: combo.len() as u64,
             seed: r.seed,
             detail,
@@ -321,7 +321,7 @@ mod tests {
         r.invariants = verdicts
             .iter()
             .map(|(name, v)| InvariantResult {
-                name,
+                name: crate::check::Invariant::new(name),
                 verdict: *v,
                 violations: u64::from(*v == Verdict::Fail),
                 exercised: u64::from(*v != Verdict::Unknown),
@@ -474,7 +474,7 @@ mod tests {
             matches!(
                 &j.problems[..],
                 [Problem::Unexpected {
-                    invariant: "liveness",
+                    invariant: crate::check::Invariant::LIVENESS,
                     seed: 3,
                     ..
                 }]

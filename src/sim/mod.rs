@@ -270,7 +270,7 @@ impl Builder {
                 ),
             ));
         }
-        let extra: Vec<&str> = self.checkers.iter().map(|c| c.name()).collect();
+        let extra: Vec<check::Invariant> = self.checkers.iter().map(|c| c.name()).collect();
         for (i, name) in extra.iter().enumerate() {
             if check::names().contains(name) || extra[..i].contains(name) {
                 return Err(InputError::new(
@@ -281,7 +281,7 @@ impl Builder {
         }
         let (workload, default_replicas, faults, budget) = match &self.drive {
             Some(Drive::Script(script)) => {
-                let mut known: Vec<&str> = check::names();
+                let mut known: Vec<check::Invariant> = check::names();
                 known.extend(&extra);
                 let origin = format!("scenario `{}`: [expect]", script.file.name);
                 check::validate_names_in(&script.file.expect.names(), &known, &origin)?;

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 
-use crate::check::{Finding, Verdict};
+use crate::check::{Finding, Invariant, Verdict};
 use crate::client::history::{OpKind, Outcome};
 use crate::error::InputError;
 use crate::world::{self, RunRecord, RunSpec};
@@ -11,7 +11,7 @@ use crate::world::{self, RunRecord, RunSpec};
 /// What one invariant found in one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvariantResult {
-    pub name: &'static str,
+    pub name: Invariant,
     pub verdict: Verdict,
     pub violations: u64,
     pub exercised: u64,
@@ -51,7 +51,7 @@ pub struct RunSummary {
 
 impl RunSummary {
     /// Invariants with at least one violation.
-    pub fn violated(&self) -> Vec<&'static str> {
+    pub fn violated(&self) -> Vec<Invariant> {
         self.invariants
             .iter()
             .filter(|i| i.verdict == Verdict::Fail)

@@ -10,7 +10,7 @@ use crate::buggify::SharedChaos;
 use crate::net::{self, BoxBody};
 use crate::trace::Trace;
 
-use super::wire::{apply, Host, StoreRequest};
+use super::wire::{apply, InHost, StoreRequest};
 use super::{SharedState, PORT};
 
 /// Simulated time one store operation takes (a database round trip inside the store host).
@@ -51,7 +51,7 @@ async fn handle(
     let response = apply(
         &state,
         request,
-        Some(Host {
+        Some(InHost {
             trace: &trace,
             chaos: &chaos,
         }),

@@ -26,6 +26,7 @@ pub mod table;
 mod wire;
 
 use std::cell::RefCell;
+use std::fmt;
 use std::rc::Rc;
 
 use a2a::Task;
@@ -68,6 +69,20 @@ impl SaveMode {
     }
 }
 
+/// The words a save's mode has in the trace (`Cas(Some(2))`, `Overwrite`): part of every
+/// trace hash, so written out here rather than derived, and pinned by a test.
+impl fmt::Display for SaveMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SaveMode::Cas(Some(v)) => write!(f, "Cas(Some({v}))"),
+            SaveMode::Cas(None) => f.write_str("Cas(None)"),
+            SaveMode::Overwrite => f.write_str("Overwrite"),
+            SaveMode::Cancel => f.write_str("Cancel"),
+            SaveMode::CancelWhole => f.write_str("CancelWhole"),
+        }
+    }
+}
+
 /// Why a save was refused or not answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SaveError {
@@ -77,6 +92,21 @@ pub enum SaveError {
     NotCancelable,
     /// The store did not answer (timeout, partition, crash).
     Unavailable(String),
+}
+
+/// The words a refusal has in the trace (`Conflict { current: Some(2) }`): part of every
+/// trace hash, so written out here rather than derived, and pinned by a test.
+impl fmt::Display for SaveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SaveError::Conflict { current: Some(v) } => {
+                write!(f, "Conflict {{ current: Some({v}) }}")
+            }
+            SaveError::Conflict { current: None } => f.write_str("Conflict { current: None }"),
+            SaveError::NotCancelable => f.write_str("NotCancelable"),
+            SaveError::Unavailable(why) => write!(f, "Unavailable({why:?})"),
+        }
+    }
 }
 
 /// One accepted save, as the store saw it: ground truth for `versions-monotonic`.
@@ -112,6 +142,18 @@ pub enum Claim {
     InFlight,
     /// It completed; this is the task it produced.
     Done { task_id: String },
+}
+
+/// The words a claim has in the trace (`Done { task_id: "t1" }`): part of every trace
+/// hash, so written out here rather than derived, and pinned by a test.
+impl fmt::Display for Claim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Claim::New => f.write_str("New"),
+            Claim::InFlight => f.write_str("InFlight"),
+            Claim::Done { task_id } => write!(f, "Done {{ task_id: {task_id:?} }}"),
+        }
+    }
 }
 
 /// Whether the task's history holds the message with this messageId.
@@ -178,6 +220,67 @@ pub fn shared(factory: Option<&TableFactory>) -> SharedState {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_save_prints_the_words_every_trace_hash_was_made_with() {
+        use super::{Claim, SaveError, SaveMode};
+        let modes = [
+            SaveMode::Cas(Some(2)),
+            SaveMode::Cas(None),
+            SaveMode::Overwrite,
+            SaveMode::Cancel,
+            SaveMode::CancelWhole,
+        ];
+        let words: Vec<String> = modes.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            words,
+            [
+                "Cas(Some(2))",
+                "Cas(None)",
+                "Overwrite",
+                "Cancel",
+                "CancelWhole"
+            ]
+        );
+        let errors = [
+            SaveError::Conflict { current: Some(7) },
+            SaveError::Conflict { current: None },
+            SaveError::NotCancelable,
+            SaveError::Unavailable("store connect: \"refused\"".into()),
+        ];
+        let words: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            words,
+            [
+                "Conflict { current: Some(7) }",
+                "Conflict { current: None }",
+                "NotCancelable",
+                r#"Unavailable("store connect: \"refused\"")"#,
+            ]
+        );
+        let claims = [
+            Claim::New,
+            Claim::InFlight,
+            Claim::Done {
+                task_id: "task-\"1\"".into(),
+            },
+        ];
+        let words: Vec<String> = claims.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            words,
+            ["New", "InFlight", r#"Done { task_id: "task-\"1\"" }"#]
+        );
+        // Each word is still what the derived Debug says, for the variants above.
+        for m in modes {
+            assert_eq!(m.to_string(), format!("{m:?}"));
+        }
+        for e in errors {
+            assert_eq!(e.to_string(), format!("{e:?}"));
+        }
+        for c in claims {
+            assert_eq!(c.to_string(), format!("{c:?}"));
+        }
+    }
+
     use super::*;
 
     fn task(id: &str) -> Task {

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::buggify::SharedChaos;
 use crate::faults::Point;
+use crate::host::Host;
 use crate::trace::{now_ms, Event, Trace};
 
 use super::{Claim, OutboxEntry, SaveError, SaveMode, SharedState};
@@ -81,7 +82,7 @@ pub(crate) enum StoreResponse {
 
 /// The host a request is applied in: the shared store's traces and BUGGIFY points. A pod's
 /// memory store has neither.
-pub(crate) struct Host<'a> {
+pub(crate) struct InHost<'a> {
     pub trace: &'a Trace,
     pub chaos: &'a SharedChaos,
 }
@@ -101,7 +102,7 @@ pub fn buggify_conflict(
     }
     if let Some(v) = state.borrow_mut().phantom_write(task_id) {
         trace.record(
-            "store",
+            Host::Store,
             Event::plain(format!("buggify: phantom write of {task_id} v{v}")),
         );
     }
@@ -112,7 +113,7 @@ pub fn buggify_conflict(
 pub(crate) fn apply(
     state: &SharedState,
     request: StoreRequest,
-    host: Option<Host<'_>>,
+    host: Option<InHost<'_>>,
 ) -> StoreResponse {
     match request {
         StoreRequest::Get { task_id } => match state.borrow().get(&task_id) {
@@ -144,13 +145,15 @@ pub(crate) fn apply(
             match result {
                 Ok(version) => {
                     if let Some(h) = &host {
+                        // The writer's name, as the request carries it: it becomes a
+                        // host here.
                         h.trace.record(
-                            "store",
+                            Host::Store,
                             Event::Save {
                                 task: id.clone(),
                                 version,
-                                replica: replica.clone(),
-                                mode: format!("{mode:?}"),
+                                replica: Host::parse(&replica),
+                                mode: mode.to_string(),
                             },
                         );
                     }
@@ -159,12 +162,12 @@ pub(crate) fn apply(
                 Err(error) => {
                     if let Some(h) = &host {
                         h.trace.record(
-                            "store",
+                            Host::Store,
                             Event::SaveRefused {
                                 task: id,
-                                replica: replica.clone(),
-                                mode: format!("{mode:?}"),
-                                error: format!("{error:?}"),
+                                replica: Host::parse(&replica),
+                                mode: mode.to_string(),
+                                error: error.to_string(),
                             },
                         );
                     }
@@ -179,7 +182,7 @@ pub(crate) fn apply(
             let claim = state.borrow_mut().claim(&key, now_ms(), lease_ms);
             if let Some(h) = &host {
                 h.trace
-                    .record("store", Event::plain(format!("claim {key}: {claim:?}")));
+                    .record(Host::Store, Event::plain(format!("claim {key}: {claim}")));
             }
             StoreResponse::Claim { claim }
         }

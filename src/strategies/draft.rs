@@ -11,6 +11,7 @@ use proptest::strategy::{BoxedStrategy, Union};
 
 use super::{fault, race, ScenarioConfig, StepKind, SETTLE_MS};
 use crate::faults::{heal, kill, lost_reply, partition};
+use crate::host::Host;
 use crate::scenario::{EffectGate, SendStep, Step, TaskStep, TurnStep};
 
 /// One abstract step: conversation and replica numbers, not names.
@@ -117,7 +118,7 @@ pub(super) fn draft(config: &ScenarioConfig) -> BoxedStrategy<Draft> {
 /// Turns drafts into steps: turns numbered in sending order, replicas folded onto `replicas`.
 pub(super) fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
     let last_turn: std::cell::RefCell<BTreeMap<u32, u32>> = Default::default();
-    let replica = |i: &Index| format!("replica-{}", i.index(replicas));
+    let replica = |i: &Index| Host::Replica(i.index(replicas));
     let to = |t: &Option<Index>| t.as_ref().map(replica);
     // Conversations are named in order of first appearance, so a shrunk case reads c1, c2.
     let mut order: BTreeMap<u32, usize> = BTreeMap::new();
@@ -186,7 +187,7 @@ pub(super) fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
             Draft::Kill(i) => Step::Fault(kill::Kill(replica(i)).into()),
             Draft::Restart(i) => Step::Fault(kill::Restart(replica(i)).into()),
             Draft::Partition(i) => {
-                Step::Fault(partition::Partition(replica(i), "store".into()).into())
+                Step::Fault(partition::Partition(replica(i), Host::Store).into())
             }
             Draft::Heal => Step::Fault(heal::HealAll.into()),
             Draft::NonBlocking(c, t) => Step::Sequence(vec![

@@ -18,6 +18,7 @@ use proptest::prelude::*;
 use proptest::strategy::BoxedStrategy;
 
 use crate::faults::{heal, hold, kill_point, latency, partition, pause, Action, KillPoint};
+use crate::host::Host;
 use crate::scenario::{SendStep, Step};
 
 /// Which link of the replica a network fault cuts.
@@ -83,9 +84,9 @@ pub(super) fn faults() -> BoxedStrategy<Fault> {
 }
 
 /// The steps of `fault` around `turn`, sent to `replica`.
-pub(super) fn steps(fault: Fault, replica: &str, turn: SendStep) -> Vec<Step> {
+pub(super) fn steps(fault: Fault, replica: &Host, turn: SendStep) -> Vec<Step> {
     let turn = Step::Send(SendStep {
-        to: Some(replica.to_string()),
+        to: Some(replica.clone()),
         ..turn
     });
     // One step: the fault, then the turn and, beside it, the undo after the window.
@@ -100,12 +101,12 @@ pub(super) fn steps(fault: Fault, replica: &str, turn: SendStep) -> Vec<Step> {
     };
     match fault {
         Fault::Net { link, cut, window } => {
-            let r = replica.to_string();
+            let r = replica.clone();
             // The pair as the link's connecting host first, and the replica's peer.
             let (a, b, peer) = match link {
-                Link::Store => (r.clone(), "store".to_string(), "store"),
-                Link::Router => ("router".to_string(), r.clone(), "router"),
-                Link::Ledger => (r.clone(), "ledger".to_string(), "ledger"),
+                Link::Store => (r.clone(), Host::Store, Host::Store),
+                Link::Router => (Host::Router, r.clone(), Host::Router),
+                Link::Ledger => (r.clone(), Host::Ledger, Host::Ledger),
             };
             let (on, off): (Action, Action) = match cut {
                 Cut::Partition => (
@@ -113,11 +114,11 @@ pub(super) fn steps(fault: Fault, replica: &str, turn: SendStep) -> Vec<Step> {
                     partition::Repair(a, b).into(),
                 ),
                 Cut::OneWayOut => (
-                    partition::PartitionOneway(r.clone(), peer.into()).into(),
+                    partition::PartitionOneway(r.clone(), peer).into(),
                     partition::Repair(a, b).into(),
                 ),
                 Cut::OneWayIn => (
-                    partition::PartitionOneway(peer.into(), r.clone()).into(),
+                    partition::PartitionOneway(peer, r.clone()).into(),
                     partition::Repair(a, b).into(),
                 ),
                 Cut::Hold => (
@@ -132,8 +133,8 @@ pub(super) fn steps(fault: Fault, replica: &str, turn: SendStep) -> Vec<Step> {
             at_once(on, off, window)
         }
         Fault::Pause { window } => at_once(
-            pause::Pause(replica.into()).into(),
-            pause::Resume(replica.into()).into(),
+            pause::Pause(replica.clone()).into(),
+            pause::Resume(replica.clone()).into(),
             window,
         ),
         Fault::KillAt(point) => vec![

@@ -620,9 +620,7 @@ mod tests {
             want.map(|(c, t)| (c.to_string(), t)).to_vec(),
             "{steps:?}"
         );
-        assert!(
-            matches!(&steps[4], Step::Fault(Action::Kill(kill::Kill(h))) if h.starts_with("replica-"))
-        );
+        assert!(matches!(&steps[4], Step::Fault(Action::Kill(kill::Kill(h))) if h.is_replica()));
     }
 
     #[test]

@@ -364,7 +364,7 @@ mod tests {
             effects: 2,
             latencies_ms: vec![5, 7],
             invariants: vec![InvariantResult {
-                name: "no-lost-writes",
+                name: crate::check::Invariant::NO_LOST_WRITES,
                 verdict: Verdict::Fail,
                 violations: 1,
                 exercised: 2,

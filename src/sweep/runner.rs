@@ -176,13 +176,16 @@ pub fn check_row(exp: &Experiment, run: &RunSummary) -> Result<WorkItem, String>
             s.start.saturating_add(s.count)
         ));
     };
-    let names: Vec<&str> = run.invariants.iter().map(|i| i.name).collect();
+    let names: Vec<crate::check::Invariant> = run.invariants.iter().map(|i| i.name).collect();
     let fine = names == crate::check::names() || (names.is_empty() && run.error.is_some());
     if !fine {
+        let words = |n: &[crate::check::Invariant]| {
+            n.iter().map(|i| i.as_str()).collect::<Vec<_>>().join(", ")
+        };
         return Err(format!(
             "its invariant columns ({}) are not this version's ({})",
-            names.join(", "),
-            crate::check::names().join(", ")
+            words(&names),
+            words(&crate::check::names())
         ));
     }
     Ok(item)

@@ -10,6 +10,7 @@
 use std::fmt;
 
 use crate::faults::{Action, KillPoint};
+use crate::host::Host;
 
 /// How a timeline colours an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -41,20 +42,20 @@ pub enum Event {
     /// The driver applied a fault action.
     Fault(Action),
     /// A replica reached an armed kill point; the driver will crash it.
-    KillPointReached { host: String, point: KillPoint },
+    KillPointReached { host: Host, point: KillPoint },
     /// A replica's software started (its `boot`-th start in the run).
     Boot(u32),
     /// The router forwarded a request to a replica (`pinned`: the client named it).
     Forward {
         method: String,
         context: Option<String>,
-        target: String,
+        target: Host,
         pinned: bool,
     },
     /// The router could not reach a replica.
-    Unreachable { target: String, error: String },
+    Unreachable { target: Host, error: String },
     /// The router dropped a replica's reply (the `lost-reply` fault).
-    DropReply { method: String, target: String },
+    DropReply { method: String, target: Host },
     /// A client call ended: its operation (`send c1#2`), how, and the card origin it went to.
     Answered {
         op: String,
@@ -68,16 +69,18 @@ pub enum Event {
     Save {
         task: String,
         version: u64,
-        replica: String,
-        /// The save's mode, as the store names it (`Cas(Some(2))`, `Overwrite`).
+        replica: Host,
+        /// The save's mode, as the store prints it (`Cas(Some(2))`, `Overwrite`: the
+        /// `Display` of `crate::store::SaveMode`).
         mode: String,
     },
     /// The store refused a save (a conflict, a terminal task).
     SaveRefused {
         task: String,
-        replica: String,
+        replica: Host,
         mode: String,
-        /// Why, as the store says it (`Conflict { current: Some(2) }`).
+        /// Why, as the store prints it (`Conflict { current: Some(2) }`: the `Display` of
+        /// `crate::store::SaveError`).
         error: String,
     },
     /// An effect reached the ledger.
@@ -85,7 +88,7 @@ pub enum Event {
         conversation: String,
         turn: u32,
         task: String,
-        replica: String,
+        replica: Host,
         key: Option<String>,
         /// False when an earlier effect with the same key was applied.
         applied: bool,
@@ -133,23 +136,19 @@ impl Event {
     /// The replica this event talks to or hears from, for a timeline's message lines: the
     /// target of a forward or a dropped reply, the replica a save or an effect came from,
     /// the replica end of a fault on a link.
-    pub fn peer(&self) -> Option<&str> {
-        let replica = |h: &str| {
-            h.strip_prefix("replica-")
-                .is_some_and(|i| i.starts_with(|c: char| c.is_ascii_digit()))
-        };
+    pub fn peer(&self) -> Option<&Host> {
         let peer = match self {
-            Event::Forward { target, .. } | Event::DropReply { target, .. } => target.as_str(),
+            Event::Forward { target, .. } | Event::DropReply { target, .. } => target,
             Event::Save { replica, .. }
             | Event::SaveRefused { replica, .. }
-            | Event::Effect { replica, .. } => replica.as_str(),
+            | Event::Effect { replica, .. } => replica,
             Event::Fault(action) => match action.hosts().as_slice() {
-                [_, b] => b,
+                [_, b] => *b,
                 _ => return None,
             },
             _ => return None,
         };
-        replica(peer).then_some(peer)
+        peer.is_replica().then_some(peer)
     }
 }
 
@@ -267,14 +266,14 @@ mod tests {
         let e = Event::Forward {
             method: "SendMessage".into(),
             context: Some("ctx-c1-0000".into()),
-            target: "replica-2".into(),
+            target: Host::Replica(2),
             pinned: true,
         };
         assert_eq!(
             e.to_string(),
             "SendMessage ctx ctx-c1-0000 -> replica-2 (pinned)"
         );
-        assert_eq!(e.peer(), Some("replica-2"));
+        assert_eq!(e.peer(), Some(&Host::Replica(2)));
     }
 
     #[test]

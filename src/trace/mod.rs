@@ -16,13 +16,15 @@ use std::time::Duration;
 
 pub use event::{Event, Reply, Tone};
 
+use crate::host::Host;
+
 /// One line of the trace.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TraceEvent {
     /// Simulated milliseconds since the start of the run.
     pub at_ms: u64,
     /// The host that recorded it (`router`, `replica-1`, `driver`, ...).
-    pub host: String,
+    pub host: Host,
     /// What happened.
     pub event: Event,
 }
@@ -52,23 +54,22 @@ impl Trace {
     }
 
     /// Records an event at the current simulated time of the calling host.
-    pub fn record(&self, host: &str, event: Event) {
+    pub fn record(&self, host: impl Into<Host>, event: Event) {
         self.record_at(now_ms(), host, event);
     }
 
     /// Records an event at a given simulated time (used by the driver between steps). The
-    /// hash covers `at_ms|host|event` as the event prints.
-    pub fn record_at(&self, at_ms: u64, host: &str, event: Event) {
+    /// hash covers `at_ms|host|event` as the host and the event print.
+    pub fn record_at(&self, at_ms: u64, host: impl Into<Host>, event: Event) {
+        let host = host.into();
         let mut line = String::with_capacity(96);
         let _ = writeln!(line, "{at_ms}|{host}|{event}");
-        tracing::debug!(target: "a2a_chaos::trace", host, "{event}");
+        tracing::debug!(target: "a2a_chaos::trace", host = &*host.name(), "{event}");
         self.hash.borrow_mut().write(line.as_bytes());
         if self.keep {
-            self.events.borrow_mut().push(TraceEvent {
-                at_ms,
-                host: host.to_string(),
-                event,
-            });
+            self.events
+                .borrow_mut()
+                .push(TraceEvent { at_ms, host, event });
         }
     }
 
@@ -131,11 +132,11 @@ mod tests {
     #[test]
     fn hash_depends_on_order() {
         let a = Trace::new(false);
-        a.record_at(1, "x", Event::plain("one"));
-        a.record_at(2, "x", Event::plain("two"));
+        a.record_at(1, Host::Driver, Event::plain("one"));
+        a.record_at(2, Host::Driver, Event::plain("two"));
         let b = Trace::new(false);
-        b.record_at(2, "x", Event::plain("two"));
-        b.record_at(1, "x", Event::plain("one"));
+        b.record_at(2, Host::Driver, Event::plain("two"));
+        b.record_at(1, Host::Driver, Event::plain("one"));
         assert_ne!(a.hash_hex(), b.hash_hex());
     }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::buggify::SharedChaos;
 use crate::faults::{kill, Action, CardChange, KillPoint, Point, Scheduled, Target};
+use crate::host::Host;
 use crate::replica::DrainSignal;
 use crate::router::RouterControl;
 use crate::store::SharedState;
@@ -21,12 +22,12 @@ pub(super) struct Driver {
     pub(super) memory_slots: Vec<Rc<RefCell<Option<SharedState>>>>,
     /// Memory stores of pods that died: gone for the system, kept for the checkers.
     pub(super) dead_memory: Vec<SharedState>,
-    pub(super) crashed: BTreeSet<String>,
-    pub(super) partitions: BTreeSet<(String, String)>,
-    pub(super) slowed: BTreeSet<(String, String)>,
-    pub(super) held: BTreeSet<(String, String)>,
+    pub(super) crashed: BTreeSet<Host>,
+    pub(super) partitions: BTreeSet<(Host, Host)>,
+    pub(super) slowed: BTreeSet<(Host, Host)>,
+    pub(super) held: BTreeSet<(Host, Host)>,
     /// Paused replicas: every link of theirs is held until they resume ([`Target::pause`]).
-    pub(super) paused: BTreeSet<String>,
+    pub(super) paused: BTreeSet<Host>,
     pub(super) applied: Vec<(u64, Action)>,
     pub(super) trace: Trace,
     pub(super) chaos: SharedChaos,
@@ -38,9 +39,9 @@ pub(super) struct Driver {
     /// Each replica slot's graceful-shutdown state, shared with the replica.
     pub(super) drains: Vec<Rc<DrainSignal>>,
     /// Replicas draining (SIGTERM sent, not exited yet), by host.
-    pub(super) draining: BTreeMap<String, Draining>,
+    pub(super) draining: BTreeMap<Host, Draining>,
     /// Hosts killed while draining with a restart asked for: restarted right after.
-    pub(super) owed_restarts: Vec<String>,
+    pub(super) owed_restarts: Vec<Host>,
 }
 
 /// A replica between SIGTERM and its exit.
@@ -49,10 +50,6 @@ pub(super) struct Draining {
     deadline_ms: u64,
     /// A restart came while it drained: it restarts as soon as it exits.
     restart: bool,
-}
-
-fn replica_index(host: &str) -> Option<usize> {
-    host.strip_prefix("replica-").and_then(|i| i.parse().ok())
 }
 
 impl Driver {
@@ -79,7 +76,7 @@ impl Driver {
             self.chaos.borrow_mut().count_kill(point);
             self.trace.record_at(
                 now,
-                "driver",
+                Host::Driver,
                 Event::KillPointReached {
                     host: host.clone(),
                     point,
@@ -106,7 +103,7 @@ impl Driver {
             .map(|host| kill::Restart(host).into())
             .collect();
         for (host, d) in &self.draining {
-            let Some(signal) = replica_index(host).and_then(|i| self.drains.get(i)) else {
+            let Some(signal) = host.replica_index().and_then(|i| self.drains.get(i)) else {
                 continue;
             };
             let why = if signal.connections() == 0 {
@@ -118,7 +115,7 @@ impl Driver {
             };
             self.trace.record_at(
                 now,
-                "driver",
+                Host::Driver,
                 Event::note(Tone::Bad, format!("{host} drained, {why}")),
             );
             out.push(kill::Kill(host.clone()).into());
@@ -131,7 +128,7 @@ impl Driver {
 
     pub(super) fn apply(&mut self, sim: &mut turmoil::Sim<'_>, now: u64, action: &Action) {
         self.trace
-            .record_at(now, "driver", Event::Fault(action.clone()));
+            .record_at(now, Host::Driver, Event::Fault(action.clone()));
         self.applied.push((now, action.clone()));
         action.apply(&mut Applying {
             driver: self,
@@ -149,8 +146,8 @@ struct Applying<'a, 'b> {
 }
 
 impl Applying<'_, '_> {
-    fn set_ready(&self, host: &str, ready: bool) {
-        if let Some(i) = replica_index(host) {
+    fn set_ready(&self, host: &Host, ready: bool) {
+        if let Some(i) = host.replica_index() {
             if let Some(r) = self.driver.control.ready.borrow_mut().get_mut(i) {
                 *r = ready;
             }
@@ -160,55 +157,60 @@ impl Applying<'_, '_> {
 
 impl Applying<'_, '_> {
     /// Every host a replica talks to or hears from: what a pause holds.
-    fn peers_of(&self, host: &str) -> Vec<String> {
+    fn peers_of(&self, host: &Host) -> Vec<Host> {
         let replicas = self.driver.control.ready.borrow().len();
-        ["client", "router", "store", "ledger", "webhook"]
-            .into_iter()
-            .map(String::from)
-            .chain((0..replicas).map(|i| format!("replica-{i}")))
-            .filter(|h| h != host)
-            .collect()
+        [
+            Host::Client,
+            Host::Router,
+            Host::Store,
+            Host::Ledger,
+            Host::Webhook,
+        ]
+        .into_iter()
+        .chain((0..replicas).map(Host::Replica))
+        .filter(|h| h != host)
+        .collect()
     }
 }
 
 impl Target for Applying<'_, '_> {
-    fn crash(&mut self, host: &str) {
+    fn crash(&mut self, host: &Host) {
         // A kill during a drain ends it; a restart asked for meanwhile still comes.
         if self.driver.draining.remove(host).is_some_and(|d| d.restart) {
-            self.driver.owed_restarts.push(host.to_string());
+            self.driver.owed_restarts.push(host.clone());
         }
-        if self.driver.crashed.insert(host.to_string()) {
+        if self.driver.crashed.insert(host.clone()) {
             self.set_ready(host, false);
-            if let Some(i) = replica_index(host) {
+            if let Some(i) = host.replica_index() {
                 if let Some(slot) = self.driver.memory_slots.get(i) {
                     if let Some(dead) = slot.borrow_mut().take() {
                         self.driver.dead_memory.push(dead);
                     }
                 }
             }
-            self.sim.crash(host);
+            self.sim.crash(host.to_string());
         }
     }
 
-    fn restart(&mut self, host: &str) {
+    fn restart(&mut self, host: &Host) {
         if let Some(d) = self.driver.draining.get_mut(host) {
             d.restart = true;
             return;
         }
         if self.driver.crashed.remove(host) {
-            self.sim.bounce(host);
+            self.sim.bounce(host.to_string());
             self.set_ready(host, true);
         }
     }
 
-    fn stall_readers(&mut self, host: &str) {
-        if let Some(signal) = replica_index(host).and_then(|i| self.driver.drains.get(i)) {
+    fn stall_readers(&mut self, host: &Host) {
+        if let Some(signal) = host.replica_index().and_then(|i| self.driver.drains.get(i)) {
             signal.stall_readers(self.now);
         }
     }
 
-    fn drain(&mut self, host: &str, grace_ms: u64) {
-        let Some(signal) = replica_index(host).and_then(|i| self.driver.drains.get(i)) else {
+    fn drain(&mut self, host: &Host, grace_ms: u64) {
+        let Some(signal) = host.replica_index().and_then(|i| self.driver.drains.get(i)) else {
             return;
         };
         if self.driver.crashed.contains(host) || self.driver.draining.contains_key(host) {
@@ -217,7 +219,7 @@ impl Target for Applying<'_, '_> {
         self.set_ready(host, false);
         signal.begin(self.now);
         self.driver.draining.insert(
-            host.to_string(),
+            host.clone(),
             Draining {
                 deadline_ms: self.now + grace_ms,
                 restart: false,
@@ -225,94 +227,91 @@ impl Target for Applying<'_, '_> {
         );
     }
 
-    fn partition(&mut self, from: &str, to: &str, oneway: bool) {
+    fn partition(&mut self, from: &Host, to: &Host, oneway: bool) {
         if oneway {
-            self.sim.partition_oneway(from, to);
+            self.sim.partition_oneway(from.to_string(), to.to_string());
         } else {
-            self.sim.partition(from, to);
+            self.sim.partition(from.to_string(), to.to_string());
         }
-        self.driver
-            .partitions
-            .insert((from.to_string(), to.to_string()));
+        self.driver.partitions.insert((from.clone(), to.clone()));
     }
 
-    fn repair(&mut self, a: &str, b: &str) {
-        self.sim.repair(a, b);
-        self.driver
-            .partitions
-            .remove(&(a.to_string(), b.to_string()));
-        self.driver
-            .partitions
-            .remove(&(b.to_string(), a.to_string()));
+    fn repair(&mut self, a: &Host, b: &Host) {
+        self.sim.repair(a.to_string(), b.to_string());
+        self.driver.partitions.remove(&(a.clone(), b.clone()));
+        self.driver.partitions.remove(&(b.clone(), a.clone()));
     }
 
-    fn hold(&mut self, a: &str, b: &str) {
-        self.sim.hold(a, b);
-        self.driver.held.insert((a.to_string(), b.to_string()));
+    fn hold(&mut self, a: &Host, b: &Host) {
+        self.sim.hold(a.to_string(), b.to_string());
+        self.driver.held.insert((a.clone(), b.clone()));
     }
 
-    fn release(&mut self, a: &str, b: &str) {
-        self.sim.release(a, b);
-        self.driver.held.remove(&(a.to_string(), b.to_string()));
-        self.driver.held.remove(&(b.to_string(), a.to_string()));
+    fn release(&mut self, a: &Host, b: &Host) {
+        self.sim.release(a.to_string(), b.to_string());
+        self.driver.held.remove(&(a.clone(), b.clone()));
+        self.driver.held.remove(&(b.clone(), a.clone()));
     }
 
-    fn pause(&mut self, host: &str) {
-        if self.driver.crashed.contains(host) || !self.driver.paused.insert(host.to_string()) {
+    fn pause(&mut self, host: &Host) {
+        if self.driver.crashed.contains(host) || !self.driver.paused.insert(host.clone()) {
             return;
         }
         for peer in self.peers_of(host) {
-            self.sim.hold(host, peer.as_str());
+            self.sim.hold(host.to_string(), peer.to_string());
         }
     }
 
-    fn resume(&mut self, host: &str) {
+    fn resume(&mut self, host: &Host) {
         if !self.driver.paused.remove(host) {
             return;
         }
         for peer in self.peers_of(host) {
             // A link held by its own `hold` step stays held until its `release`.
-            let (a, b) = (host.to_string(), peer.clone());
+            let (a, b) = (host.clone(), peer.clone());
             if !self.driver.held.contains(&(a.clone(), b.clone()))
                 && !self.driver.held.contains(&(b, a))
             {
-                self.sim.release(host, peer.as_str());
+                self.sim.release(host.to_string(), peer.to_string());
             }
         }
     }
 
-    fn link_latency(&mut self, a: &str, b: &str, max_ms: Option<u64>) {
+    fn link_latency(&mut self, a: &Host, b: &Host, max_ms: Option<u64>) {
         let max = Duration::from_millis(max_ms.unwrap_or(LATENCY_MS.1));
-        self.sim.set_link_max_message_latency(a, b, max);
+        self.sim
+            .set_link_max_message_latency(a.to_string(), b.to_string(), max);
         if max_ms.is_some() {
-            self.driver.slowed.insert((a.to_string(), b.to_string()));
+            self.driver.slowed.insert((a.clone(), b.clone()));
         } else {
-            self.driver.slowed.remove(&(a.to_string(), b.to_string()));
+            self.driver.slowed.remove(&(a.clone(), b.clone()));
         }
     }
 
     fn heal_all(&mut self) {
+        // Every set sorts its hosts by name, as it always has: the order of the repairs
+        // and restarts below is part of the run.
         for (a, b) in std::mem::take(&mut self.driver.partitions) {
-            self.sim.repair(a.as_str(), b.as_str());
+            self.sim.repair(a.to_string(), b.to_string());
         }
         for (a, b) in std::mem::take(&mut self.driver.held) {
-            self.sim.release(a.as_str(), b.as_str());
+            self.sim.release(a.to_string(), b.to_string());
         }
         for host in std::mem::take(&mut self.driver.paused) {
             for peer in self.peers_of(&host) {
-                self.sim.release(host.as_str(), peer.as_str());
+                self.sim.release(host.to_string(), peer.to_string());
             }
         }
         self.driver.chaos.borrow_mut().clear();
         for (a, b) in std::mem::take(&mut self.driver.slowed) {
             self.sim.set_link_max_message_latency(
-                a.as_str(),
-                b.as_str(),
+                a.to_string(),
+                b.to_string(),
                 Duration::from_millis(LATENCY_MS.1),
             );
         }
         for host in std::mem::take(&mut self.driver.crashed) {
-            self.sim.bounce(host.as_str());
+            self.sim.bounce(host.to_string());
             self.set_ready(&host, true);
         }
         // A pod still draining restarts once it exits.

@@ -31,6 +31,7 @@ use crate::faults::{PlanInput, Scheduled};
 use crate::ground::ledger::{self, LedgerState};
 use crate::ground::push::SharedPush;
 use crate::ground::webhook::{self, WebhookState};
+use crate::host::Host;
 use crate::model::Placement;
 use crate::replica::{Replica, Wiring};
 use crate::router::{self, RouterControl};
@@ -154,7 +155,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         let chaos = chaos.clone();
         let (card, grants) = (cards.clone(), grants.clone());
         let table = spec.table.clone();
-        sim.host(format!("replica-{i}"), move || {
+        sim.host(Host::Replica(i).to_string(), move || {
             let b = boot.get();
             boot.set(b + 1);
             let store = match profile.store.placement {
@@ -185,7 +186,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
             ));
             let trace = trace.clone();
             async move {
-                trace.record(&replica.name, Event::Boot(b));
+                trace.record(Host::Replica(i), Event::Boot(b));
                 replica.serve().await
             }
         });

@@ -25,9 +25,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::check::{self, Finding};
+use crate::check::{self, Finding, Invariant};
 use crate::client::history::OpKind;
 use crate::ground::ledger::Effect;
+use crate::host::Host;
 use crate::model::Profile;
 use crate::store::SaveRecord;
 use crate::trace::{Event, Reply, TraceEvent};
@@ -298,13 +299,10 @@ pub fn load(path: &Path, model: Option<Profile>) -> Result<Recorded, String> {
 /// effects and the reported saves.
 fn trace_of(exchanges: &[Exchange], effects: &[Effect], saves: &[SaveRecord]) -> Vec<TraceEvent> {
     let mut trace = Vec::new();
-    let at = |at_ms: u64, host: &str, event: Event| TraceEvent {
-        at_ms,
-        host: host.to_string(),
-        event,
-    };
+    let at = |at_ms: u64, host: Host, event: Event| TraceEvent { at_ms, host, event };
+    // The recorded history is text: the hosts it names become hosts here.
     for x in exchanges {
-        let target = x.replica.clone().unwrap_or_else(|| "?".into());
+        let target = Host::parse(x.replica.as_deref().unwrap_or("?"));
         let method = x.method().to_string();
         let what = match x.duplicate_of {
             Some(of) => format!("{method} (duplicate of request {of})"),
@@ -312,7 +310,7 @@ fn trace_of(exchanges: &[Exchange], effects: &[Effect], saves: &[SaveRecord]) ->
         };
         trace.push(at(
             x.at_ms,
-            "router",
+            Host::Router,
             Event::Forward {
                 method: what,
                 context: x
@@ -326,7 +324,7 @@ fn trace_of(exchanges: &[Exchange], effects: &[Effect], saves: &[SaveRecord]) ->
         ));
         if x.dropped || x.ended.as_ref().is_some_and(|e| e.2) {
             let when = x.answered_ms.unwrap_or(x.at_ms);
-            trace.push(at(when, "router", Event::DropReply { method, target }));
+            trace.push(at(when, Host::Router, Event::DropReply { method, target }));
         } else if let Some(when) = x.answered_ms {
             let reply = match x.answer.as_ref().and_then(|a| a.get("error")) {
                 Some(e) => Reply::Fail {
@@ -339,7 +337,7 @@ fn trace_of(exchanges: &[Exchange], effects: &[Effect], saves: &[SaveRecord]) ->
             };
             trace.push(at(
                 when,
-                "client",
+                Host::Client,
                 Event::Answered {
                     op: format!("request {}", x.seq),
                     reply,
@@ -352,12 +350,12 @@ fn trace_of(exchanges: &[Exchange], effects: &[Effect], saves: &[SaveRecord]) ->
     for e in effects {
         trace.push(at(
             e.at_ms,
-            "ledger",
+            Host::Ledger,
             Event::Effect {
                 conversation: e.request.conversation.clone(),
                 turn: e.request.turn,
                 task: e.request.task_id.clone(),
-                replica: e.request.replica.clone(),
+                replica: Host::parse(&e.request.replica),
                 key: e.request.key.clone(),
                 applied: e.applied,
             },
@@ -366,12 +364,12 @@ fn trace_of(exchanges: &[Exchange], effects: &[Effect], saves: &[SaveRecord]) ->
     for s in saves {
         trace.push(at(
             s.at_ms,
-            "store",
+            Host::Store,
             Event::Save {
                 task: s.task_id.clone(),
                 version: s.version,
-                replica: s.replica.clone(),
-                mode: format!("{:?}", s.mode),
+                replica: Host::parse(&s.replica),
+                mode: s.mode.to_string(),
             },
         ));
     }
@@ -379,45 +377,57 @@ fn trace_of(exchanges: &[Exchange], effects: &[Effect], saves: &[SaveRecord]) ->
     trace
 }
 
+/// What a history lacks for an invariant to be judged on it ([`support`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unsupported(pub &'static str);
+
 /// Whether the history holds the data `invariant` needs: `Err` says what is missing.
-pub fn support(recorded: &Recorded, invariant: &str) -> Result<(), String> {
+pub fn support(recorded: &Recorded, invariant: Invariant) -> Result<(), Unsupported> {
     let r = &recorded.record;
     let sends = r
         .history
         .iter()
         .any(|o| matches!(o.kind, OpKind::Send { .. }));
-    let need = |ok: bool, why: &str| if ok { Ok(()) } else { Err(why.to_string()) };
+    let need = |ok: bool, why: &'static str| if ok { Ok(()) } else { Err(Unsupported(why)) };
     match invariant {
-        "no-lost-writes" | "terminal-is-final" | "cancel-idempotent" | "stream-continuity" => need(
+        Invariant::NO_LOST_WRITES
+        | Invariant::TERMINAL_IS_FINAL
+        | Invariant::CANCEL_IDEMPOTENT
+        | Invariant::STREAM_CONTINUITY => need(
             sends || !r.history.is_empty(),
             "no client requests in the history",
         ),
-        "exactly-once-effects" | "no-effect-after-cancel" => need(
+        Invariant::EXACTLY_ONCE_EFFECTS | Invariant::NO_EFFECT_AFTER_CANCEL => need(
             !r.effects.is_empty(),
             "no ledger effects recorded (report them with the adapters to the proxy's ledger)",
         ),
-        "versions-monotonic" => need(
+        Invariant::VERSIONS_MONOTONIC => need(
             !r.saves.is_empty(),
             "no saves recorded (report them with the adapters' store observer)",
         ),
-        "liveness" => need(
+        Invariant::LIVENESS => need(
             recorded.has_final,
             "no final tasks recorded (the proxy reads them when it stops)",
         ),
-        "dedup-contract" => need(
+        Invariant::DEDUP_CONTRACT => need(
             recorded.has_model,
             "what the server promises about messageId dedup is unknown (name a model with --model)",
         ),
-        "push-accounted" | "push-egress-safe" => Err("push deliveries are not recorded".into()),
-        "owner-isolation" => Err("principals are not recorded".into()),
-        "context-match" => {
-            Err("turns sent on a foreign contextId are not marked in a history".into())
+        Invariant::PUSH_ACCOUNTED | Invariant::PUSH_EGRESS_SAFE => {
+            Err(Unsupported("push deliveries are not recorded"))
         }
-        "credential-audience" | "card-freshness" => {
-            Err("the agent card's versions are not recorded".into())
+        Invariant::OWNER_ISOLATION => Err(Unsupported("principals are not recorded")),
+        Invariant::CONTEXT_MATCH => Err(Unsupported(
+            "turns sent on a foreign contextId are not marked in a history",
+        )),
+        Invariant::CREDENTIAL_AUDIENCE | Invariant::CARD_FRESHNESS => {
+            Err(Unsupported("the agent card's versions are not recorded"))
         }
-        "auth-grant" => Err("authorisation grants are not recorded".into()),
-        _ => Err("check-history does not know what this checker needs".into()),
+        Invariant::AUTH_GRANT => Err(Unsupported("authorisation grants are not recorded")),
+        _ => Err(Unsupported(
+            "check-history does not know what this checker needs",
+        )),
     }
 }
 
@@ -425,8 +435,8 @@ pub fn support(recorded: &Recorded, invariant: &str) -> Result<(), String> {
 /// what a checker that ran could not see.
 pub struct Checked {
     pub findings: Vec<Finding>,
-    pub unknown: BTreeMap<&'static str, String>,
-    pub partial: BTreeMap<&'static str, String>,
+    pub unknown: BTreeMap<Invariant, String>,
+    pub partial: BTreeMap<Invariant, String>,
 }
 
 /// Every built-in checker on the history: a supported one on its record, any other
@@ -439,7 +449,7 @@ pub fn check_all(recorded: &Recorded) -> Checked {
         let name = c.name();
         match support(recorded, name) {
             Ok(()) => {
-                let run = if name == "terminal-is-final" {
+                let run = if name == Invariant::TERMINAL_IS_FINAL {
                     &recorded.by_event
                 } else {
                     &recorded.record
@@ -447,7 +457,7 @@ pub fn check_all(recorded: &Recorded) -> Checked {
                 findings.push(check::run_checker(name, *c, run));
             }
             Err(why) => {
-                unknown.insert(name, why);
+                unknown.insert(name, why.to_string());
                 findings.push(Finding {
                     invariant: name,
                     violations: Vec::new(),
@@ -456,9 +466,9 @@ pub fn check_all(recorded: &Recorded) -> Checked {
             }
         }
     }
-    if !recorded.has_final && !unknown.contains_key("no-lost-writes") {
+    if !recorded.has_final && !unknown.contains_key(&Invariant::NO_LOST_WRITES) {
         partial.insert(
-            "no-lost-writes",
+            Invariant::NO_LOST_WRITES,
             "later answers checked; the final-task part is unknown (no final tasks recorded)"
                 .to_string(),
         );
@@ -548,7 +558,7 @@ mod tests {
         assert_eq!(verdict(&checked, "no-lost-writes"), Verdict::Fail);
         assert_eq!(verdict(&checked, "exactly-once-effects"), Verdict::Fail);
         assert_eq!(verdict(&checked, "versions-monotonic"), Verdict::Unknown);
-        assert!(checked.unknown.contains_key("versions-monotonic"));
-        assert!(checked.partial.contains_key("no-lost-writes"));
+        assert!(checked.unknown.contains_key(&Invariant::VERSIONS_MONOTONIC));
+        assert!(checked.partial.contains_key(&Invariant::NO_LOST_WRITES));
     }
 }

@@ -7,6 +7,7 @@ use a2a::TaskState;
 use serde_json::{json, Value};
 
 use crate::client::history::{Op, OpKind, Outcome, TaskView};
+use crate::host::Host;
 
 use super::Exchange;
 use crate::live::wire::{self, Item, Method, WireTask};
@@ -163,10 +164,12 @@ impl Builder {
                     .entry(conversation.clone())
                     .or_insert_with(|| t.id.clone());
             }
-            let replica = x.answered_by.clone().or(x.replica.clone());
-            if let Some(r) = &replica {
+            let name = x.answered_by.clone().or(x.replica.clone());
+            if let Some(r) = &name {
                 self.replicas.insert(r.clone());
             }
+            // The recorded history is text: the replica it names becomes a host here.
+            let replica = name.as_deref().map(Host::parse);
             let id = ops.len() as u64;
             for (invoke, at, view) in observed {
                 extra.push(Op {

@@ -42,6 +42,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
 use crate::error::InputError;
+use crate::host::Host;
 use crate::net::{self, BoxBody, BoxError, Call, RealNet};
 use crate::router::{RouteInput, Strategy, CONTEXT_HEADER, TARGET_HEADER};
 use crate::trace::{now_ms, Trace};
@@ -157,7 +158,7 @@ pub fn run(options: ProxyOptions) -> Result<Stopped, InputError> {
             .ok()
             .and_then(|mut a| a.next())
             .ok_or_else(|| InputError::new("--upstream", format!("cannot resolve `{url}`")))?;
-        let name = format!("replica-{i}");
+        let name = Host::Replica(i).to_string();
         net.map(&name, addr);
         upstreams.push(Upstream {
             name,
@@ -387,9 +388,9 @@ impl Proxy {
     /// pick by the request's context (the message's, or its task's, or the header's).
     fn pick(&self, body: &Value, header_context: Option<&str>, pinned: Option<&str>) -> usize {
         let n = self.upstreams.len();
+        // The pin is text from outside: it becomes a host here.
         if let Some(i) = pinned
-            .and_then(|t| t.strip_prefix("replica-"))
-            .and_then(|i| i.parse::<usize>().ok())
+            .and_then(|t| Host::parse(t).replica_index())
             .filter(|i| *i < n)
         {
             return i;
