@@ -535,11 +535,34 @@ async fn dump_from(host: &str, ids: &[String]) -> Result<Vec<a2a::Task>, String>
         serde_json::to_vec(&body).expect("requests serialise"),
         Duration::from_secs(10),
     );
-    let reply = net::send(&call)
-        .await
-        .map_err(|e| format!("{host} did not answer the dump: {e}"))?;
-    peer::parse_dump(&reply.body)
+    // A replica busy with late work of the run (a loaded machine, runs at once) may fail
+    // one read of its database: the dump is outside the history, so it is tried again, a
+    // bounded number of times.
+    let mut last = String::new();
+    for attempt in 0..DUMP_ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        match net::send(&call).await {
+            Ok(reply) if reply.status.is_success() => match peer::parse_dump(&reply.body) {
+                Ok(tasks) => return Ok(tasks),
+                Err(e) => last = e,
+            },
+            Ok(reply) => {
+                last = format!(
+                    "{host} answered the dump {}: {}",
+                    reply.status,
+                    String::from_utf8_lossy(&reply.body[..reply.body.len().min(200)])
+                )
+            }
+            Err(e) => last = format!("{host} did not answer the dump: {e}"),
+        }
+    }
+    Err(last)
 }
+
+/// How many times a live run asks a replica for the final dump.
+const DUMP_ATTEMPTS: usize = 3;
 
 #[cfg(test)]
 mod tests {
