@@ -159,48 +159,6 @@ impl StepKind {
         StepKind::Held,
     ];
 
-    /// [`StepKind::LIVE`] and races ([`StepKind::Race`]): what multi-replica users do at
-    /// once, in real time as in the simulation (generation 2 of
-    /// [`ScenarioConfig::live_generation`]).
-    pub const LIVE_CONCURRENT: &'static [StepKind] = &[
-        StepKind::Send,
-        StepKind::Get,
-        StepKind::Retry,
-        StepKind::Wait,
-        StepKind::DropReply,
-        StepKind::Cancel,
-        StepKind::Kill,
-        StepKind::Restart,
-        StepKind::Heal,
-        StepKind::NonBlocking,
-        StepKind::Streaming,
-        StepKind::Subscribe,
-        StepKind::CancelTwice,
-        StepKind::Held,
-        StepKind::Race,
-    ];
-
-    /// [`StepKind::LIVE_CONCURRENT`] and faults around turns ([`StepKind::Fault`]): the
-    /// mission's faults on real processes (generation 3).
-    pub const LIVE_FAULTS: &'static [StepKind] = &[
-        StepKind::Send,
-        StepKind::Get,
-        StepKind::Retry,
-        StepKind::Wait,
-        StepKind::DropReply,
-        StepKind::Cancel,
-        StepKind::Kill,
-        StepKind::Restart,
-        StepKind::Heal,
-        StepKind::NonBlocking,
-        StepKind::Streaming,
-        StepKind::Subscribe,
-        StepKind::CancelTwice,
-        StepKind::Held,
-        StepKind::Race,
-        StepKind::Fault,
-    ];
-
     /// The fault kinds.
     pub const FAULTS: &'static [StepKind] = &[
         StepKind::DropReply,
@@ -227,9 +185,11 @@ impl StepKind {
 pub enum Generation {
     /// [`StepKind::LIVE`] (2026-12-01 to -03: `results/fidelity-generated/`).
     Classic = 1,
-    /// [`StepKind::LIVE_CONCURRENT`]: races too (`results/fidelity-concurrent/`).
+    /// Generation 1 and races ([`StepKind::Race`]): what multi-replica users do at once,
+    /// in real time as in the simulation (`results/fidelity-concurrent/`).
     Concurrent = 2,
-    /// [`StepKind::LIVE_FAULTS`]: faults around turns too (`results/fidelity-faults/`).
+    /// Generation 2 and faults around turns ([`StepKind::Fault`]): the mission's faults on
+    /// real processes (`results/fidelity-faults/`).
     Faults = 3,
 }
 
@@ -252,13 +212,15 @@ impl Generation {
         self as u32
     }
 
-    /// The step kinds it draws.
-    pub fn kinds(self) -> &'static [StepKind] {
-        match self {
-            Generation::Classic => StepKind::LIVE,
-            Generation::Concurrent => StepKind::LIVE_CONCURRENT,
-            Generation::Faults => StepKind::LIVE_FAULTS,
-        }
+    /// The step kinds it draws: [`StepKind::LIVE`] and what each generation since added.
+    /// (The draw sorts the kinds, so their order here changes no scenario.)
+    pub fn kinds(self) -> Vec<StepKind> {
+        let added: &[StepKind] = match self {
+            Generation::Classic => &[],
+            Generation::Concurrent => &[StepKind::Race],
+            Generation::Faults => &[StepKind::Race, StepKind::Fault],
+        };
+        StepKind::LIVE.iter().chain(added).copied().collect()
     }
 }
 
@@ -333,7 +295,7 @@ impl ScenarioConfig {
             model: model.into(),
             replicas: 2..=3,
             max_steps: 10,
-            kinds: generation.kinds().to_vec(),
+            kinds: generation.kinds(),
             await_effect_ms: 2000,
             ..ScenarioConfig::default()
         }
