@@ -44,8 +44,8 @@ impl ActionKind for Hold {
         target.hold(&self.0, &self.1);
     }
 
-    fn live(&self) -> Result<(), ActionError> {
-        super::live_link(&self.to_string(), &self.0, &self.1)
+    fn link(&self) -> Option<(&Host, &Host)> {
+        Some((&self.0, &self.1))
     }
 
     fn hosts(&self) -> Vec<&Host> {
@@ -82,8 +82,8 @@ impl ActionKind for Release {
         target.release(&self.0, &self.1);
     }
 
-    fn live(&self) -> Result<(), ActionError> {
-        super::live_link(&self.to_string(), &self.0, &self.1)
+    fn link(&self) -> Option<(&Host, &Host)> {
+        Some((&self.0, &self.1))
     }
 
     fn hosts(&self) -> Vec<&Host> {

@@ -64,8 +64,8 @@ impl ActionKind for LinkLatency {
         target.link_latency(&self.0, &self.1, self.2);
     }
 
-    fn live(&self) -> Result<(), ActionError> {
-        super::live_link(&self.to_string(), &self.0, &self.1)
+    fn link(&self) -> Option<(&Host, &Host)> {
+        Some((&self.0, &self.1))
     }
 
     fn hosts(&self) -> Vec<&Host> {

@@ -148,11 +148,19 @@ pub trait ActionKind: Clone + PartialEq + fmt::Debug + fmt::Display + Sized {
     fn validate(&self) -> Result<(), ActionError> {
         Ok(())
     }
-    /// Whether a live run (real processes on loopback) can make it; why not otherwise.
+    /// The link it acts on, when it is a network fault (its two hosts, in step order).
+    fn link(&self) -> Option<(&Host, &Host)> {
+        None
+    }
+    /// Whether a live run (real processes on loopback) can make it: a network fault on a
+    /// link a live run carries ([`live_link`]); otherwise why not.
     fn live(&self) -> Result<(), ActionError> {
-        Err(ActionError::NotLive(format!(
-            "`{self}` is unsupported in live mode: see the table of faults in docs/FAULTS.md for what a live run can make"
-        )))
+        match self.link() {
+            Some((a, b)) => live_link(&self.to_string(), a, b),
+            None => Err(ActionError::NotLive(format!(
+                "`{self}` is unsupported in live mode: see the table of faults in docs/FAULTS.md for what a live run can make"
+            ))),
+        }
     }
 }
 
@@ -251,6 +259,11 @@ macro_rules! actions {
             /// Whether a live run can make it.
             pub fn live(&self) -> Result<(), ActionError> {
                 match self { $( Action::$variant(a) => a.live(), )* }
+            }
+
+            /// The link it acts on, when it is a network fault.
+            pub fn link(&self) -> Option<(&Host, &Host)> {
+                match self { $( Action::$variant(a) => a.link(), )* }
             }
         }
 

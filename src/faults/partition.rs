@@ -65,8 +65,8 @@ impl ActionKind for Partition {
         target.partition(&self.0, &self.1, false);
     }
 
-    fn live(&self) -> Result<(), ActionError> {
-        super::live_link(&self.to_string(), &self.0, &self.1)
+    fn link(&self) -> Option<(&Host, &Host)> {
+        Some((&self.0, &self.1))
     }
 
     fn hosts(&self) -> Vec<&Host> {
@@ -107,8 +107,8 @@ impl ActionKind for PartitionOneway {
         target.partition(&self.0, &self.1, true);
     }
 
-    fn live(&self) -> Result<(), ActionError> {
-        super::live_link(&self.to_string(), &self.0, &self.1)
+    fn link(&self) -> Option<(&Host, &Host)> {
+        Some((&self.0, &self.1))
     }
 
     fn hosts(&self) -> Vec<&Host> {
@@ -149,8 +149,8 @@ impl ActionKind for Repair {
         target.repair(&self.0, &self.1);
     }
 
-    fn live(&self) -> Result<(), ActionError> {
-        super::live_link(&self.to_string(), &self.0, &self.1)
+    fn link(&self) -> Option<(&Host, &Host)> {
+        Some((&self.0, &self.1))
     }
 
     fn hosts(&self) -> Vec<&Host> {

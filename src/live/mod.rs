@@ -302,13 +302,13 @@ impl Hands {
     /// Ends every fault: links healed, paused replicas resumed, the store and every
     /// replica down started again.
     async fn heal_all(&self) {
-        self.network.heal_all();
         self.points.borrow_mut().disarm_all();
         let replicas = self.control.ready.borrow().len();
-        for i in 0..replicas {
-            self.fleet.borrow_mut().resume(i);
+        let store = self.store.as_deref();
+        if let Err(e) = lift_faults(&self.network, &self.fleet, replicas, store, self.timeout).await
+        {
+            self.bad(e);
         }
-        self.restart_store().await;
         for i in 0..replicas {
             drained(&self.fleet, i).await;
         }
@@ -369,11 +369,28 @@ pub(crate) fn point_killer(
     })
 }
 
-/// Starts `store` again if it was killed, and waits until it takes sessions.
-pub(crate) async fn restart_store(
-    store: &RefCell<postgres::Server>,
+/// Ends what faults leave on real processes: every carried link healed, every paused
+/// replica of the first `replicas` resumed, a killed `store` started again (and awaited).
+/// `heal = "all"` does it, and a pool before each scenario.
+pub(crate) async fn lift_faults(
+    network: &network::Network,
+    fleet: &RefCell<peer::Fleet>,
+    replicas: usize,
+    store: Option<&RefCell<postgres::Server>>,
     timeout: Duration,
 ) -> Result<(), String> {
+    network.heal_all();
+    for i in 0..replicas {
+        fleet.borrow_mut().resume(i);
+    }
+    match store {
+        Some(store) => restart_store(store, timeout).await,
+        None => Ok(()),
+    }
+}
+
+/// Starts `store` again if it was killed, and waits until it takes sessions.
+async fn restart_store(store: &RefCell<postgres::Server>, timeout: Duration) -> Result<(), String> {
     if store.borrow().is_running() {
         return Ok(());
     }

@@ -185,10 +185,18 @@ impl Pool {
     /// resumed, a killed store started again (replicas down start in
     /// [`Pool::start_replicas`]).
     async fn restore(&self) -> Result<(), InputError> {
-        self.network.heal_all();
+        let store = self.store.as_deref();
+        super::lift_faults(
+            &self.network,
+            &self.fleet,
+            self.replicas,
+            store,
+            self.options.ready_timeout,
+        )
+        .await
+        .map_err(|e| InputError::new("live", e))?;
+        // The last final read went around the links: the router goes through them again.
         for i in 0..self.replicas {
-            self.fleet.borrow_mut().resume(i);
-            // The last final read went around the links: the router goes through them again.
             let addr = self.fleet.borrow().addr(i);
             if let Some(addr) = addr {
                 let host = Host::Replica(i);
@@ -199,11 +207,6 @@ impl Pool {
                     .map_err(|e| io("cannot start a link from the router", e))?;
                 self.net.map(&host.to_string(), via);
             }
-        }
-        if let Some(store) = &self.store {
-            super::restart_store(store, self.options.ready_timeout)
-                .await
-                .map_err(|e| InputError::new("live", e))?;
         }
         Ok(())
     }
@@ -340,16 +343,7 @@ impl Pool {
     /// does not carry, a store kill without a server of its own.
     fn can_make(&self, script: &Script, origin: &str) -> Result<(), InputError> {
         for action in script.faults() {
-            let link = match action {
-                Action::Partition(p) => Some((&p.0, &p.1)),
-                Action::PartitionOneway(p) => Some((&p.0, &p.1)),
-                Action::Repair(p) => Some((&p.0, &p.1)),
-                Action::Hold(h) => Some((&h.0, &h.1)),
-                Action::Release(h) => Some((&h.0, &h.1)),
-                Action::LinkLatency(l) => Some((&l.0, &l.1)),
-                _ => None,
-            };
-            if let Some((a, b)) = link {
+            if let Some((a, b)) = action.link() {
                 // client-router is carried from the first run on.
                 let client = (*a == Host::Client && *b == Host::Router)
                     || (*a == Host::Router && *b == Host::Client);
