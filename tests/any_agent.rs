@@ -12,14 +12,13 @@
 //! unless `A2A_CHAOS_SKIP_LIVE=1` (then they say they skipped). Only loopback is used; every
 //! `live` is bounded by a deadline and killed by a guard, and its replicas die with it.
 
-use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod common;
-use common::Guard;
+use common::bounded;
 
 /// The example agent through the launcher, in the peer's SDK 1.3.0 environment.
 const AGENT: &str =
@@ -53,42 +52,6 @@ fn live(args: &[&str]) -> (Option<i32>, serde_json::Value, String) {
     let value =
         serde_json::from_str(last).unwrap_or_else(|e| panic!("no JSON last line ({e}) in\n{text}"));
     (out.status.code(), value, text)
-}
-
-/// Runs `cmd` to its end, killing it after `limit`; the pipes are drained by threads.
-fn bounded(cmd: &mut Command, limit: Duration) -> Output {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-    let drain = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = pipe.read_to_end(&mut buf);
-            buf
-        })
-    };
-    let stdout = drain(Box::new(child.stdout.take().expect("piped")));
-    let stderr = drain(Box::new(child.stderr.take().expect("piped")));
-    let mut guard = Guard(child);
-    let started = Instant::now();
-    let status = loop {
-        match guard.0.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() > limit => {
-                drop(guard);
-                panic!("{cmd:?} did not finish within {limit:?}: killed")
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-            Err(e) => panic!("waiting for {cmd:?}: {e}"),
-        }
-    };
-    Output {
-        status,
-        stdout: stdout.join().unwrap_or_default(),
-        stderr: stderr.join().unwrap_or_default(),
-    }
 }
 
 fn invariant<'a>(value: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {

@@ -11,54 +11,16 @@
 //! deadline and killed by a guard, on failure too; a live run's replicas die with it
 //! (PR_SET_PDEATHSIG).
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::Guard;
+use common::{bounded, Guard};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Runs `cmd` to its end, killing it after `limit`; its output. The pipes are drained by
-/// threads, so a chatty child cannot block on a full pipe.
-fn bounded(cmd: &mut Command, limit: Duration) -> Output {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-    let drain = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = pipe.read_to_end(&mut buf);
-            buf
-        })
-    };
-    let stdout = drain(Box::new(child.stdout.take().expect("piped")));
-    let stderr = drain(Box::new(child.stderr.take().expect("piped")));
-    let mut guard = Guard(child);
-    let started = Instant::now();
-    let status = loop {
-        match guard.0.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() > limit => {
-                drop(guard);
-                panic!("{cmd:?} did not finish within {limit:?}: killed")
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-            Err(e) => panic!("waiting for {cmd:?}: {e}"),
-        }
-    };
-    Output {
-        status,
-        stdout: stdout.join().unwrap_or_default(),
-        stderr: stderr.join().unwrap_or_default(),
-    }
 }
 
 /// One install at a time (`setup.sh` is not safe to run twice at once).

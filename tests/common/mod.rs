@@ -1,8 +1,11 @@
 //! What the live integration tests share: installing the test peers (a2a-python, Mastra,
-//! @a2a-js/sdk), and a guard that kills a child process however the test ends.
+//! @a2a-js/sdk), a guard that kills a child process however the test ends, and a bounded
+//! run of a command.
 
+use std::io::Read;
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// Kills the child when dropped.
 pub struct Guard(pub Child);
@@ -63,4 +66,43 @@ fn install(peer: &str, needs: &str) -> bool {
         }
     }
     true
+}
+
+/// Runs `cmd` to its end, killing it after `limit`; its output. The pipes are drained by
+/// threads, so a chatty child cannot block on a full pipe. (Not every test crate runs
+/// commands this way.)
+#[allow(dead_code)]
+pub fn bounded(cmd: &mut Command, limit: Duration) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = pipe.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("piped")));
+    let stderr = drain(Box::new(child.stderr.take().expect("piped")));
+    let mut guard = Guard(child);
+    let started = Instant::now();
+    let status = loop {
+        match guard.0.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() > limit => {
+                drop(guard);
+                panic!("{cmd:?} did not finish within {limit:?}: killed")
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => panic!("waiting for {cmd:?}: {e}"),
+        }
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    }
 }
