@@ -309,11 +309,9 @@ fn check_history_catches_a_stream_that_resumes_after_completed() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A port for a child to bind, from below the ephemeral range (see `a2a_chaos::live::ports`).
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    a2a_chaos::live::ports::reserve().expect("a free port")
 }
 
 /// A JSON-RPC call over real TCP (no token: the test peer asks for none).

@@ -30,6 +30,7 @@ pub mod network;
 pub mod observer;
 pub mod peer;
 pub mod pool;
+pub mod ports;
 pub mod postgres;
 pub mod proxy;
 pub mod recording;

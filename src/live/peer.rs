@@ -528,10 +528,7 @@ impl Fleet {
     /// Starts replica `index` on a free loopback port; returns its address.
     pub fn start(&mut self, index: usize) -> Result<SocketAddr, String> {
         self.kill(index);
-        let port = std::net::TcpListener::bind(("127.0.0.1", 0))
-            .and_then(|l| l.local_addr())
-            .map_err(|e| format!("no free port: {e}"))?
-            .port();
+        let port = super::ports::reserve().map_err(|e| format!("no free port: {e}"))?;
         let line = self.command_line(index, port);
         let log_path = self.dir.join(format!("replica-{index}.log"));
         let log = crate::files::append_no_follow(&log_path)

@@ -96,7 +96,8 @@ impl Server {
                 String::from_utf8_lossy(&out.stderr).trim()
             ));
         }
-        let port = free_port().map_err(|e| format!("no free port for PostgreSQL: {e}"))?;
+        let port =
+            super::ports::reserve().map_err(|e| format!("no free port for PostgreSQL: {e}"))?;
         let child = spawn(&bin, &dir, port, root)?;
         let mut server = Server {
             child: Some(child),
@@ -285,11 +286,6 @@ fn as_unprivileged(command: &mut Command, root: bool) {
         // std drops the supplementary groups when root sets a uid.
         command.uid(UNPRIVILEGED.0).gid(UNPRIVILEGED.1);
     }
-}
-
-fn free_port() -> std::io::Result<u16> {
-    let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
-    Ok(listener.local_addr()?.port())
 }
 
 #[cfg(test)]
