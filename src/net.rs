@@ -5,9 +5,11 @@
 //! connection per call is deliberate: turmoil has no TCP retransmit, so after a partition a
 //! stream that lost data is dead, and reusing it would turn one lost packet into a hung host.
 //!
-//! Every client call carries a timeout. Traffic to a crashed host queues until it restarts,
-//! so a call without one could wait forever; a timed-out call is an `info` outcome (it may or
-//! may not have happened), never a failure.
+//! Every client call carries a timeout: a partition or a held link could make a call wait
+//! forever; a timed-out call is an `info` outcome (it may or may not have happened), never a
+//! failure. A call to a crashed host does not wait: as a kernel would, it is refused, and a
+//! call in flight to a host that dies is reset ([`crashed`]; turmoil by itself would queue
+//! both until the host restarts and then serve them there).
 //!
 //! The transport seam: the same servers and clients also run over real TCP (`a2a-chaos serve`,
 //! `a2a-chaos live`). A thread that installs a [`RealNet`] with [`install_real`] serves on the
@@ -322,6 +324,7 @@ where
 }
 
 mod bounded;
+pub mod crashed;
 
 fn serve_connection<S, H, F, T>(stream: S, handler: H, guard: T)
 where
@@ -476,7 +479,7 @@ impl<B: Body<Data = Bytes, Error = BoxError> + Unpin> Body for HeadFirst<B> {
 /// Sends `call` and returns the response head; the body is read by the caller.
 /// The timeout covers connecting and the response head.
 pub async fn send_streaming(call: &Call) -> Result<Streaming, CallError> {
-    match tokio::time::timeout(call.timeout, send_inner(call)).await {
+    match tokio::time::timeout(call.timeout, as_a_kernel_would(call, send_inner(call))).await {
         Ok(result) => result,
         Err(_) => Err(CallError::Timeout),
     }
@@ -552,10 +555,22 @@ pub async fn send(call: &Call) -> Result<Reply, CallError> {
             body,
         })
     };
-    match tokio::time::timeout(call.timeout, whole).await {
+    match tokio::time::timeout(call.timeout, as_a_kernel_would(call, whole)).await {
         Ok(result) => result,
         Err(_) => Err(CallError::Timeout),
     }
+}
+
+/// A simulated call that fails as a kernel fails it when its host is down or dies
+/// ([`crashed`]); a call on real TCP as it is.
+async fn as_a_kernel_would<T>(
+    call: &Call,
+    run: impl Future<Output = Result<T, CallError>>,
+) -> Result<T, CallError> {
+    if real().is_some() {
+        return run.await;
+    }
+    crashed::fail_with_host(&call.host, run).await
 }
 
 /// Reads a body to its end, refusing more than `limit` bytes.

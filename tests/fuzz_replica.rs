@@ -230,6 +230,10 @@ fn run_world(profile: &str, seed: u64, batch: &[Req]) -> Vec<Seen> {
                 Placement::Memory => TaskStore::Local(replica::memory_store()),
                 Placement::Shared => TaskStore::Remote {
                     timeout: timing.store_timeout,
+                    pool: profile
+                        .store
+                        .pool_without_pre_ping
+                        .then(a2a_chaos::store::Pool::opened),
                 },
             };
             let r = Rc::new(Replica::new(

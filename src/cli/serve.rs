@@ -129,8 +129,10 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
     let memory = replica::memory_store();
     let task_store = match profile.store.placement {
         Placement::Memory => TaskStore::Local(memory.clone()),
+        // `serve` connects afresh on every call: no pool to go stale.
         Placement::Shared => TaskStore::Remote {
             timeout: timing.store_timeout,
+            pool: None,
         },
     };
     // Fault points exist only in simulations: every one stays off here.

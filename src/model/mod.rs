@@ -279,6 +279,14 @@ pub struct StoreKnobs {
     pub versioned: bool,
     /// How many times a store call that got no answer is tried again (never a conflict).
     pub transient_retries: u32,
+    /// Whether the replica's connection pool hands out a pooled connection without checking
+    /// it first (SQLAlchemy's default, `pool_pre_ping=False`): then the first store call
+    /// after the store restarted runs on a connection of the store's former life and fails
+    /// ("connection is closed"), untried again, and the pool is renewed after it. Every
+    /// replica holds a pooled connection from its start on (it initialises the store). A
+    /// knob only when set.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pool_without_pre_ping: bool,
 }
 
 /// What a replica answers when a turn fails after its business effect may have run.

@@ -26,15 +26,16 @@ impl Replica {
         let mut tries = 0;
         loop {
             match self.links.store.get(task_id).await {
-                Err(e) if tries < self.profile.store.transient_retries => {
+                Err(e) if e.worth_retrying() && tries < self.profile.store.transient_retries => {
                     tries += 1;
+                    let e = e.to_string();
                     self.record_as(
                         failure_tone(&e),
                         format!("store read of {task_id} failed ({e}); retry {tries}"),
                     );
                     tokio::time::sleep(TRANSIENT_BACKOFF).await;
                 }
-                other => return other,
+                other => return other.map_err(|e| e.to_string()),
             }
         }
     }
@@ -85,8 +86,11 @@ impl Replica {
                 self.tap_dispatched(&task.id);
             }
             match result {
-                Err(SaveError::Unavailable(e)) if tries < self.profile.store.transient_retries => {
+                Err(SaveError::Unavailable(e))
+                    if e.worth_retrying() && tries < self.profile.store.transient_retries =>
+                {
                     tries += 1;
+                    let e = e.to_string();
                     self.record_as(
                         failure_tone(&e),
                         format!("store save of {} failed ({e}); retry {tries}", task.id),
@@ -175,7 +179,7 @@ impl Replica {
                     }
                 }
                 Err(SaveError::NotCancelable) => return Err(rpc(-32002, "task not cancelable")),
-                Err(SaveError::Unavailable(e)) => return Err(rpc(-32603, e)),
+                Err(SaveError::Unavailable(e)) => return Err(rpc(-32603, e.to_string())),
             }
         }
     }

@@ -1,7 +1,17 @@
 //! A replica's view of its task store: the pod's own memory, or the `store` host over the
 //! simulated network. Every operation is one [`StoreRequest`]: applied in place to the
 //! memory store, or sent to the host, which applies it the same way ([`super::wire`]).
+//!
+//! A replica whose profile says its pool does not check pooled connections
+//! (`store.pool_without_pre_ping`) keeps a [`Pool`]: the life of the store its connections
+//! were made in. The first call after the store died and restarted fails on such a stale
+//! connection without reaching the store ([`StoreError::Closed`]) and renews the pool; a
+//! call that finds the connection broken renews it too (SQLAlchemy invalidates the whole
+//! pool on a disconnect error).
 
+use std::cell::Cell;
+use std::fmt;
+use std::rc::Rc;
 use std::time::Duration;
 
 use a2a::Task;
@@ -16,33 +26,103 @@ use super::{Claim, OutboxEntry, SaveError, SaveMode, SharedState, PORT};
 pub enum TaskStore {
     /// The pod's own memory.
     Local(SharedState),
-    /// The `store` host, with a per-call timeout.
-    Remote { timeout: Duration },
+    /// The `store` host, with a per-call timeout, and the replica's pool when its
+    /// connections go unchecked (`None`: every call connects afresh).
+    Remote {
+        timeout: Duration,
+        pool: Option<Pool>,
+    },
+}
+
+/// The pooled connections of a replica whose pool does not check them: the store life they
+/// were made in ([`crate::net::crashed::life`]), `None` once the pool was renewed.
+#[derive(Clone, Debug)]
+pub struct Pool(Rc<Cell<Option<u64>>>);
+
+impl Pool {
+    /// The pool of a replica starting now: it initialised the store, so it holds a
+    /// connection of the store's current life (none while the store is down).
+    pub fn opened() -> Pool {
+        let up = !crate::net::crashed::is_down(HOST);
+        Pool(Rc::new(Cell::new(
+            up.then(|| crate::net::crashed::life(HOST)),
+        )))
+    }
+}
+
+/// The store host's name.
+const HOST: &str = "store";
+
+/// Why a store call has no answer. On the store's wire (inside [`SaveError`]) the words of
+/// an unanswered call are a plain string, as they were before this type.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum StoreError {
+    /// No answer: timed out, refused, reset or unreadable. Worth another try.
+    Unanswered(String),
+    /// The pooled connection belonged to the store's former life. Not tried again: the
+    /// SDK retries contention only (a2a-sdk 1.3.0 `cluster/database_task_store.py`
+    /// `_is_transient`), and SQLAlchemy raises this as an `InterfaceError`.
+    Closed,
+}
+
+impl StoreError {
+    /// Whether a call that failed so is worth another try (`store.transient_retries`).
+    pub fn worth_retrying(&self) -> bool {
+        matches!(self, StoreError::Unanswered(_))
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Unanswered(why) => f.write_str(why),
+            StoreError::Closed => {
+                f.write_str("store connection is closed (pooled before the store restarted)")
+            }
+        }
+    }
 }
 
 impl TaskStore {
     /// Carries one request to the store; `Err` when the store did not answer.
-    async fn call(&self, req: StoreRequest) -> Result<StoreResponse, String> {
+    async fn call(&self, req: StoreRequest) -> Result<StoreResponse, StoreError> {
         match self {
             TaskStore::Local(state) => Ok(apply(state, req, None)),
-            TaskStore::Remote { timeout } => {
+            TaskStore::Remote { timeout, pool } => {
+                if let Some(Pool(made_in)) = pool {
+                    let now = crate::net::crashed::life(HOST);
+                    if made_in.get().is_some_and(|life| life != now) {
+                        made_in.set(None);
+                        return Err(StoreError::Closed);
+                    }
+                }
                 let body = serde_json::to_vec(&req).expect("store requests serialise");
-                let reply = net::send(&Call::post_json("store", PORT, "/", body, *timeout))
-                    .await
-                    .map_err(|e| format!("store {e}"))?;
-                serde_json::from_slice(&reply.body).map_err(|e| format!("store reply: {e}"))
+                let sent = net::send(&Call::post_json(HOST, PORT, "/", body, *timeout)).await;
+                if let Some(Pool(made_in)) = pool {
+                    match &sent {
+                        Ok(_) => made_in.set(Some(crate::net::crashed::life(HOST))),
+                        Err(net::CallError::Broken(_)) => made_in.set(None),
+                        Err(net::CallError::Timeout) => {}
+                    }
+                }
+                let reply = sent.map_err(|e| StoreError::Unanswered(format!("store {e}")))?;
+                serde_json::from_slice(&reply.body)
+                    .map_err(|e| StoreError::Unanswered(format!("store reply: {e}")))
             }
         }
     }
 
     /// Reads a task and its version; `Err` when the store did not answer.
-    pub async fn get(&self, task_id: &str) -> Result<Option<(Task, u64)>, String> {
+    pub async fn get(&self, task_id: &str) -> Result<Option<(Task, u64)>, StoreError> {
         let req = StoreRequest::Get {
             task_id: task_id.to_string(),
         };
         match self.call(req).await? {
             StoreResponse::Task { task, version } => Ok(task.map(|t| (t, version))),
-            _ => Err("store: unexpected reply to get".into()),
+            _ => Err(StoreError::Unanswered(
+                "store: unexpected reply to get".into(),
+            )),
         }
     }
 
@@ -78,7 +158,9 @@ impl TaskStore {
         match self.call(req).await {
             Ok(StoreResponse::Saved { version }) => Ok(version),
             Ok(StoreResponse::Refused { error }) => Err(error),
-            Ok(_) => Err(SaveError::Unavailable("unexpected reply to save".into())),
+            Ok(_) => Err(SaveError::Unavailable(StoreError::Unanswered(
+                "unexpected reply to save".into(),
+            ))),
             Err(e) => Err(SaveError::Unavailable(e)),
         }
     }
@@ -93,7 +175,7 @@ impl TaskStore {
             task_id: task_id.to_string(),
             after,
         };
-        match self.call(req).await? {
+        match self.call(req).await.map_err(|e| e.to_string())? {
             StoreResponse::Events { events } => Ok(events),
             _ => Err("store: unexpected reply to events".into()),
         }
@@ -101,7 +183,11 @@ impl TaskStore {
 
     /// Tasks whose runner lease ran out (see [`super::StoreState::abandoned`]).
     pub async fn abandoned(&self) -> Result<Vec<(Task, u64)>, String> {
-        match self.call(StoreRequest::Abandoned).await? {
+        match self
+            .call(StoreRequest::Abandoned)
+            .await
+            .map_err(|e| e.to_string())?
+        {
             StoreResponse::Abandoned { tasks } => Ok(tasks),
             _ => Err("store: unexpected reply to abandoned".into()),
         }
@@ -109,7 +195,11 @@ impl TaskStore {
 
     /// Every task, the most recently saved first (what ListTasks pages through).
     pub async fn list(&self) -> Result<Vec<Task>, String> {
-        match self.call(StoreRequest::List).await? {
+        match self
+            .call(StoreRequest::List)
+            .await
+            .map_err(|e| e.to_string())?
+        {
             StoreResponse::Listed { tasks } => Ok(tasks),
             _ => Err("store: unexpected reply to list".into()),
         }
@@ -121,7 +211,7 @@ impl TaskStore {
             task_id: task_id.to_string(),
             url: url.to_string(),
         };
-        self.call(req).await.map(|_| ())
+        self.call(req).await.map(|_| ()).map_err(|e| e.to_string())
     }
 
     /// Unregisters a push URL of a task (DeleteTaskPushNotificationConfig).
@@ -130,7 +220,7 @@ impl TaskStore {
             task_id: task_id.to_string(),
             url: url.to_string(),
         };
-        self.call(req).await.map(|_| ())
+        self.call(req).await.map(|_| ()).map_err(|e| e.to_string())
     }
 
     /// The push URLs registered for a task.
@@ -138,7 +228,7 @@ impl TaskStore {
         let req = StoreRequest::PushUrls {
             task_id: task_id.to_string(),
         };
-        match self.call(req).await? {
+        match self.call(req).await.map_err(|e| e.to_string())? {
             StoreResponse::PushUrls { urls } => Ok(urls),
             _ => Err("store: unexpected reply to push-urls".into()),
         }
@@ -146,7 +236,11 @@ impl TaskStore {
 
     /// Claims unheld outbox entries for `lease_ms`.
     pub async fn claim_outbox(&self, lease_ms: u64) -> Result<Vec<(u64, OutboxEntry)>, String> {
-        match self.call(StoreRequest::ClaimOutbox { lease_ms }).await? {
+        match self
+            .call(StoreRequest::ClaimOutbox { lease_ms })
+            .await
+            .map_err(|e| e.to_string())?
+        {
             StoreResponse::Outbox { entries } => Ok(entries),
             _ => Err("store: unexpected reply to claim-outbox".into()),
         }
@@ -154,7 +248,10 @@ impl TaskStore {
 
     /// Removes an outbox entry.
     pub async fn ack_outbox(&self, id: u64) -> Result<(), String> {
-        self.call(StoreRequest::AckOutbox { id }).await.map(|_| ())
+        self.call(StoreRequest::AckOutbox { id })
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 
     /// Claims a dedup key in this store.
@@ -163,7 +260,7 @@ impl TaskStore {
             key: key.to_string(),
             lease_ms,
         };
-        match self.call(req).await? {
+        match self.call(req).await.map_err(|e| e.to_string())? {
             StoreResponse::Claim { claim } => Ok(claim),
             _ => Err("store: unexpected reply to claim".into()),
         }
@@ -181,6 +278,6 @@ impl TaskStore {
             task_id,
             ttl_ms,
         };
-        self.call(req).await.map(|_| ())
+        self.call(req).await.map(|_| ()).map_err(|e| e.to_string())
     }
 }

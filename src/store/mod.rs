@@ -32,7 +32,7 @@ use std::rc::Rc;
 use a2a::Task;
 use serde::{Deserialize, Serialize};
 
-pub use client::TaskStore;
+pub use client::{Pool, StoreError, TaskStore};
 pub use host::{serve, OP_TIME};
 pub use state::{OutboxEntry, StoreBounds, StoreState};
 pub use table::{Stored, TableFactory, TaskTable, VersionedTable};
@@ -90,8 +90,8 @@ pub enum SaveError {
     Conflict { current: Option<u64> },
     /// A cancel found the task missing or terminal.
     NotCancelable,
-    /// The store did not answer (timeout, partition, crash).
-    Unavailable(String),
+    /// The store did not answer (timeout, partition, crash, a stale pooled connection).
+    Unavailable(StoreError),
 }
 
 /// The words a refusal has in the trace (`Conflict { current: Some(2) }`): part of every
@@ -104,7 +104,7 @@ impl fmt::Display for SaveError {
             }
             SaveError::Conflict { current: None } => f.write_str("Conflict { current: None }"),
             SaveError::NotCancelable => f.write_str("NotCancelable"),
-            SaveError::Unavailable(why) => write!(f, "Unavailable({why:?})"),
+            SaveError::Unavailable(why) => write!(f, "Unavailable({:?})", why.to_string()),
         }
     }
 }
@@ -245,7 +245,7 @@ mod tests {
             SaveError::Conflict { current: Some(7) },
             SaveError::Conflict { current: None },
             SaveError::NotCancelable,
-            SaveError::Unavailable("store connect: \"refused\"".into()),
+            SaveError::Unavailable(StoreError::Unanswered("store connect: \"refused\"".into())),
         ];
         let words: Vec<String> = errors.iter().map(ToString::to_string).collect();
         assert_eq!(
@@ -273,7 +273,12 @@ mod tests {
         for m in modes {
             assert_eq!(m.to_string(), format!("{m:?}"));
         }
-        for e in errors {
+        // (An unanswered save's words are the plain string it carried before its reason
+        // became a type: `Unavailable("...")`, not the Debug of the type.)
+        for e in errors
+            .into_iter()
+            .filter(|e| !matches!(e, SaveError::Unavailable(_)))
+        {
             assert_eq!(e.to_string(), format!("{e:?}"));
         }
         for c in claims {

@@ -189,6 +189,7 @@ impl Target for Applying<'_, '_> {
                 }
             }
             self.sim.crash(host.to_string());
+            crate::net::crashed::crashed(&host.to_string());
         }
     }
 
@@ -199,6 +200,7 @@ impl Target for Applying<'_, '_> {
         }
         if self.driver.crashed.remove(host) {
             self.sim.bounce(host.to_string());
+            crate::net::crashed::restarted(&host.to_string());
             self.set_ready(host, true);
         }
     }
@@ -312,6 +314,7 @@ impl Target for Applying<'_, '_> {
         }
         for host in std::mem::take(&mut self.driver.crashed) {
             self.sim.bounce(host.to_string());
+            crate::net::crashed::restarted(&host.to_string());
             self.set_ready(&host, true);
         }
         // A pod still draining restarts once it exits.

@@ -80,6 +80,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     let trace = Trace::new(spec.keep_trace);
     // Work in flight is counted from here to the end of the run (`settle`).
     let activity = crate::activity::Activity::install();
+    crate::net::crashed::reset();
     let mut sim = turmoil_builder(seed, spec.budget)
         .tick_duration(spec.tick)
         .build();
@@ -166,6 +167,10 @@ pub fn run(spec: &RunSpec) -> RunRecord {
                 }
                 Placement::Shared => TaskStore::Remote {
                     timeout: timing.store_timeout,
+                    pool: profile
+                        .store
+                        .pool_without_pre_ping
+                        .then(store::Pool::opened),
                 },
             };
             let replica = Rc::new(Replica::new(

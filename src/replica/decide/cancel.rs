@@ -198,10 +198,10 @@ pub(in crate::replica) fn on_saved(
             OnSaved::Reread
         }
         (CancelSave::Fenced(_), Err(SaveError::Unavailable(e))) => {
-            OnSaved::Fail(after_effect(profile, rpc(-32603, e.clone())))
+            OnSaved::Fail(after_effect(profile, rpc(-32603, e.to_string())))
         }
         (CancelSave::Once(_), Err(SaveError::Unavailable(e))) => {
-            OnSaved::Fail(rpc(-32603, e.clone()))
+            OnSaved::Fail(rpc(-32603, e.to_string()))
         }
     }
 }

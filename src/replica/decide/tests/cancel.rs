@@ -5,7 +5,7 @@ use a2a::{Message, Part, Role, TaskState};
 use super::{model, task};
 use crate::replica::decide::cancel::*;
 use crate::replica::{rpc, set_marker, Refusal, MARKER_KEY};
-use crate::store::{SaveError, SaveMode};
+use crate::store::{SaveError, SaveMode, StoreError};
 
 #[test]
 fn a_second_cancel_is_answered_with_the_canceled_task_or_refused() {
@@ -169,7 +169,9 @@ fn a_cancels_write_is_answered_retried_or_read_again() {
         OnSaved::Retry
     );
     assert_eq!(on_saved(&reference, once, &conflict), OnSaved::Reread);
-    let gone = Err(SaveError::Unavailable("timeout".into()));
+    let gone = Err(SaveError::Unavailable(StoreError::Unanswered(
+        "timeout".into(),
+    )));
     assert!(matches!(
         on_saved(&reference, fenced, &gone),
         OnSaved::Fail(Refusal::Http(503, _))
