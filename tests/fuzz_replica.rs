@@ -229,7 +229,7 @@ fn run_world(profile: &str, seed: u64, batch: &[Req]) -> Vec<Seen> {
             let store = match profile.store.placement {
                 Placement::Memory => TaskStore::Local(replica::memory_store()),
                 Placement::Shared => TaskStore::Remote {
-                    timeout: timing.store_timeout,
+                    timeout: profile.store.call_timeout(timing.store_timeout),
                     pool: profile
                         .store
                         .pool_without_pre_ping

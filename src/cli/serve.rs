@@ -131,7 +131,7 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
         Placement::Memory => TaskStore::Local(memory.clone()),
         // `serve` connects afresh on every call: no pool to go stale.
         Placement::Shared => TaskStore::Remote {
-            timeout: timing.store_timeout,
+            timeout: profile.store.call_timeout(timing.store_timeout),
             pool: None,
         },
     };

@@ -287,6 +287,19 @@ pub struct StoreKnobs {
     /// knob only when set.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pool_without_pre_ping: bool,
+    /// How long one store call waits for its answer (ms) before the replica gives up on
+    /// it; unset, the world's 500 ms ([`crate::replica::Timing`]). A system with no
+    /// database timeout waits as long as its kernel's TCP does. A knob only when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+impl StoreKnobs {
+    /// The timeout of one store call, `world` unless the profile sets its own.
+    pub fn call_timeout(&self, world: std::time::Duration) -> std::time::Duration {
+        self.timeout_ms
+            .map_or(world, std::time::Duration::from_millis)
+    }
 }
 
 /// What a replica answers when a turn fails after its business effect may have run.

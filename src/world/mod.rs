@@ -166,7 +166,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
                     TaskStore::Local(mem)
                 }
                 Placement::Shared => TaskStore::Remote {
-                    timeout: timing.store_timeout,
+                    timeout: profile.store.call_timeout(timing.store_timeout),
                     pool: profile
                         .store
                         .pool_without_pre_ping
@@ -253,6 +253,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         dead_memory: Vec::new(),
         crashed: BTreeSet::new(),
         partitions: BTreeSet::new(),
+        cut_both_ways: BTreeSet::new(),
         slowed: BTreeSet::new(),
         held: BTreeSet::new(),
         paused: BTreeSet::new(),
