@@ -325,6 +325,7 @@ where
 
 mod bounded;
 pub mod crashed;
+pub mod oneway;
 
 fn serve_connection<S, H, F, T>(stream: S, handler: H, guard: T)
 where
@@ -493,15 +494,27 @@ async fn send_inner(call: &Call) -> Result<Streaming, CallError> {
         };
         let stream = connected.map_err(|e| CallError::Broken(format!("connect: {e}")))?;
         let _ = stream.set_nodelay(true);
-        return request_over(stream, call).await;
+        return request_over(stream, call, None).await;
     }
     let stream = turmoil::net::TcpStream::connect((&*call.host, call.port))
         .await
         .map_err(|e| CallError::Broken(format!("connect: {e}")))?;
-    request_over(stream, call).await
+    // The calling host, by the address its connection came from: one-way cuts are kept
+    // per direction ([`oneway`]).
+    let caller = stream
+        .local_addr()
+        .ok()
+        .and_then(|a| turmoil::reverse_lookup(a.ip()));
+    request_over(stream, call, caller).await
 }
 
-async fn request_over<S>(stream: S, call: &Call) -> Result<Streaming, CallError>
+/// Sends `call` over `stream`; `caller` (simulated calls only) waits out a one-way cut of
+/// the request's way before sending and of the answer's way before handing the answer over.
+async fn request_over<S>(
+    stream: S,
+    call: &Call,
+    caller: Option<String>,
+) -> Result<Streaming, CallError>
 where
     S: AsyncRead + AsyncWrite + Unpin + 'static,
 {
@@ -524,10 +537,16 @@ where
     let request = builder
         .body(Full::new(call.body.clone()))
         .map_err(|e| CallError::Broken(format!("request: {e}")))?;
+    if let Some(caller) = &caller {
+        oneway::open(caller, &call.host).await;
+    }
     let response = sender
         .send_request(request)
         .await
         .map_err(|e| CallError::Broken(e.to_string()))?;
+    if let Some(caller) = &caller {
+        oneway::open(&call.host, caller).await;
+    }
     let (parts, body) = response.into_parts();
     Ok(Streaming {
         status: parts.status,

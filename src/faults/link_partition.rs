@@ -6,7 +6,8 @@
 //! window). A one-way cut is the nasty one: requests arrive and answers do not (or the
 //! reverse), so a replica cut from the ledger's answers performs effects it never hears of,
 //! and a client cut from the router's answers sees timeouts for work that was done. A push
-//! to a webhook cut off times out.
+//! to a webhook cut off times out. In the simulation the calls keep a one-way cut themselves
+//! (`net::oneway`): turmoil's own one-way partition would lose what it caught.
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;

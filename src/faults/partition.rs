@@ -2,8 +2,10 @@
 //!
 //! Rate: partitions per simulated second; each lasts 200 to 800 ms. A replica cut from the
 //! store still answers clients, which is exactly when stale reads and half-done turns
-//! happen. TCP streams that lost data during the cut are dead after it (turmoil has no
-//! retransmit), so every store call is a fresh connection with a timeout.
+//! happen. In the simulation what is sent over a cut waits for the repair, as TCP's
+//! retransmits deliver what a short partition caught: both ways turmoil holds the link, one
+//! way the calls keep the cut themselves (`world::driver`, `net::oneway`; turmoil's own
+//! partition drops what it catches and its TCP never resends, issue 42).
 //!
 //! The actions: [`Partition`] (`partition = ["replica-0", "store"]`, both ways),
 //! [`PartitionOneway`] (`partition-oneway = [...]`, from the first host to the second) and

@@ -247,17 +247,17 @@ impl Target for Applying<'_, '_> {
         );
     }
 
-    /// A partition both ways holds every segment on the link until the repair, as TCP's
-    /// retransmits deliver them after a partition shorter than the kernel's patience
-    /// (`tcp_retries2`, about 15 minutes): what was in flight arrives late, and the
-    /// applications' own timeouts decide what that means. turmoil's own partition drops
-    /// the segments, and its TCP never sends them again, so a call caught by a short
-    /// partition was lost where a real one is late (the live partition of the store,
-    /// `tests/fidelity/documented/partition-replica-store-*`). One way, turmoil can only
-    /// drop: a one-way hold needs the engine's own network (issue 42).
+    /// A partition holds what is sent over it until the repair, as TCP's retransmits
+    /// deliver what a partition shorter than the kernel's patience caught (`tcp_retries2`,
+    /// about 15 minutes): it arrives late, and the applications' own timeouts decide what
+    /// that means. turmoil's own partition drops the segments, and its TCP never sends them
+    /// again, so a call caught by a short partition was lost where a real one is late (the
+    /// live partition of the store, `tests/fidelity/faults/partition-replica-store-*`). Both
+    /// ways, turmoil holds the link; one way, turmoil cannot, and the calls keep the cut
+    /// themselves ([`crate::net::oneway`]).
     fn partition(&mut self, from: &Host, to: &Host, oneway: bool) {
         if oneway {
-            self.sim.partition_oneway(from.to_string(), to.to_string());
+            crate::net::oneway::cut(&from.to_string(), &to.to_string());
         } else {
             self.sim.hold(from.to_string(), to.to_string());
             self.driver.cut_both_ways.insert(pair(from, to));
@@ -267,6 +267,7 @@ impl Target for Applying<'_, '_> {
 
     fn repair(&mut self, a: &Host, b: &Host) {
         self.sim.repair(a.to_string(), b.to_string());
+        crate::net::oneway::repair(&a.to_string(), &b.to_string());
         self.driver.partitions.remove(&(a.clone(), b.clone()));
         self.driver.partitions.remove(&(b.clone(), a.clone()));
         if self.driver.cut_both_ways.remove(&pair(a, b)) {
@@ -320,6 +321,7 @@ impl Target for Applying<'_, '_> {
         // and restarts below is part of the run.
         for (a, b) in std::mem::take(&mut self.driver.partitions) {
             self.sim.repair(a.to_string(), b.to_string());
+            crate::net::oneway::repair(&a.to_string(), &b.to_string());
         }
         for (a, b) in std::mem::take(&mut self.driver.cut_both_ways) {
             self.sim.release(a.to_string(), b.to_string());

@@ -81,6 +81,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     // Work in flight is counted from here to the end of the run (`settle`).
     let activity = crate::activity::Activity::install();
     crate::net::crashed::reset();
+    crate::net::oneway::reset();
     let mut sim = turmoil_builder(seed, spec.budget)
         .tick_duration(spec.tick)
         .build();

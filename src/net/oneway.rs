@@ -1,0 +1,101 @@
+//! One-way cuts of the simulated network, kept as TCP keeps them: what is sent over the cut
+//! direction waits for the repair, while the other direction flows.
+//!
+//! turmoil can hold a link only both ways, and its one-way partition drops what it catches
+//! (its TCP never resends), so a request caught by it was lost for good where a real one
+//! arrives after the repair. Live, a one-way cut stops one direction of the link's proxy
+//! (`live::link`), and e.g. the router's answers cut from the client let the request in, run
+//! its effect, and hold the answer until the client gave up
+//! (`tests/fidelity/faults/lost-answers-client-router-*`). So the simulation keeps the
+//! turmoil link open and enforces the cut in the calls themselves ([`super::send`]): a call
+//! from `from` to `to` waits before it sends its request while `from → to` is cut, and a
+//! call from `to` to `from` waits after its answer arrived, before it hands it over, while
+//! the answers' way is cut. Not modelled: a stream already flowing over the cut direction
+//! keeps flowing. The registry is per thread, like the simulation, and reset with every run.
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::rc::Rc;
+
+use tokio::sync::Notify;
+
+thread_local! {
+    static CUTS: RefCell<BTreeSet<(String, String)>> = const { RefCell::new(BTreeSet::new()) };
+    static REPAIRED: RefCell<Option<Rc<Notify>>> = const { RefCell::new(None) };
+}
+
+fn repaired() -> Rc<Notify> {
+    REPAIRED.with(|r| r.borrow_mut().get_or_insert_with(Rc::default).clone())
+}
+
+/// Forgets every cut: a run starts with all links whole.
+pub fn reset() {
+    CUTS.with(|c| c.borrow_mut().clear());
+}
+
+/// Cuts the direction from `from` to `to`.
+pub fn cut(from: &str, to: &str) {
+    CUTS.with(|c| c.borrow_mut().insert((from.to_string(), to.to_string())));
+}
+
+/// Repairs both directions between `a` and `b`; what waited goes on.
+pub fn repair(a: &str, b: &str) {
+    CUTS.with(|c| {
+        let mut cuts = c.borrow_mut();
+        cuts.remove(&(a.to_string(), b.to_string()));
+        cuts.remove(&(b.to_string(), a.to_string()));
+    });
+    repaired().notify_waiters();
+}
+
+/// Whether the direction from `from` to `to` is cut.
+pub fn is_cut(from: &str, to: &str) -> bool {
+    CUTS.with(|c| c.borrow().contains(&(from.to_string(), to.to_string())))
+}
+
+/// Waits until the direction from `from` to `to` is not cut.
+pub async fn open(from: &str, to: &str) {
+    loop {
+        let notify = repaired();
+        let repair = notify.notified();
+        if !is_cut(from, to) {
+            return;
+        }
+        repair.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_direction_waits_for_its_repair_and_the_other_flows() {
+        reset();
+        cut("router", "client");
+        assert!(is_cut("router", "client"));
+        assert!(!is_cut("client", "router"));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let order = rt.block_on(async {
+            let waiting = async {
+                open("router", "client").await;
+                "answer"
+            };
+            let fixing = async {
+                open("client", "router").await;
+                tokio::task::yield_now().await;
+                repair("client", "router");
+                std::future::pending::<&str>().await
+            };
+            tokio::select! {
+                a = waiting => a,
+                b = fixing => b,
+            }
+        });
+        assert_eq!(order, "answer");
+        assert!(!is_cut("router", "client"));
+        reset();
+    }
+}
