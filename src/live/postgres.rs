@@ -227,9 +227,30 @@ static SHARED: Mutex<Option<Server>> = Mutex::new(None);
 pub fn shared_url(work_dir: &Path) -> Result<String, String> {
     let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
     if shared.is_none() {
-        *shared = Some(Server::start(work_dir)?);
+        *shared = Some(start_on_a_lasting_thread(work_dir)?);
     }
     Ok(shared.as_ref().expect("started above").url())
+}
+
+/// Starts a server from a thread that lives as long as the process. `PR_SET_PDEATHSIG`
+/// fires when the *thread* that started a child ends, not the process: the command's server
+/// started from one of `fidelity --jobs`' worker threads died with it, under the runs the
+/// other worker still had, and under every `--repeat` run after the first.
+fn start_on_a_lasting_thread(work_dir: &Path) -> Result<Server, String> {
+    let (started, server) = std::sync::mpsc::channel();
+    let dir = work_dir.to_path_buf();
+    std::thread::Builder::new()
+        .name("postgres-parent".into())
+        .spawn(move || {
+            let _ = started.send(Server::start(&dir));
+            loop {
+                std::thread::park();
+            }
+        })
+        .map_err(|e| format!("cannot start a thread for PostgreSQL: {e}"))?;
+    server
+        .recv()
+        .map_err(|_| "the thread starting PostgreSQL ended".to_string())?
 }
 
 /// Stops the command's server, if one was started, and removes its data.
