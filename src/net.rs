@@ -501,10 +501,7 @@ async fn send_inner(call: &Call) -> Result<Streaming, CallError> {
         .map_err(|e| CallError::Broken(format!("connect: {e}")))?;
     // The calling host, by the address its connection came from: one-way cuts are kept
     // per direction ([`oneway`]).
-    let caller = stream
-        .local_addr()
-        .ok()
-        .and_then(|a| turmoil::reverse_lookup(a.ip()));
+    let caller = stream.local_addr().ok().map(|a| a.ip());
     request_over(stream, call, caller).await
 }
 
@@ -513,7 +510,7 @@ async fn send_inner(call: &Call) -> Result<Streaming, CallError> {
 async fn request_over<S>(
     stream: S,
     call: &Call,
-    caller: Option<String>,
+    caller: Option<std::net::IpAddr>,
 ) -> Result<Streaming, CallError>
 where
     S: AsyncRead + AsyncWrite + Unpin + 'static,
@@ -537,16 +534,12 @@ where
     let request = builder
         .body(Full::new(call.body.clone()))
         .map_err(|e| CallError::Broken(format!("request: {e}")))?;
-    if let Some(caller) = &caller {
-        oneway::open(caller, &call.host).await;
-    }
+    oneway::way_open(caller, &call.host, oneway::Way::Request).await;
     let response = sender
         .send_request(request)
         .await
         .map_err(|e| CallError::Broken(e.to_string()))?;
-    if let Some(caller) = &caller {
-        oneway::open(&call.host, caller).await;
-    }
+    oneway::way_open(caller, &call.host, oneway::Way::Answer).await;
     let (parts, body) = response.into_parts();
     Ok(Streaming {
         status: parts.status,

@@ -228,13 +228,7 @@ fn run_world(profile: &str, seed: u64, batch: &[Req]) -> Vec<Seen> {
             let timing = Timing::default();
             let store = match profile.store.placement {
                 Placement::Memory => TaskStore::Local(replica::memory_store()),
-                Placement::Shared => TaskStore::Remote {
-                    timeout: profile.store.call_timeout(timing.store_timeout),
-                    pool: profile
-                        .store
-                        .pool_without_pre_ping
-                        .then(a2a_chaos::store::Pool::opened),
-                },
+                Placement::Shared => TaskStore::remote(&profile.store, timing.store_timeout),
             };
             let r = Rc::new(Replica::new(
                 0,

@@ -129,11 +129,7 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
     let memory = replica::memory_store();
     let task_store = match profile.store.placement {
         Placement::Memory => TaskStore::Local(memory.clone()),
-        // `serve` connects afresh on every call: no pool to go stale.
-        Placement::Shared => TaskStore::Remote {
-            timeout: profile.store.call_timeout(timing.store_timeout),
-            pool: None,
-        },
+        Placement::Shared => TaskStore::remote(&profile.store, timing.store_timeout),
     };
     // Fault points exist only in simulations: every one stays off here.
     let chaos = crate::buggify::Chaos::shared(args.seed);

@@ -15,6 +15,7 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
+use std::net::IpAddr;
 use std::rc::Rc;
 
 use tokio::sync::Notify;
@@ -51,6 +52,30 @@ pub fn repair(a: &str, b: &str) {
 /// Whether the direction from `from` to `to` is cut.
 pub fn is_cut(from: &str, to: &str) -> bool {
     CUTS.with(|c| c.borrow().contains(&(from.to_string(), to.to_string())))
+}
+
+/// Which way of a call [`way_open`] waits on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Way {
+    /// From the caller to the host it calls: the request's.
+    Request,
+    /// From the called host back to the caller: the answer's.
+    Answer,
+}
+
+/// Waits while `way` between the calling host (by its address) and `host` is cut. The
+/// caller's name is looked up only while some cut exists: no cost on a whole network.
+pub async fn way_open(caller: Option<IpAddr>, host: &str, way: Way) {
+    if CUTS.with(|c| c.borrow().is_empty()) {
+        return;
+    }
+    let Some(caller) = caller.and_then(turmoil::reverse_lookup) else {
+        return;
+    };
+    match way {
+        Way::Request => open(&caller, host).await,
+        Way::Answer => open(host, &caller).await,
+    }
 }
 
 /// Waits until the direction from `from` to `to` is not cut.

@@ -34,6 +34,17 @@ pub enum TaskStore {
     },
 }
 
+impl TaskStore {
+    /// The `store` host as a replica of `knobs` reaches it: its call timeout (`world`
+    /// unless the profile sets one), and a pool of its own when its pool goes unchecked.
+    pub fn remote(knobs: &crate::model::StoreKnobs, world: Duration) -> TaskStore {
+        TaskStore::Remote {
+            timeout: knobs.call_timeout(world),
+            pool: knobs.pool_without_pre_ping.then(Pool::opened),
+        }
+    }
+}
+
 /// The pooled connections of a replica whose pool does not check them: the store life they
 /// were made in ([`crate::net::crashed::life`]), `None` once the pool was renewed.
 #[derive(Clone, Debug)]
@@ -70,6 +81,13 @@ impl StoreError {
     /// Whether a call that failed so is worth another try (`store.transient_retries`).
     pub fn worth_retrying(&self) -> bool {
         matches!(self, StoreError::Unanswered(_))
+    }
+}
+
+/// The methods that answer in words (`Result<_, String>`) take a store error as its words.
+impl From<StoreError> for String {
+    fn from(e: StoreError) -> String {
+        e.to_string()
     }
 }
 
@@ -175,7 +193,7 @@ impl TaskStore {
             task_id: task_id.to_string(),
             after,
         };
-        match self.call(req).await.map_err(|e| e.to_string())? {
+        match self.call(req).await? {
             StoreResponse::Events { events } => Ok(events),
             _ => Err("store: unexpected reply to events".into()),
         }
@@ -183,11 +201,7 @@ impl TaskStore {
 
     /// Tasks whose runner lease ran out (see [`super::StoreState::abandoned`]).
     pub async fn abandoned(&self) -> Result<Vec<(Task, u64)>, String> {
-        match self
-            .call(StoreRequest::Abandoned)
-            .await
-            .map_err(|e| e.to_string())?
-        {
+        match self.call(StoreRequest::Abandoned).await? {
             StoreResponse::Abandoned { tasks } => Ok(tasks),
             _ => Err("store: unexpected reply to abandoned".into()),
         }
@@ -195,11 +209,7 @@ impl TaskStore {
 
     /// Every task, the most recently saved first (what ListTasks pages through).
     pub async fn list(&self) -> Result<Vec<Task>, String> {
-        match self
-            .call(StoreRequest::List)
-            .await
-            .map_err(|e| e.to_string())?
-        {
+        match self.call(StoreRequest::List).await? {
             StoreResponse::Listed { tasks } => Ok(tasks),
             _ => Err("store: unexpected reply to list".into()),
         }
@@ -211,7 +221,7 @@ impl TaskStore {
             task_id: task_id.to_string(),
             url: url.to_string(),
         };
-        self.call(req).await.map(|_| ()).map_err(|e| e.to_string())
+        Ok(self.call(req).await.map(|_| ())?)
     }
 
     /// Unregisters a push URL of a task (DeleteTaskPushNotificationConfig).
@@ -220,7 +230,7 @@ impl TaskStore {
             task_id: task_id.to_string(),
             url: url.to_string(),
         };
-        self.call(req).await.map(|_| ()).map_err(|e| e.to_string())
+        Ok(self.call(req).await.map(|_| ())?)
     }
 
     /// The push URLs registered for a task.
@@ -228,7 +238,7 @@ impl TaskStore {
         let req = StoreRequest::PushUrls {
             task_id: task_id.to_string(),
         };
-        match self.call(req).await.map_err(|e| e.to_string())? {
+        match self.call(req).await? {
             StoreResponse::PushUrls { urls } => Ok(urls),
             _ => Err("store: unexpected reply to push-urls".into()),
         }
@@ -236,11 +246,7 @@ impl TaskStore {
 
     /// Claims unheld outbox entries for `lease_ms`.
     pub async fn claim_outbox(&self, lease_ms: u64) -> Result<Vec<(u64, OutboxEntry)>, String> {
-        match self
-            .call(StoreRequest::ClaimOutbox { lease_ms })
-            .await
-            .map_err(|e| e.to_string())?
-        {
+        match self.call(StoreRequest::ClaimOutbox { lease_ms }).await? {
             StoreResponse::Outbox { entries } => Ok(entries),
             _ => Err("store: unexpected reply to claim-outbox".into()),
         }
@@ -248,10 +254,10 @@ impl TaskStore {
 
     /// Removes an outbox entry.
     pub async fn ack_outbox(&self, id: u64) -> Result<(), String> {
-        self.call(StoreRequest::AckOutbox { id })
+        Ok(self
+            .call(StoreRequest::AckOutbox { id })
             .await
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+            .map(|_| ())?)
     }
 
     /// Claims a dedup key in this store.
@@ -260,7 +266,7 @@ impl TaskStore {
             key: key.to_string(),
             lease_ms,
         };
-        match self.call(req).await.map_err(|e| e.to_string())? {
+        match self.call(req).await? {
             StoreResponse::Claim { claim } => Ok(claim),
             _ => Err("store: unexpected reply to claim".into()),
         }
@@ -278,6 +284,6 @@ impl TaskStore {
             task_id,
             ttl_ms,
         };
-        self.call(req).await.map(|_| ()).map_err(|e| e.to_string())
+        Ok(self.call(req).await.map(|_| ())?)
     }
 }

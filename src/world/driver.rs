@@ -23,11 +23,9 @@ pub(super) struct Driver {
     /// Memory stores of pods that died: gone for the system, kept for the checkers.
     pub(super) dead_memory: Vec<SharedState>,
     pub(super) crashed: BTreeSet<Host>,
-    /// Partitioned links, `(from, to)`: one way as given, or both ways.
-    pub(super) partitions: BTreeSet<(Host, Host)>,
-    /// The links of [`Driver::partitions`] cut both ways: held as TCP holds them
-    /// ([`Target::partition`]).
-    pub(super) cut_both_ways: BTreeSet<(Host, Host)>,
+    /// Partitioned links, `(from, to)`, and whether only that way is cut (both ways, the
+    /// link is held as TCP holds it: [`Target::partition`]).
+    pub(super) partitions: BTreeMap<(Host, Host), bool>,
     pub(super) slowed: BTreeSet<(Host, Host)>,
     pub(super) held: BTreeSet<(Host, Host)>,
     /// Paused replicas: every link of theirs is held until they resume ([`Target::pause`]).
@@ -167,7 +165,8 @@ impl Applying<'_, '_> {
         let d = &self.driver;
         let held = d.held.contains(&(a.clone(), b.clone()))
             || d.held.contains(&(b.clone(), a.clone()))
-            || d.cut_both_ways.contains(&pair(a, b))
+            || d.partitions.get(&(a.clone(), b.clone())) == Some(&false)
+            || d.partitions.get(&(b.clone(), a.clone())) == Some(&false)
             || d.paused.contains(a)
             || d.paused.contains(b);
         if !held {
@@ -260,17 +259,18 @@ impl Target for Applying<'_, '_> {
             crate::net::oneway::cut(&from.to_string(), &to.to_string());
         } else {
             self.sim.hold(from.to_string(), to.to_string());
-            self.driver.cut_both_ways.insert(pair(from, to));
         }
-        self.driver.partitions.insert((from.clone(), to.clone()));
+        self.driver
+            .partitions
+            .insert((from.clone(), to.clone()), oneway);
     }
 
     fn repair(&mut self, a: &Host, b: &Host) {
         self.sim.repair(a.to_string(), b.to_string());
         crate::net::oneway::repair(&a.to_string(), &b.to_string());
-        self.driver.partitions.remove(&(a.clone(), b.clone()));
-        self.driver.partitions.remove(&(b.clone(), a.clone()));
-        if self.driver.cut_both_ways.remove(&pair(a, b)) {
+        let ab = self.driver.partitions.remove(&(a.clone(), b.clone()));
+        let ba = self.driver.partitions.remove(&(b.clone(), a.clone()));
+        if ab == Some(false) || ba == Some(false) {
             self.release_unless_held(a, b);
         }
     }
@@ -319,11 +319,12 @@ impl Target for Applying<'_, '_> {
     fn heal_all(&mut self) {
         // Every set sorts its hosts by name, as it always has: the order of the repairs
         // and restarts below is part of the run.
-        for (a, b) in std::mem::take(&mut self.driver.partitions) {
+        let partitions = std::mem::take(&mut self.driver.partitions);
+        for (a, b) in partitions.keys() {
             self.sim.repair(a.to_string(), b.to_string());
             crate::net::oneway::repair(&a.to_string(), &b.to_string());
         }
-        for (a, b) in std::mem::take(&mut self.driver.cut_both_ways) {
+        for ((a, b), _) in partitions.iter().filter(|(_, oneway)| !**oneway) {
             self.sim.release(a.to_string(), b.to_string());
         }
         for (a, b) in std::mem::take(&mut self.driver.held) {
@@ -380,14 +381,5 @@ impl Target for Applying<'_, '_> {
         if let Some(authority) = &self.driver.cards {
             authority.apply(change, self.now);
         }
-    }
-}
-
-/// A link's two ends in a fixed order, whichever way it was named.
-fn pair(a: &Host, b: &Host) -> (Host, Host) {
-    if a <= b {
-        (a.clone(), b.clone())
-    } else {
-        (b.clone(), a.clone())
     }
 }

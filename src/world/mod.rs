@@ -166,13 +166,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
                     *slot.borrow_mut() = Some(mem.clone());
                     TaskStore::Local(mem)
                 }
-                Placement::Shared => TaskStore::Remote {
-                    timeout: profile.store.call_timeout(timing.store_timeout),
-                    pool: profile
-                        .store
-                        .pool_without_pre_ping
-                        .then(store::Pool::opened),
-                },
+                Placement::Shared => TaskStore::remote(&profile.store, timing.store_timeout),
             };
             let replica = Rc::new(Replica::new(
                 i,
@@ -253,8 +247,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         memory_slots,
         dead_memory: Vec::new(),
         crashed: BTreeSet::new(),
-        partitions: BTreeSet::new(),
-        cut_both_ways: BTreeSet::new(),
+        partitions: BTreeMap::new(),
         slowed: BTreeSet::new(),
         held: BTreeSet::new(),
         paused: BTreeSet::new(),
