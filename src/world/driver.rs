@@ -266,7 +266,6 @@ impl Target for Applying<'_, '_> {
     }
 
     fn repair(&mut self, a: &Host, b: &Host) {
-        self.sim.repair(a.to_string(), b.to_string());
         crate::net::oneway::repair(&a.to_string(), &b.to_string());
         let ab = self.driver.partitions.remove(&(a.clone(), b.clone()));
         let ba = self.driver.partitions.remove(&(b.clone(), a.clone()));
@@ -321,7 +320,6 @@ impl Target for Applying<'_, '_> {
         // and restarts below is part of the run.
         let partitions = std::mem::take(&mut self.driver.partitions);
         for (a, b) in partitions.keys() {
-            self.sim.repair(a.to_string(), b.to_string());
             crate::net::oneway::repair(&a.to_string(), &b.to_string());
         }
         for ((a, b), _) in partitions.iter().filter(|(_, oneway)| !**oneway) {
