@@ -14,6 +14,13 @@
 //! in the task's history instead (and an answer still `submitted` or `working` does not
 //! acknowledge its own turn).
 //!
+//! Effects: an effect is the effect of the message that carried it. Its conversation and
+//! turn are the ones assigned to its `message_id` here, whatever the adapter numbered: an
+//! adapter numbers a plain message's turn within its *task*, and two tasks of one context
+//! would otherwise claim one turn twice (a false double effect). An effect whose message no
+//! client sent keeps the adapter's numbers (and is an effect never sent, unless they match
+//! a sent turn).
+//!
 //! A checker whose data the history lacks is `unknown`, never `pass` ([`support`]), and the
 //! reason is printed. Without `final-task` lines, no-lost-writes checks the later answers
 //! only: the final tasks are taken as the union of everything seen, so that part can find
@@ -240,6 +247,7 @@ pub fn load(path: &Path, model: Option<Profile>) -> Result<Recorded, String> {
             _ => false,
         });
     let (history, extra) = b.ops(&exchanges);
+    b.key_effects_by_message(&mut effects, &mut notes);
     let final_tasks = if has_final {
         b.final_tasks(&finals, &mut notes)
     } else {
@@ -493,56 +501,73 @@ mod tests {
             .expect("every checker has a finding")
     }
 
+    /// A task of context `ctx` as an a2a-sdk 0.3 server answers it.
+    fn task(id: &str, history: &[&str], state: &str) -> Value {
+        let h: Vec<Value> = history
+            .iter()
+            .map(|m| serde_json::json!({"messageId": m, "role": "user", "parts": [], "kind": "message"}))
+            .collect();
+        serde_json::json!({"kind": "task", "id": id, "contextId": "ctx",
+            "status": {"state": state}, "artifacts": [{"artifactId": "x", "name": "answer", "parts": []}],
+            "history": h})
+    }
+
+    /// A plain-text `message/send` of context `ctx`, continuing `task` when named.
+    fn send(seq: u64, at: u64, id: &str, task: Option<&str>) -> Value {
+        let mut message = serde_json::json!({"messageId": id, "contextId": "ctx", "role": "user",
+            "parts": [{"kind": "text", "text": "hi"}]});
+        if let Some(t) = task {
+            message["taskId"] = t.into();
+        }
+        serde_json::json!({"type": "request", "seq": seq, "at_ms": at, "replica": "replica-0",
+            "body": {"jsonrpc": "2.0", "id": seq, "method": "message/send", "params": {"message": message}}})
+    }
+
+    fn answer(seq: u64, at: u64, result: Value) -> Value {
+        serde_json::json!({"type": "response", "seq": seq, "at_ms": at, "status": 200,
+            "body": {"jsonrpc": "2.0", "id": seq, "result": result}})
+    }
+
+    /// An effect as the adapters report a plain message's: its turn counted within its task.
+    fn effect(seq: u64, at: u64, task: &str, turn: u32, message: &str, by: &str) -> Value {
+        serde_json::json!({"type": "effect", "seq": seq, "at_ms": at, "applied": true, "request": {
+            "task_id": task, "context_id": "ctx", "conversation": "ctx", "turn": turn,
+            "message_id": message, "replica": by, "key": null, "sent_ms": at}})
+    }
+
+    fn load_lines(name: &str, lines: &[Value]) -> Recorded {
+        let path =
+            std::env::temp_dir().join(format!("a2a-chaos-{name}-{}.jsonl", std::process::id()));
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+        let recorded = load(&path, None).unwrap();
+        let _ = std::fs::remove_file(&path);
+        recorded
+    }
+
     /// A user's agent with its own artifact names and plain-text turns: its turns are
     /// counted per context, shown by their messages, and a later answer that lost one is
     /// caught; the double effect of a retried turn too.
     #[test]
     fn plain_turns_of_a_users_agent_are_checked_by_their_messages() {
-        let task = |history: &[&str], state: &str| {
-            let h: Vec<Value> = history
-                .iter()
-                .map(|m| serde_json::json!({"messageId": m, "role": "user", "parts": [], "kind": "message"}))
-                .collect();
-            serde_json::json!({"kind": "task", "id": "t1", "contextId": "ctx",
-                "status": {"state": state}, "artifacts": [{"artifactId": "x", "name": "answer", "parts": []}],
-                "history": h})
-        };
-        let send = |seq: u64, at: u64, id: &str| {
-            serde_json::json!({"type": "request", "seq": seq, "at_ms": at, "replica": "replica-0",
-                "body": {"jsonrpc": "2.0", "id": seq, "method": "message/send", "params": {"message":
-                    {"messageId": id, "contextId": "ctx", "taskId": "t1", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}}}})
-        };
-        let answer = |seq: u64, at: u64, result: Value| {
-            serde_json::json!({"type": "response", "seq": seq, "at_ms": at, "status": 200,
-                "body": {"jsonrpc": "2.0", "id": seq, "result": result}})
-        };
-        let effect = |seq: u64, at: u64, turn: u32, by: &str| {
-            serde_json::json!({"type": "effect", "seq": seq, "at_ms": at, "applied": true, "request": {
-                "task_id": "t1", "context_id": "ctx", "conversation": "ctx", "turn": turn,
-                "message_id": format!("m{turn}"), "replica": by, "key": null, "sent_ms": at}})
-        };
+        let t1 = |history: &[&str], state: &str| task("t1", history, state);
         let lines = [
-            send(1, 0, "m1"),
-            answer(1, 10, task(&["m1"], "input-required")),
-            send(2, 20, "m2"),
-            answer(2, 30, task(&["m1", "m2"], "input-required")),
+            send(1, 0, "m1", Some("t1")),
+            answer(1, 10, t1(&["m1"], "input-required")),
+            send(2, 20, "m2", Some("t1")),
+            answer(2, 30, t1(&["m1", "m2"], "input-required")),
             // The retry of turn 2 (same messageId), on another replica.
-            send(3, 40, "m2"),
-            answer(3, 50, task(&["m1", "m2"], "input-required")),
+            send(3, 40, "m2", Some("t1")),
+            answer(3, 50, t1(&["m1", "m2"], "input-required")),
             serde_json::json!({"type": "request", "seq": 4, "at_ms": 60,
                 "body": {"jsonrpc": "2.0", "id": 4, "method": "tasks/get", "params": {"id": "t1"}}}),
             // Turn 2's message is gone.
-            answer(4, 70, task(&["m1"], "input-required")),
-            effect(0, 5, 1, "replica-0"),
-            effect(1, 25, 2, "replica-0"),
-            effect(2, 45, 2, "replica-1"),
+            answer(4, 70, t1(&["m1"], "input-required")),
+            effect(0, 5, "t1", 1, "m1", "replica-0"),
+            effect(1, 25, "t1", 2, "m2", "replica-0"),
+            effect(2, 45, "t1", 2, "m2", "replica-1"),
         ];
-        let path =
-            std::env::temp_dir().join(format!("a2a-chaos-plain-{}.jsonl", std::process::id()));
-        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-        std::fs::write(&path, text).unwrap();
-        let recorded = load(&path, None).unwrap();
-        let _ = std::fs::remove_file(&path);
+        let recorded = load_lines("plain", &lines);
         let turns: Vec<u32> = recorded
             .record
             .history
@@ -560,5 +585,89 @@ mod tests {
         assert_eq!(verdict(&checked, "versions-monotonic"), Verdict::Unknown);
         assert!(checked.unknown.contains_key(&Invariant::VERSIONS_MONOTONIC));
         assert!(checked.partial.contains_key(&Invariant::NO_LOST_WRITES));
+    }
+
+    /// Two tasks in one context (a finished order, then a new one), a reply the proxy
+    /// dropped and the client retried, and a duplicate the proxy injected: each message took
+    /// effect once, so nothing fails. The adapter numbered the second task's message turn 1
+    /// of the context (its task's first); keyed by its message it is the context's turn 3.
+    #[test]
+    fn several_tasks_per_context_dropped_and_duplicated_replies_are_no_false_failure() {
+        let dropped = |seq: u64, at: u64| {
+            serde_json::json!({"type": "response", "seq": seq, "at_ms": at, "status": 200,
+                "dropped": true, "body": {"jsonrpc": "2.0", "id": seq, "result": task("t2", &["m3"], "input-required")}})
+        };
+        let mut duplicate = send(6, 61, "m4", Some("t2"));
+        duplicate["duplicate_of"] = 5.into();
+        let lines = [
+            send(1, 0, "m1", None),
+            answer(1, 10, task("t1", &["m1"], "input-required")),
+            send(2, 20, "m2", Some("t1")),
+            answer(2, 30, task("t1", &["m1", "m2"], "completed")),
+            // A new order in the same context: a new task. Its first reply is lost.
+            send(3, 40, "m3", None),
+            dropped(3, 45),
+            send(4, 50, "m3", None),
+            answer(4, 55, task("t2", &["m3"], "input-required")),
+            // Its follow-up, which the proxy also sent a second time.
+            send(5, 60, "m4", Some("t2")),
+            duplicate,
+            answer(5, 70, task("t2", &["m3", "m4"], "completed")),
+            answer(6, 71, task("t2", &["m3", "m4"], "completed")),
+            effect(0, 5, "t1", 1, "m1", "replica-0"),
+            effect(1, 25, "t1", 2, "m2", "replica-1"),
+            effect(2, 42, "t2", 1, "m3", "replica-0"),
+            effect(3, 65, "t2", 2, "m4", "replica-1"),
+        ];
+        let recorded = load_lines("tasks-per-context", &lines);
+        let sends: Vec<(String, u32)> = recorded
+            .record
+            .history
+            .iter()
+            .filter_map(|o| match &o.kind {
+                OpKind::Send {
+                    conversation, turn, ..
+                } => Some((conversation.clone(), *turn)),
+                _ => None,
+            })
+            .collect();
+        let turns: Vec<u32> = sends.iter().map(|(_, t)| *t).collect();
+        assert_eq!(
+            turns,
+            vec![1, 2, 3, 3, 4, 4],
+            "turns are counted per context"
+        );
+        let keyed: Vec<u32> = recorded
+            .record
+            .effects
+            .iter()
+            .map(|e| e.request.turn)
+            .collect();
+        assert_eq!(keyed, vec![1, 2, 3, 4], "each effect is its message's turn");
+        assert!(
+            recorded.notes.iter().any(|n| n.contains("2 effect(s)")),
+            "{:?}",
+            recorded.notes
+        );
+        let checked = check_all(&recorded);
+        use crate::check::Verdict;
+        let once = checked
+            .findings
+            .iter()
+            .find(|f| f.invariant == Invariant::EXACTLY_ONCE_EFFECTS)
+            .unwrap();
+        assert_eq!(once.verdict(), Verdict::Pass, "{:?}", once.violations);
+        assert!(
+            once.exercised >= 2,
+            "the dropped and the duplicated turn are exercised"
+        );
+        assert_eq!(verdict(&checked, "no-lost-writes"), Verdict::Pass);
+        assert_ne!(verdict(&checked, "terminal-is-final"), Verdict::Fail);
+
+        // The same history where the duplicate ran the follow-up again: caught.
+        let mut twice = lines.to_vec();
+        twice.push(effect(4, 66, "t2", 2, "m4", "replica-0"));
+        let checked = check_all(&load_lines("tasks-per-context-twice", &twice));
+        assert_eq!(verdict(&checked, "exactly-once-effects"), Verdict::Fail);
     }
 }

@@ -73,6 +73,34 @@ impl Builder {
         }
     }
 
+    /// Gives each effect the conversation and turn of the message that carried it (by its
+    /// `message_id`), so effects are keyed by the client's message, not by the adapter's
+    /// count; a note says how many were renumbered.
+    pub(super) fn key_effects_by_message(
+        &self,
+        effects: &mut [crate::ground::ledger::Effect],
+        notes: &mut Vec<String>,
+    ) {
+        let mut renumbered = 0;
+        for e in effects.iter_mut() {
+            let Some((conversation, turn)) = self.turns.get(&e.request.message_id) else {
+                continue;
+            };
+            if (&e.request.conversation, e.request.turn) != (conversation, *turn) {
+                renumbered += 1;
+                e.request.conversation = conversation.clone();
+                e.request.turn = *turn;
+            }
+        }
+        if renumbered > 0 {
+            notes.push(format!(
+                "{renumbered} effect(s) reported another turn number than their message's here \
+                 (an adapter counts turns per task, this history per context); each is keyed \
+                 by its message"
+            ));
+        }
+    }
+
     /// What a stream of updates without a snapshot builds on: the task as last seen in an
     /// earlier answer, else nothing but its ids (the project's client keeps no task then;
     /// here the deltas still show the turn's own artifact and state).
