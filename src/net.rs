@@ -352,13 +352,19 @@ pub enum CallError {
     Timeout,
     /// The connection broke before a whole response arrived (a lost reply).
     Broken(String),
+    /// No connection was made (refused: nothing listens, or the host is down): the server
+    /// saw nothing of the request, so sending it elsewhere cannot run it twice.
+    Unconnected(String),
 }
 
 impl std::fmt::Display for CallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CallError::Timeout => write!(f, "timed out"),
-            CallError::Broken(why) => write!(f, "connection broke: {why}"),
+            // Worded as `Broken`: the traces pinned before the two were told apart hold it.
+            CallError::Broken(why) | CallError::Unconnected(why) => {
+                write!(f, "connection broke: {why}")
+            }
         }
     }
 }
@@ -492,13 +498,13 @@ async fn send_inner(call: &Call) -> Result<Streaming, CallError> {
             Some(addr) => tokio::net::TcpStream::connect(addr).await,
             None => tokio::net::TcpStream::connect((&*call.host, call.port)).await,
         };
-        let stream = connected.map_err(|e| CallError::Broken(format!("connect: {e}")))?;
+        let stream = connected.map_err(|e| CallError::Unconnected(format!("connect: {e}")))?;
         let _ = stream.set_nodelay(true);
         return request_over(stream, call, None).await;
     }
     let stream = turmoil::net::TcpStream::connect((&*call.host, call.port))
         .await
-        .map_err(|e| CallError::Broken(format!("connect: {e}")))?;
+        .map_err(|e| CallError::Unconnected(format!("connect: {e}")))?;
     // The calling host, by the address its connection came from: one-way cuts are kept
     // per direction ([`oneway`]).
     let caller = stream.local_addr().ok().map(|a| a.ip());

@@ -69,6 +69,22 @@ pub struct ProxyArgs {
     /// How long a replica may take to answer a forwarded request's head (ms).
     #[arg(long, default_value_t = 30_000)]
     pub forward_timeout_ms: u64,
+    /// Ask every upstream for its agent card this often (ms) and route only to those that
+    /// answer it (below 500, within the period).
+    #[arg(long, value_name = "MS")]
+    pub health_check_ms: Option<u64>,
+    /// Send a request whose connection was refused, or that an upstream answered 502, to
+    /// the next upstream (each attempt is recorded).
+    #[arg(long)]
+    pub retry_next: bool,
+    /// Sticky sessions: set the cookie a2a-chaos-replica on every answer, and route a
+    /// request carrying it to that upstream while it is in the rotation.
+    #[arg(long)]
+    pub sticky_cookie: bool,
+    /// Relay the agent card as the upstream wrote it (by default its interface URLs are
+    /// rewritten to this proxy, so clients that follow the card come back through it).
+    #[arg(long)]
+    pub keep_card_urls: bool,
 }
 
 pub fn cmd_proxy(args: ProxyArgs) -> Result<i32, InputError> {
@@ -77,6 +93,7 @@ pub fn cmd_proxy(args: ProxyArgs) -> Result<i32, InputError> {
         ("--drop-reply-every", args.drop_reply_every),
         ("--delay-every", Some(args.delay_every)),
         ("--max-connections", args.max_connections.map(|n| n as u64)),
+        ("--health-check-ms", args.health_check_ms),
     ] {
         if n == Some(0) {
             return Err(InputError::new(flag, "must be at least 1"));
@@ -102,6 +119,12 @@ pub fn cmd_proxy(args: ProxyArgs) -> Result<i32, InputError> {
         token: args.token,
         force: args.force,
         limits: super::serve::server_limits(args.max_connections, args.header_timeout_ms),
+        balancer: proxy::Balancer {
+            health_every: args.health_check_ms.map(Duration::from_millis),
+            retry_next: args.retry_next,
+            sticky_cookie: args.sticky_cookie,
+            rewrite_card: !args.keep_card_urls,
+        },
     })?;
     Ok(match stopped {
         proxy::Stopped::Asked(_) => 0,

@@ -83,7 +83,7 @@ pub async fn fail_with_host<T>(
     call: impl Future<Output = Result<T, CallError>>,
 ) -> Result<T, CallError> {
     if is_down(host) {
-        return Err(CallError::Broken(format!(
+        return Err(CallError::Unconnected(format!(
             "connect: connection refused ({host} is down)"
         )));
     }
@@ -119,7 +119,7 @@ mod tests {
         reset();
         crashed("store");
         let refused = block_on(fail_with_host("store", async { Ok(()) }));
-        assert!(matches!(refused, Err(CallError::Broken(why)) if why.contains("refused")));
+        assert!(matches!(refused, Err(CallError::Unconnected(why)) if why.contains("refused")));
         restarted("store");
         assert_eq!(block_on(fail_with_host("store", async { Ok(()) })), Ok(()));
         reset();

@@ -120,7 +120,9 @@ impl TaskStore {
                 if let Some(Pool(made_in)) = pool {
                     match &sent {
                         Ok(_) => made_in.set(Some(crate::net::crashed::life(HOST))),
-                        Err(net::CallError::Broken(_)) => made_in.set(None),
+                        Err(net::CallError::Broken(_) | net::CallError::Unconnected(_)) => {
+                            made_in.set(None)
+                        }
                         Err(net::CallError::Timeout) => {}
                     }
                 }

@@ -207,6 +207,8 @@ pub fn proxy(upstreams: &str, out: &str, extra: &[&str], fds: Option<u64>) -> (P
 #[derive(Debug)]
 pub struct Answer {
     pub status: u16,
+    /// The status line and headers, as sent.
+    pub head: String,
     pub body: String,
 }
 
@@ -241,11 +243,11 @@ pub fn request(
         .nth(1)
         .and_then(|c| c.parse().ok())
         .ok_or_else(|| format!("no status line in {:?}", &text[..text.len().min(200)]))?;
-    let body = text
+    let (head, body) = text
         .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
+        .map(|(h, b)| (h.to_string(), b.to_string()))
         .unwrap_or_default();
-    Ok(Answer { status, body })
+    Ok(Answer { status, head, body })
 }
 
 /// A JSON-RPC call (A2A 1.0) with the token; the parsed answer.

@@ -20,8 +20,9 @@
 //! is killed keeps them up to its last flush. It stops on Ctrl-C, SIGTERM, `--duration-ms`
 //! or `--max-requests`; then it asks every upstream for every task it saw (GetTask, or
 //! tasks/get on the 0.3 wire) and writes the copies as `final-task` lines, the last effects
-//! and saves, and a `stop` line. Every upstream is taken as ready: the proxy does no health
-//! checks.
+//! and saves, and a `stop` line. As a load balancer it rewrites the agent card's URLs to
+//! its own, and can health-check, retry on the next upstream and keep sticky sessions
+//! (`balancer.rs`).
 //!
 //! The faults' periods are in `faults.rs`, the final read (with the credentials it sends)
 //! in `final_read.rs`. The listener and the ledger keep the bounds of
@@ -51,9 +52,11 @@ use super::recording::{Line, Recorder, SaveLine};
 use super::wire;
 use super::{observer, recording};
 
+mod balancer;
 mod faults;
 mod final_read;
 
+pub use balancer::Balancer;
 pub use faults::Faults;
 
 /// Request headers passed on to the upstream (the rest are hop-by-hop or the proxy's).
@@ -90,6 +93,8 @@ pub struct ProxyOptions {
     pub force: bool,
     /// The bounds of the proxy's listener and ledger.
     pub limits: net::ServerLimits,
+    /// Health checks, retries, sticky sessions, the card rewrite.
+    pub balancer: Balancer,
 }
 
 struct Upstream {
@@ -117,6 +122,8 @@ struct Proxy {
     credentials: RefCell<BTreeMap<String, String>>,
     /// A 0.3 method was seen: read the final tasks with tasks/get.
     v03: Cell<bool>,
+    /// Which upstreams are in the rotation (all, without health checks).
+    ready: Rc<RefCell<Vec<bool>>>,
     done: Rc<tokio::sync::Notify>,
     /// How many of the ledger's effects and saves are in the file.
     flushed: Cell<(usize, usize)>,
@@ -212,6 +219,7 @@ pub fn run(options: ProxyOptions) -> Result<Stopped, InputError> {
         contexts: RefCell::default(),
         credentials: RefCell::default(),
         v03: Cell::new(false),
+        ready: Rc::new(RefCell::new(vec![true; options.upstreams.len()])),
         done: Rc::new(tokio::sync::Notify::new()),
         flushed: Cell::new((0, 0)),
     });
@@ -225,6 +233,9 @@ pub fn run(options: ProxyOptions) -> Result<Stopped, InputError> {
     for f in options.faults.describe() {
         println!("fault: {f}");
     }
+    for b in options.balancer.describe() {
+        println!("balancer: {b}");
+    }
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
 
@@ -234,6 +245,15 @@ pub fn run(options: ProxyOptions) -> Result<Stopped, InputError> {
     let reason = local.block_on(&runtime, async {
         let (g, t) = (ground.clone(), Trace::new(false));
         tokio::task::spawn_local(async move { observer::serve(g, t).await });
+        if let Some(every) = options.balancer.health_every {
+            let upstreams = proxy
+                .upstreams
+                .iter()
+                .map(|u| (u.name.clone(), u.prefix.clone()))
+                .collect();
+            let ready = proxy.ready.clone();
+            tokio::task::spawn_local(balancer::health_checks(upstreams, ready, every));
+        }
         let p = proxy.clone();
         let served = tokio::task::spawn_local(async move {
             net::serve(crate::router::PORT, move |req| {
@@ -384,16 +404,28 @@ impl Proxy {
         }
     }
 
-    /// The upstream for a request: pinned by `x-a2a-chaos-target`, else the strategy's
-    /// pick by the request's context (the message's, or its task's, or the header's).
-    fn pick(&self, body: &Value, header_context: Option<&str>, pinned: Option<&str>) -> usize {
+    /// The upstream for a request: pinned by `x-a2a-chaos-target`, else by its sticky
+    /// cookie while that upstream is in the rotation, else the strategy's pick by the
+    /// request's context (the message's, or its task's, or the header's).
+    fn pick(
+        &self,
+        body: &Value,
+        header_context: Option<&str>,
+        pinned: Option<&str>,
+        cookie: Option<&str>,
+    ) -> usize {
         let n = self.upstreams.len();
         // The pin is text from outside: it becomes a host here.
-        if let Some(i) = pinned
-            .and_then(|t| Host::parse(t).replica_index())
-            .filter(|i| *i < n)
-        {
+        let index = |t: &str| Host::parse(t).replica_index().filter(|i| *i < n);
+        if let Some(i) = pinned.and_then(index) {
             return i;
+        }
+        let ready = self.ready.borrow().clone();
+        let sticky = cookie.filter(|_| self.options.balancer.sticky_cookie);
+        if let Some(i) = balancer::sticky_target(sticky).as_deref().and_then(index) {
+            if ready[i] {
+                return i;
+            }
         }
         let context = body
             .pointer("/params/message/contextId")
@@ -403,7 +435,6 @@ impl Proxy {
                 wire::request_task(body).and_then(|t| self.contexts.borrow().get(&t).cloned())
             })
             .or_else(|| header_context.map(str::to_string));
-        let ready = vec![true; n];
         self.strategy.borrow_mut().pick(
             &RouteInput {
                 context_id: context.as_deref(),
@@ -444,6 +475,7 @@ impl Proxy {
             .filter_map(|h| header(h).map(|v| (*h, v)))
             .collect();
         let auth = header("authorization");
+        let cookie = header("cookie");
         let body = match net::read_request(body).await {
             Ok(b) => b,
             Err(e) => {
@@ -457,9 +489,18 @@ impl Proxy {
         let parsed: Option<Value> = serde_json::from_slice(&body).ok();
         let Some(json) = parsed.filter(|_| parts.method == http::Method::POST) else {
             // Not JSON-RPC (the agent card, a health check): passed on, not recorded.
-            let i = self.pick(&Value::Null, None, header(TARGET_HEADER).as_deref());
+            let i = self.pick(
+                &Value::Null,
+                None,
+                header(TARGET_HEADER).as_deref(),
+                cookie.as_deref(),
+            );
             let mut call = self.call(i, &path, body, &headers);
             call.method = parts.method.clone();
+            if self.options.balancer.rewrite_card && balancer::is_card_path(&path) {
+                let origin = header("host").unwrap_or_else(|| self.options.listen.to_string());
+                return Ok(self.card(i, &call, &origin).await);
+            }
             return Ok(match net::send_streaming(&call).await {
                 Ok(up) => up.relay(),
                 Err(e) => bad_gateway(format!("{}: {e}", self.upstreams[i].name)),
@@ -483,29 +524,58 @@ impl Proxy {
         }
         let duplicate = Faults::hits(faults.duplicate_every, k, seed);
         let drop_reply = Faults::hits(faults.drop_reply_every, k, seed);
-        let i = self.pick(
+        let mut i = self.pick(
             &json,
             header(CONTEXT_HEADER).as_deref(),
             header(TARGET_HEADER).as_deref(),
+            cookie.as_deref(),
         );
-        let seq = self.next_seq();
-        self.recorder.write(&Line::Request {
-            seq,
-            at_ms: now_ms(),
-            replica: Some(self.upstreams[i].name.clone()),
-            a2a_version: header("a2a-version"),
-            body: json.clone(),
-            duplicate_of: None,
-            delayed_ms,
-        });
-        let call = self.call(i, &path, body.clone(), &headers);
-        let upstream = match net::send_streaming(&call).await {
-            Ok(up) => up,
-            Err(e) => {
-                let why = format!("{}: {e}", self.upstreams[i].name);
-                self.respond_line(seq, 0, i, None, None, false, false, Some(why.clone()));
-                self.complete();
-                return Ok(bad_gateway(why));
+        let mut tried = Vec::new();
+        let (seq, upstream) = loop {
+            let seq = self.next_seq();
+            self.recorder.write(&Line::Request {
+                seq,
+                at_ms: now_ms(),
+                replica: Some(self.upstreams[i].name.clone()),
+                a2a_version: header("a2a-version"),
+                body: json.clone(),
+                duplicate_of: None,
+                delayed_ms,
+            });
+            let call = self.call(i, &path, body.clone(), &headers);
+            let sent = net::send_streaming(&call).await;
+            tried.push(i);
+            let next = self
+                .options
+                .balancer
+                .retry_next
+                .then(|| self.next_untried(&tried))
+                .flatten();
+            match (sent, next) {
+                (Ok(up), Some(n)) if up.status == StatusCode::BAD_GATEWAY => {
+                    // A 502 the client never sees: recorded as a dropped answer, retried.
+                    let (by, _) = head_of(&up.headers);
+                    let status = up.status.as_u16();
+                    let bytes = net::read_body(up.body, net::BODY_BYTES_MAX).await;
+                    let value = bytes.ok().and_then(|b| serde_json::from_slice(&b).ok());
+                    self.respond_line(seq, status, i, by, value, false, true, None);
+                    i = n;
+                }
+                (Ok(up), _) => break (seq, up),
+                (Err(net::CallError::Unconnected(e)), Some(n)) => {
+                    let why = format!(
+                        "{}: {e}; retried on the next upstream",
+                        self.upstreams[i].name
+                    );
+                    self.respond_line(seq, 0, i, None, None, false, false, Some(why));
+                    i = n;
+                }
+                (Err(e), _) => {
+                    let why = format!("{}: {e}", self.upstreams[i].name);
+                    self.respond_line(seq, 0, i, None, None, false, false, Some(why.clone()));
+                    self.complete();
+                    return Ok(bad_gateway(why));
+                }
             }
         };
         let status = upstream.status;
@@ -515,6 +585,12 @@ impl Proxy {
             if name != http::header::CONTENT_LENGTH && name != http::header::TRANSFER_ENCODING {
                 head = head.header(name, value);
             }
+        }
+        if self.options.balancer.sticky_cookie {
+            head = head.header(
+                http::header::SET_COOKIE,
+                balancer::sticky_cookie(&self.upstreams[i].name),
+            );
         }
         if is_sse {
             self.respond_line(
@@ -692,62 +768,5 @@ impl Proxy {
             error,
             dropped,
         });
-    }
-
-    /// Sends request `of` again, routed as a new request; records its answer, relays none.
-    async fn duplicate(
-        &self,
-        of: u64,
-        json: &Value,
-        path: &str,
-        body: Bytes,
-        headers: &[(&'static str, String)],
-    ) {
-        let auth = headers
-            .iter()
-            .find(|(h, _)| *h == "authorization")
-            .map(|(_, v)| v.as_str());
-        let i = self.pick(json, None, None);
-        let seq = self.next_seq();
-        self.recorder.write(&Line::Request {
-            seq,
-            at_ms: now_ms(),
-            replica: Some(self.upstreams[i].name.clone()),
-            a2a_version: headers
-                .iter()
-                .find(|(h, _)| *h == "a2a-version")
-                .map(|(_, v)| v.clone()),
-            body: json.clone(),
-            duplicate_of: Some(of),
-            delayed_ms: 0,
-        });
-        let call = self.call(i, path, body, headers);
-        let up = match net::send_streaming(&call).await {
-            Ok(up) => up,
-            Err(e) => {
-                let why = format!("{}: {e}", self.upstreams[i].name);
-                self.respond_line(seq, 0, i, None, None, false, false, Some(why));
-                return;
-            }
-        };
-        let (by, is_sse) = head_of(&up.headers);
-        let status = up.status.as_u16();
-        if is_sse {
-            self.respond_line(seq, status, i, by, None, true, false, None);
-            self.relay_events(seq, up.body, None, false, auth).await;
-            return;
-        }
-        match net::read_body(up.body, net::BODY_BYTES_MAX).await {
-            Ok(bytes) => {
-                let value = serde_json::from_slice::<Value>(&bytes).ok();
-                if let Some(result) = value.as_ref().and_then(|v| v.get("result")) {
-                    self.learn(result, auth);
-                }
-                self.respond_line(seq, status, i, by, value, false, false, None);
-            }
-            Err(e) => {
-                self.respond_line(seq, status, i, by, None, false, false, Some(e.to_string()))
-            }
-        }
     }
 }
