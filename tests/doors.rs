@@ -405,3 +405,53 @@ fn the_proxys_final_read_sends_the_token_and_a_history_is_kept_without_force() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), history);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `serve --no-auth` checks no token whatever the model says: its card declares no security
+/// scheme and a message without `Authorization` is answered; its banner prints the next
+/// command (a curl without a token, then the proxy).
+#[test]
+fn serve_no_auth_answers_without_a_token_and_prints_the_next_command() {
+    let _serial = serial();
+    let (mut up, addr, lines) = {
+        let (proc, lines) = start(&["serve", "--listen", "127.0.0.1:0", "--no-auth"], None);
+        let addr = doors_support::address(&lines);
+        (proc, addr, lines)
+    };
+    let mut banner = Vec::new();
+    while let Ok(line) = lines.recv_timeout(Duration::from_secs(5)) {
+        let done = line.starts_with("then:");
+        banner.push(line);
+        if done {
+            break;
+        }
+    }
+    let banner = banner.join("\n");
+    assert!(
+        !banner.contains("Bearer"),
+        "no token is asked for:\n{banner}"
+    );
+    assert!(banner.contains("try: curl -s http://"), "{banner}");
+    assert!(banner.contains("a2a-chaos proxy --upstream"), "{banner}");
+    let card = request(
+        addr,
+        "GET",
+        "/.well-known/agent-card.json",
+        &[],
+        b"",
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    assert!(!card.body.contains("securitySchemes"), "{}", card.body);
+    let a = request(
+        addr,
+        "POST",
+        "/",
+        &[("Content-Type", "application/json"), ("A2A-Version", "1.0")],
+        &serde_json::to_vec(&send(1, 1, "ctx")).unwrap(),
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    assert_eq!(a.status, 200, "{a:?}");
+    assert!(a.body.contains("\"result\""), "{a:?}");
+    assert_eq!(up.terminate(), Some(0));
+}

@@ -70,6 +70,10 @@ pub struct ServeArgs {
     /// it); beyond it the same eviction as --max-tasks.
     #[arg(long, value_name = "MIB", default_value_t = STORE_MIB_DEFAULT)]
     pub max_store_mib: usize,
+    /// Check no Bearer token, whatever the model says (every caller is anonymous; the card
+    /// declares no security scheme): for a client or a tool that sends none.
+    #[arg(long)]
+    pub no_auth: bool,
 }
 
 /// `--max-store-mib` by default.
@@ -103,6 +107,10 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
         let mut wire = profile.wire();
         wire.v03 = Some(crate::model::V03Wire::SdkCompat);
         profile.wire = Some(wire);
+    }
+    if args.no_auth {
+        profile.auth.bearer = crate::model::BearerRule::Off;
+        profile.auth.card_bearer = false;
     }
     let profile = Rc::new(profile);
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -179,6 +187,9 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
             crate::auth::bearer_for(crate::auth::DEFAULT_PRINCIPAL),
             crate::auth::DEFAULT_PRINCIPAL
         );
+    }
+    for line in next_commands(&profile, listen) {
+        let _ = writeln!(out, "{line}");
     }
     let _ = out.flush();
 
@@ -265,4 +276,30 @@ pub(super) fn server_limits(
     }
     limits.header_timeout = std::time::Duration::from_millis(header_timeout_ms.max(1));
     limits
+}
+
+/// What to try next, printed under the banner: one message with curl (with the token when
+/// the model checks one, and how to drop it), and the same server behind the recording
+/// proxy.
+fn next_commands(profile: &crate::model::Profile, listen: SocketAddr) -> Vec<String> {
+    let message = r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","contextId":"ctx","role":"ROLE_USER","parts":[{"text":"hi"}]}}}"#;
+    let bearer = profile.auth.bearer == crate::model::BearerRule::Required;
+    let token = if bearer {
+        format!(
+            " -H 'Authorization: Bearer {}'",
+            crate::auth::bearer_for(crate::auth::DEFAULT_PRINCIPAL)
+        )
+    } else {
+        String::new()
+    };
+    let mut out = vec![format!(
+        "try: curl -s http://{listen}/ -H 'A2A-Version: 1.0' -H 'Content-Type: application/json'{token} -d '{message}'"
+    )];
+    if bearer {
+        out.push("     (or restart with --no-auth to check no token)".to_string());
+    }
+    out.push(format!(
+        "then: a2a-chaos proxy --upstream http://{listen} --out history.jsonl, send through it, and a2a-chaos check-history history.jsonl"
+    ));
+    out
 }
