@@ -1,9 +1,12 @@
 // Tests of the JS adapter's launcher, `node a2a-chaos-adapter.mjs run server.mjs`: a stub
 // @a2a-js/sdk in a temporary directory (found through NODE_PATH), a stub ledger on a loopback
-// port, and the launcher in a child process. Run with `node --test adapters/js/*.test.mjs`.
+// port, and the launcher in a child process. The last test runs examples/my-agent-js/server.mjs
+// on the real SDK when the a2a-js peer is installed (target/peer-a2a-js, or
+// $A2A_CHAOS_PEER_JS), and says it skipped otherwise. Run with `node --test adapters/js/`.
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
@@ -15,6 +18,7 @@ import { Chaos, instrumentHandler, listenArgs } from './a2a-chaos-adapter.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const adapter = path.join(here, 'a2a-chaos-adapter.mjs');
+const root = path.resolve(here, '../..');
 
 // --- fixtures ----------------------------------------------------------------------------
 
@@ -248,4 +252,56 @@ test('run without a script prints the usage (exit 2)', async () => {
   assert.equal(line, null);
   assert.equal(code, 2);
   assert.match(output, /usage: node a2a-chaos-adapter\.mjs run SCRIPT/);
+});
+
+// --- the example on the real SDK ----------------------------------------------------------
+
+const peer = process.env.A2A_CHAOS_PEER_JS || path.join(root, 'target/peer-a2a-js');
+const sdkInstalled = existsSync(path.join(peer, 'node_modules/@a2a-js/sdk/package.json'));
+
+test('examples/my-agent-js on @a2a-js/sdk, through the launcher', {
+  skip: sdkInstalled ? false : `no @a2a-js/sdk in ${peer} (tests/peers/a2a-js/setup.sh)`,
+}, async (t) => {
+  received = [];
+  const port = await freePort();
+  const { child, line, output } = await launch(['run', path.join(root, 'examples/my-agent-js/server.mjs')], env({
+    A2A_CHAOS_LEDGER: ledgerUrl(), A2A_CHAOS_REPLICA: 'replica-1', A2A_CHAOS_PORT: String(port),
+    NODE_PATH: path.join(peer, 'node_modules'),
+  }), /listening on http:\/\/127\.0\.0\.1:(\d+)/);
+  t.after(() => stop(child));
+  assert.ok(line, `the example did not start:\n${output}`);
+  assert.equal(Number(line[1]), port);
+
+  const send = async (message) => {
+    const res = await fetch(`http://127.0.0.1:${port}/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message } }),
+      signal: AbortSignal.timeout(5000),
+    });
+    assert.equal(res.headers.get('x-a2a-chaos-replica'), 'replica-1');
+    const body = await res.json();
+    assert.ok(body.result?.task, JSON.stringify(body));
+    return body.result.task;
+  };
+  // A plain text message, as a person would send it: turn 1 of a conversation named after its context.
+  const task = await send({ messageId: 'm1', contextId: 'ctx-1', role: 'ROLE_USER', parts: [{ text: 'two coffees' }] });
+  assert.equal(task.status.state, 'TASK_STATE_INPUT_REQUIRED');
+  assert.deepEqual(task.artifacts.map((a) => a.name), ['receipt']);
+  const effects = received.filter((r) => r.path === '/effect');
+  assert.deepEqual(effects.map((r) => r.body), [{
+    task_id: task.id, context_id: 'ctx-1', conversation: 'ctx-1', turn: 1, message_id: 'm1',
+    replica: 'replica-1', key: null, sent_ms: 0,
+  }]);
+  const saves = received.filter((r) => r.path === '/save').map((r) => r.body);
+  assert.ok(saves.length >= 2, JSON.stringify(saves));
+  assert.deepEqual(saves.at(-1).artifacts, ['receipt']);
+  assert.equal(saves.at(-1).state, 'input-required');
+  assert.ok(saves.every((s) => s.replica === 'replica-1' && s.mode === 'overwrite'));
+
+  // "No" to "anything else?" completes the task, with no second order.
+  const done = await send({ messageId: 'm2', contextId: 'ctx-1', taskId: task.id, role: 'ROLE_USER', parts: [{ text: 'no, thanks' }] });
+  assert.equal(done.status.state, 'TASK_STATE_COMPLETED');
+  assert.equal(received.filter((r) => r.path === '/effect').length, 1);
+  assert.equal(received.filter((r) => r.path === '/save').at(-1).body.state, 'completed');
 });
