@@ -2,7 +2,7 @@
 // @a2a-js/sdk in a temporary directory (found through NODE_PATH), a stub ledger on a loopback
 // port, and the launcher in a child process. The last test runs examples/my-agent-js/server.mjs
 // on the real SDK when the a2a-js peer is installed (target/peer-a2a-js, or
-// $A2A_CHAOS_PEER_JS), and says it skipped otherwise. Run with `node --test adapters/js/`.
+// $A2A_CHAOS_PEER_JS), and says it skipped otherwise. Run with `node --test adapters/js/*.test.mjs`.
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
