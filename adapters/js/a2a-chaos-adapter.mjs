@@ -22,6 +22,17 @@
 //   // or, right before performing it:
 //   await chaos.reportEffect(undefined, { key: `order-${order.id}` });
 //
+// Or none of that in your code: the launcher runs your server unchanged, instrumented
+// (every DefaultRequestHandler's executor wrapped and task store observed, the HTTP server on
+// $A2A_CHAOS_PORT, the replica header in every answer; see "the launcher" below):
+//
+//   node a2a-chaos-adapter.mjs run server.mjs [ARGS...]
+//
+// and in the server, only the effect:
+//
+//   import { effect } from './a2a-chaos-adapter.mjs';
+//   const placeOrder = effect(async (order) => { ... });
+//
 // Usage with a Mastra tool (the tool's execute function is wrapped):
 //
 //   import { createTool } from '@mastra/core/tools';
@@ -44,12 +55,22 @@
 //   versions: mode "overwrite"; a2a-chaos numbers the saves and infers what each was built on).
 
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { realpathSync } from 'node:fs';
+import http from 'node:http';
+import { register } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** Length of a conversation of plain text messages: turn 1 input-required, turn 2 completes. */
 export const DEFAULT_TURNS = 2;
 
-/** The request an executor wrapped by `Chaos.executor` is running. */
-const current = new AsyncLocalStorage();
+/** The request an executor wrapped by `Chaos.executor` is running. One per process, not per
+ *  copy of this file: the launcher's copy wraps the executor, and the copy your server
+ *  imports (next to it, say) reports the effect. */
+const current = (globalThis[Symbol.for('a2a-chaos.current-request')] ??= new AsyncLocalStorage());
+
+/** Marks a store or executor this adapter (any copy) already wraps: it is never wrapped twice. */
+const OBSERVED = Symbol.for('a2a-chaos.observed');
 
 /** The requestContext key `mastraTool` looks for (an object from `Chaos.turnEntry`). */
 export const REQUEST_CONTEXT_KEY = 'a2a-chaos';
@@ -165,7 +186,7 @@ export class Chaos {
   /** `store` (an @a2a-js/sdk TaskStore: load, save, list), with each save reported just
    *  before it is made. Everything else is the store's own. */
   observeStore(store) {
-    if (!this.enabled) return store;
+    if (!this.enabled || store?.[OBSERVED]) return store;
     if (typeof store?.save !== 'function' || typeof store?.load !== 'function') {
       throw new TypeError('observeStore: not an @a2a-js/sdk TaskStore (load/save)');
     }
@@ -176,6 +197,7 @@ export class Chaos {
     return new Proxy(store, {
       get(target, prop) {
         if (prop === 'save') return save;
+        if (prop === OBSERVED) return true;
         const value = Reflect.get(target, prop, target);
         return typeof value === 'function' ? value.bind(target) : value;
       },
@@ -187,8 +209,9 @@ export class Chaos {
   /** `executor` (execute(requestContext, eventBus), cancelTask(taskId, eventBus)), with
    *  the running request known to `reportEffect`, `effect` and `mastraTool`. */
   executor(executor) {
-    if (!this.enabled) return executor;
+    if (!this.enabled || executor?.[OBSERVED]) return executor;
     return {
+      [OBSERVED]: true,
       execute: (requestContext, eventBus) =>
         current.run(requestContext, () => executor.execute(requestContext, eventBus)),
       cancelTask: (taskId, eventBus) => executor.cancelTask(taskId, eventBus),
@@ -287,4 +310,183 @@ export class Chaos {
       return execute(...args);
     };
   }
+}
+
+// --- the launcher -------------------------------------------------------------------------
+//
+// `node a2a-chaos-adapter.mjs run server.mjs [ARGS...]` runs your @a2a-js/sdk server module
+// unchanged, as `node server.mjs ARGS...` would (process.argv[1] is the script), after
+// `instrument()`. Without a ledger it instruments nothing: it only runs the script.
+//
+// How it instruments, in two pieces (Node 20.6+):
+//
+// 1. The handler, with a module customization hook (`module.register`). An ES module's
+//    exports cannot be replaced from outside, and DefaultRequestHandler keeps its executor and
+//    store in class fields set by its constructor, out of reach of a patch of its prototype.
+//    So when a module imports '@a2a-js/sdk/server', the hook hands it a four-line module
+//    instead: all the SDK module exports (`export *`), except DefaultRequestHandler, which is
+//    `instrumentHandler`'s subclass: its constructor passes `chaos.observeStore(taskStore)` and
+//    `chaos.executor(agentExecutor)` on to the SDK's. Its instances are still `instanceof` the
+//    SDK's class; nothing else changes. Only `import` goes through the hook: a server that
+//    `require`s the SDK must wrap its executor and store itself (`Chaos`, above).
+// 2. The port and the header, by wrapping `http.Server.prototype.listen`. The first HTTP
+//    server to listen on a TCP port (Express's `app.listen(9999)` is one) listens on
+//    $A2A_CHAOS_PORT instead, on the host it asked for; every HTTP server that listens names
+//    this replica in each answer (`x-a2a-chaos-replica`, set as the request arrives).
+//
+// The hook also makes NODE_PATH work for `import` (Node applies it to `require` only): a bare
+// import that the importing file's folders cannot resolve is looked up in each NODE_PATH
+// directory (a `node_modules` directory), so a server can run on packages installed elsewhere.
+
+/** The hooks, as a module of their own (they run on Node's loader thread). `settings` is
+ *  `{instrument, adapter, nodePath}` from `instrument()`. */
+const HOOKS = `
+let settings;
+export function initialize(data) { settings = data; }
+
+const SHIM = 'a2a-chaos=instrumented';
+const bare = (specifier) => !/^[./]/.test(specifier) && !specifier.includes(':');
+
+export async function resolve(specifier, context, nextResolve) {
+  let resolved;
+  try {
+    resolved = await nextResolve(specifier, context);
+  } catch (error) {
+    if (error?.code !== 'ERR_MODULE_NOT_FOUND' || !bare(specifier)) throw error;
+    for (const parentURL of settings.nodePath) {
+      try { resolved = await nextResolve(specifier, { ...context, parentURL }); break; } catch {}
+    }
+    if (!resolved) throw error;
+  }
+  if (settings.instrument && specifier === '@a2a-js/sdk/server') {
+    const url = resolved.url + (resolved.url.includes('?') ? '&' : '?') + SHIM;
+    return { ...resolved, url, shortCircuit: true };
+  }
+  return resolved;
+}
+
+export async function load(url, context, nextLoad) {
+  if (!url.endsWith(SHIM)) return nextLoad(url, context);
+  const sdk = JSON.stringify(url.slice(0, -SHIM.length - 1));
+  const source = [
+    'import { DefaultRequestHandler as Sdk } from ' + sdk + ';',
+    'import { instrumentHandler } from ' + JSON.stringify(settings.adapter) + ';',
+    'export * from ' + sdk + ';',
+    'export const DefaultRequestHandler = instrumentHandler(Sdk);',
+  ].join('\\n');
+  return { format: 'module', source, shortCircuit: true };
+}
+`;
+
+/** The `Chaos` `instrument()` was called with (the launcher's). */
+let instrumented;
+
+let shared;
+/** The `Chaos` of this process, configured from $A2A_CHAOS_LEDGER and $A2A_CHAOS_REPLICA: the
+ *  one `effect` reports through and the launcher instruments with. */
+export function defaultChaos() {
+  return (shared ??= new Chaos());
+}
+
+/** `defaultChaos().effect(fn, options)`: the one change your server needs under the launcher,
+ *  around the async function that performs the business side effect. The turn it reports is
+ *  the request the wrapped executor runs. */
+export function effect(fn, options) {
+  return defaultChaos().effect(fn, options);
+}
+
+/** The port to listen on: $A2A_CHAOS_PORT under a2a-chaos, else `fallback`. */
+export function port(fallback) {
+  return Number(process.env.A2A_CHAOS_PORT) || fallback;
+}
+
+/** @a2a-js/sdk's `DefaultRequestHandler` class, subclassed so that every handler built gets its
+ *  executor wrapped (`chaos.executor`) and its task store observed (`chaos.observeStore`); the
+ *  class itself when disabled. The launcher's hook exports this in the SDK's class's place. */
+export function instrumentHandler(handlerClass, chaos = instrumented ?? defaultChaos()) {
+  if (!chaos.enabled || handlerClass[OBSERVED]) return handlerClass;
+  return class DefaultRequestHandler extends handlerClass {
+    static [OBSERVED] = true;
+    constructor(agentCard, taskStore, agentExecutor, ...rest) {
+      super(agentCard, taskStore && chaos.observeStore(taskStore),
+        agentExecutor && chaos.executor(agentExecutor), ...rest);
+    }
+  };
+}
+
+/** The arguments of a `server.listen(...)` call, listening on `port` instead; null for a
+ *  listen that is not on a TCP port (a pipe path, a handle, a file descriptor). */
+export function listenArgs(args, port) {
+  const [first, ...rest] = args;
+  if (first === undefined || first === null) return [port, ...rest];
+  if (typeof first === 'function') return [port, ...args];
+  if (typeof first === 'number' || (typeof first === 'string' && /^\d+$/.test(first))) return [port, ...rest];
+  if (Object.getPrototypeOf(first) === Object.prototype && !('path' in first) && !('fd' in first) && !('handle' in first)) {
+    return [{ ...first, port }, ...rest];
+  }
+  return null;
+}
+
+/** Wraps `http.Server.prototype.listen` (see the launcher's comment, piece 2). */
+function serveAsReplica(chaos) {
+  const listen = http.Server.prototype.listen;
+  const chaosPort = port(null);
+  let portGiven = false;
+  http.Server.prototype.listen = function listenAsReplica(...args) {
+    const moved = !portGiven && chaosPort ? listenArgs(args, chaosPort) : null;
+    if (moved) {
+      portGiven = true;
+      args = moved;
+    }
+    if (!this[OBSERVED]) {
+      this[OBSERVED] = true;
+      this.prependListener('request', (req, res) => res.setHeader('x-a2a-chaos-replica', chaos.replica));
+    }
+    return listen.apply(this, args);
+  };
+}
+
+/** Instruments the @a2a-js/sdk server this process imports from now on: every
+ *  DefaultRequestHandler built gets its executor wrapped and its task store observed, and its
+ *  HTTP server listens on $A2A_CHAOS_PORT with the replica header (see the launcher's
+ *  comment). Does nothing without a ledger (but for NODE_PATH). Call it before the server's
+ *  module is imported; `run` does. Returns the `Chaos` used. */
+export function instrument(chaos = defaultChaos(), { nodePath = process.env.NODE_PATH } = {}) {
+  if (instrumented) return instrumented;
+  instrumented = chaos;
+  const dirs = (nodePath ?? '').split(path.delimiter).filter(Boolean)
+    .map((dir) => pathToFileURL(path.resolve(dir) + path.sep).href);
+  if (chaos.enabled || dirs.length) {
+    const data = { instrument: chaos.enabled, adapter: import.meta.url, nodePath: dirs };
+    register(`data:text/javascript,${encodeURIComponent(HOOKS)}`, { data });
+  }
+  if (chaos.enabled) serveAsReplica(chaos);
+  return chaos;
+}
+
+/** `node a2a-chaos-adapter.mjs run SCRIPT [ARGS...]`. */
+export async function main(argv = process.argv.slice(2)) {
+  if (argv[0] !== 'run' || !argv[1]) {
+    console.error('usage: node a2a-chaos-adapter.mjs run SCRIPT [ARGS...]');
+    process.exit(2);
+  }
+  const script = path.resolve(argv[1]);
+  process.argv = [process.argv[0], script, ...argv.slice(2)];
+  instrument();
+  await import(pathToFileURL(script).href);
+}
+
+function isMain() {
+  try {
+    return realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
+  } catch {
+    return false;
+  }
+}
+
+if (isMain()) {
+  main().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
 }

@@ -1,5 +1,5 @@
 // Tests of the JS adapter without any SDK: a stub ledger on a loopback port records what
-// the adapter reports. Run with `node --test adapters/js/` (Node 20+).
+// the adapter reports. Run with `node --test adapters/js/*.test.mjs` (Node 20+).
 
 import assert from 'node:assert/strict';
 import http from 'node:http';
