@@ -108,3 +108,28 @@ fn a_users_agent_on_a_shared_database_places_a_retried_order_twice() {
     assert_eq!(verdict(&value, "no-lost-writes"), "pass", "{text}");
     assert_eq!(verdict(&value, "versions-monotonic"), "pass", "{text}");
 }
+
+/// The same order desk on @a2a-js/sdk 1.3.0 (`examples/my-agent-js/server.mjs`, two added
+/// lines), started through the JS adapter's launcher on the a2a-js peer's packages: with
+/// each replica's `InMemoryTaskStore`, the pod kill loses the acknowledged order, judged by
+/// the turn's message (the agent names its artifact `receipt`).
+#[test]
+fn a_users_js_agent_in_memory_loses_the_acknowledged_turn_to_a_pod_kill() {
+    let installed = {
+        let _one = SETUP.lock().unwrap_or_else(|e| e.into_inner());
+        common::install_a2a_js()
+    };
+    if !installed {
+        return;
+    }
+    const JS_AGENT: &str = "env NODE_PATH={a2a-js}/node_modules {a2a-js}/bin/node {root}/adapters/js/a2a-chaos-adapter.mjs run {root}/examples/my-agent-js/server.mjs";
+    let file = "tests/scenarios/h08-pod-kill-memory-store-a2a-python-1.3-memory.toml";
+    let (code, value, text) = live(&[file, "--placement", "memory", "--peer", JS_AGENT]);
+    assert_eq!(code, Some(0), "the file's [expect] holds:\n{text}");
+    assert_eq!(verdict(&value, "no-lost-writes"), "fail", "{text}");
+    let note = invariant(&value, "no-lost-writes")["note"]
+        .as_str()
+        .unwrap_or("");
+    assert!(note.contains("no artifact is named turn-N"), "{text}");
+    assert_eq!(verdict(&value, "exactly-once-effects"), "pass", "{text}");
+}
