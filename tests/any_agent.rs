@@ -133,3 +133,25 @@ fn a_users_js_agent_in_memory_loses_the_acknowledged_turn_to_a_pod_kill() {
     assert!(note.contains("no artifact is named turn-N"), "{text}");
     assert_eq!(verdict(&value, "exactly-once-effects"), "pass", "{text}");
 }
+
+/// `live --hazard NAME` without `--model`: the hazard's script, held to nobody's `[expect]`
+/// and to no dedup promise (the `-reference` file promises message dedup, which the example
+/// never made). The retried order runs twice on the shared database, so
+/// `exactly-once-effects` fails and the run exits 1 (every invariant must hold);
+/// `dedup-contract` is `unknown`, not a failure of a promise nobody made.
+#[test]
+fn a_hazard_by_name_holds_a_users_agent_to_no_one_elses_promises() {
+    if !peer_installed() {
+        return;
+    }
+    let peer = "env DATABASE_URL={db} {root}/target/peer-venv/v1.3.0/bin/python {root}/adapters/python/a2a_chaos_adapter.py run {root}/examples/my-agent/server.py";
+    let (code, value, text) = live(&["--hazard", "h03-retry-after-lost-reply", "--peer", peer]);
+    assert_eq!(
+        code,
+        Some(1),
+        "every invariant must hold, and one does not:\n{text}"
+    );
+    assert_eq!(verdict(&value, "exactly-once-effects"), "fail", "{text}");
+    assert_eq!(verdict(&value, "dedup-contract"), "unknown", "{text}");
+    assert_eq!(verdict(&value, "no-lost-writes"), "pass", "{text}");
+}

@@ -69,7 +69,14 @@ pub struct PeerArgs {
 impl PeerArgs {
     /// The `a2a-chaos live` command that runs `file` again with these flags, shell-quoted.
     pub fn reproduce(&self, file: &str) -> String {
-        let mut words = vec!["a2a-chaos".to_string(), "live".into(), shell_word(file)];
+        self.reproduce_with(&[file])
+    }
+
+    /// The `a2a-chaos live` command with `target` (a file, or `--hazard NAME ...`) and these
+    /// flags, each word shell-quoted.
+    pub fn reproduce_with(&self, target: &[&str]) -> String {
+        let mut words = vec!["a2a-chaos".to_string(), "live".into()];
+        words.extend(target.iter().map(|w| shell_word(w)));
         let mut flag = |name: &str, value: &str| {
             words.push(format!("--{name}"));
             words.push(shell_word(value));
@@ -229,10 +236,56 @@ pub fn check_peer(
 pub fn cmd_live(path: &Path, peer: &PeerArgs, json: bool, trace: bool) -> Result<i32, InputError> {
     let file = path.display().to_string();
     let script = Script::load(path)?;
-    let options = peer.options()?;
-    live::validate(&script, &file, options.allow_loopback_push)?;
     let profile = Profile::load(&script.file.model)?;
-    check_peer(&profile, &options, &file)?;
+    let reproduce = peer.reproduce(&file);
+    run_live(&file, script, profile, None, peer, &reproduce, json, trace)
+}
+
+/// `live --hazard NAME [--model M]`: the hazard's scenario with M's expectations, or none
+/// ([`super::hazard`]).
+pub fn cmd_live_hazard(
+    name: &str,
+    model: Option<&str>,
+    peer: &PeerArgs,
+    json: bool,
+    trace: bool,
+) -> Result<i32, InputError> {
+    let chosen = super::hazard::choose(&live::peer::root(), name, model)?;
+    let file = chosen.file.display().to_string();
+    let mut target = vec!["--hazard", name];
+    if let Some(m) = model {
+        target.extend(["--model", m]);
+    }
+    let reproduce = peer.reproduce_with(&target);
+    let held = Some(chosen.expectations.as_str());
+    run_live(
+        &file,
+        chosen.script,
+        chosen.profile,
+        held,
+        peer,
+        &reproduce,
+        json,
+        trace,
+    )
+}
+
+/// Runs `script` live as `profile`, prints its findings against the script's `[expect]`
+/// (`held`: whose expectations those are, when not the file's own), and answers the exit code.
+#[allow(clippy::too_many_arguments)]
+fn run_live(
+    file: &str,
+    script: Script,
+    profile: Profile,
+    held: Option<&str>,
+    peer: &PeerArgs,
+    reproduce: &str,
+    json: bool,
+    trace: bool,
+) -> Result<i32, InputError> {
+    let options = peer.options()?;
+    live::validate(&script, file, options.allow_loopback_push)?;
+    check_peer(&profile, &options, file)?;
     let peer_name = options.peer_for(&profile).0;
     let (summary, record) = live::run_scenario(&script, profile, &options)?;
     if trace {
@@ -255,6 +308,9 @@ pub fn cmd_live(path: &Path, peer: &PeerArgs, json: bool, trace: bool) -> Result
             peer_name,
             script.file.routing
         );
+        if let Some(held) = held {
+            println!("held to {held} (script from {file})");
+        }
         print_findings(&summary);
         println!(
             "expected violations: [{}]; got: [{}]",
@@ -265,15 +321,14 @@ pub fn cmd_live(path: &Path, peer: &PeerArgs, json: bool, trace: bool) -> Result
             println!("not met: {p}");
         }
         if !met || !summary.violated().is_empty() {
-            println!("reproduce: {}", peer.reproduce(&file));
+            println!("reproduce: {reproduce}");
         }
         println!("{}", expectations_line(met));
     } else {
-        let reproduce = peer.reproduce(&file);
-        let value =
-            report::check_json(&file, &[summary], met, move |_: &crate::sim::RunSummary| {
-                reproduce.clone()
-            });
+        let reproduce = reproduce.to_string();
+        let value = report::check_json(file, &[summary], met, move |_: &crate::sim::RunSummary| {
+            reproduce.clone()
+        });
         println!("{value}");
     }
     Ok(if met { 0 } else { 1 })

@@ -9,6 +9,7 @@ mod bench;
 mod check_cmd;
 mod check_history;
 pub mod fidelity;
+mod hazard;
 mod list;
 pub mod live;
 mod merge;
@@ -144,7 +145,16 @@ pub enum Command {
     /// Run a scenario live: real TCP, real replica processes (e.g. the a2a-python SDK).
     Live {
         /// Scenario file (TOML).
-        file: PathBuf,
+        #[arg(required_unless_present = "hazard", conflicts_with = "hazard")]
+        file: Option<PathBuf>,
+        /// Run a hazard's scenario by the hazard's name (h03-retry-after-lost-reply, or h03
+        /// when it has one), held to the [expect] of --model, or to none.
+        #[arg(long, value_name = "NAME")]
+        hazard: Option<String>,
+        /// With --hazard: the model whose expectations (and promises) apply; a model with
+        /// no file for the hazard is held to none (every invariant must hold).
+        #[arg(long, value_name = "MODEL", requires = "hazard")]
+        model: Option<String>,
         #[command(flatten)]
         peer: live::PeerArgs,
         /// Print one JSON object as the last line of stdout.
@@ -273,10 +283,18 @@ pub fn main(cli: Cli) -> i32 {
         Command::CheckHistory(args) => check_history::cmd_check_history(args),
         Command::Live {
             file,
+            hazard,
+            model,
             peer,
             json,
             trace,
-        } => live::cmd_live(&file, &peer, json, trace),
+        } => match (file, hazard) {
+            (Some(file), _) => live::cmd_live(&file, &peer, json, trace),
+            (None, Some(name)) => {
+                live::cmd_live_hazard(&name, model.as_deref(), &peer, json, trace)
+            }
+            (None, None) => unreachable!("clap requires a file or --hazard"),
+        },
         Command::Fidelity {
             dir,
             generate,
