@@ -242,7 +242,7 @@ pub fn cmd_live(path: &Path, peer: &PeerArgs, json: bool, trace: bool) -> Result
 }
 
 /// `live --hazard NAME [--model M]`: the hazard's scenario with M's expectations, or none
-/// ([`super::hazard`]).
+/// (`cli/hazard.rs`).
 pub fn cmd_live_hazard(
     name: &str,
     model: Option<&str>,

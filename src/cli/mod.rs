@@ -148,7 +148,7 @@ pub enum Command {
         #[arg(required_unless_present = "hazard", conflicts_with = "hazard")]
         file: Option<PathBuf>,
         /// Run a hazard's scenario by the hazard's name (h03-retry-after-lost-reply, or h03
-        /// when it has one), held to the [expect] of --model, or to none.
+        /// when it has one), held to the `[expect]` of --model, or to none.
         #[arg(long, value_name = "NAME")]
         hazard: Option<String>,
         /// With --hazard: the model whose expectations (and promises) apply; a model with
