@@ -54,6 +54,13 @@ pub struct ExperimentExpect {
     /// Let a combination that exercised no invariant at all pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_unexercised: Option<bool>,
+    /// At most this many refused continuations in each run (a model's own table may say
+    /// otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_refused_continuations: Option<u64>,
+    /// At most this many failed turns in each run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_failed_turns: Option<u64>,
     /// Per model.
     #[serde(flatten)]
     pub models: BTreeMap<String, Expect>,
@@ -285,6 +292,12 @@ impl Experiment {
             exercised,
             allow_unexercised: e.allow_unexercised.unwrap_or(false)
                 || own.is_some_and(|o| o.allow_unexercised),
+            max_refused_continuations: own
+                .and_then(|o| o.max_refused_continuations)
+                .or(e.max_refused_continuations),
+            max_failed_turns: own
+                .and_then(|o| o.max_failed_turns)
+                .or(e.max_failed_turns),
         })
     }
 

@@ -340,6 +340,9 @@ pub fn print_findings(summary: &RunSummary) {
             );
         }
     }
+    if summary.availability.turns > 0 {
+        println!("  {}", summary.availability.describe());
+    }
     if let Some(e) = &summary.error {
         println!("  run error: {e}");
     }

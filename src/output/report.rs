@@ -348,6 +348,8 @@ pub fn parse_runs_csv(bytes: &[u8], origin: &str) -> Result<Vec<RunSummary>, Inp
             wall_ms: 0,
             error: (!error.is_empty()).then(|| error.to_string()),
             points_fired,
+            // runs.csv keeps no availability: a merged sweep counts none.
+            availability: Default::default(),
         });
     }
     Ok(out)
@@ -562,6 +564,9 @@ pub fn check_json(
                 })
             })
     });
+    let availability = runs
+        .iter()
+        .fold(crate::sim::Availability::default(), |a, r| a.plus(r.availability));
     let trace_hash = if runs.len() == 1 {
         runs[0].trace_hash.clone()
     } else {
@@ -586,6 +591,7 @@ pub fn check_json(
         "invariants": invariants,
         "first_violation": first,
         "trace_hash": trace_hash,
+        "availability": availability,
     });
     if !errors.is_empty() {
         out["errors"] = serde_json::Value::Array(errors);

@@ -148,6 +148,13 @@ pub fn compact(runs: &[RunSummary], paint: Paint) -> String {
             "{} ({n} runs): {verdict}{errors}",
             paint.bold(&format!("{} / {}", g.model, g.routing)),
         );
+        let available = g
+            .runs
+            .iter()
+            .fold(crate::sim::Availability::default(), |a, r| a.plus(r.availability));
+        if available.turns > 0 {
+            let _ = writeln!(out, "    {}", paint.dim(&available.describe()));
+        }
         for (inv, v, e) in violated {
             let exercised = if e < n {
                 format!("  ({e} exercised)")

@@ -62,6 +62,13 @@ pub struct Expect {
     /// unless this is set (a scenario kept for what it observes, not for a verdict).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_unexercised: bool,
+    /// At most this many continuations refused `-32001` on a task that exists, in each run
+    /// ([`crate::sim::Availability`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_refused_continuations: Option<u64>,
+    /// At most this many failed turns in each run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_failed_turns: Option<u64>,
 }
 
 impl Expect {

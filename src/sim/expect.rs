@@ -47,13 +47,24 @@ pub enum Problem {
     NotExercised { invariant: String },
     /// No invariant at all was exercised, and `allow-unexercised` is not set.
     Vacuous { runs: u64 },
+    /// A run's client could not get more turns done than `[expect]` allows
+    /// (`max-refused-continuations`, `max-failed-turns`).
+    Unavailable {
+        /// `refused continuations` or `failed turns`.
+        what: &'static str,
+        most: u64,
+        got: u64,
+        seed: u64,
+    },
 }
 
 impl Problem {
     /// The seed of a run that shows the problem, for a reproduce command.
     pub fn seed(&self) -> Option<u64> {
         match self {
-            Problem::Error { seed, .. } | Problem::Unexpected { seed, .. } => Some(*seed),
+            Problem::Error { seed, .. }
+            | Problem::Unexpected { seed, .. }
+            | Problem::Unavailable { seed, .. } => Some(*seed),
             _ => None,
         }
     }
@@ -67,6 +78,7 @@ impl Problem {
             Problem::Unexercised { .. } => "unexercised",
             Problem::NotExercised { .. } => "not-exercised",
             Problem::Vacuous { .. } => "vacuous",
+            Problem::Unavailable { .. } => "unavailable",
         }
     }
 }
@@ -106,6 +118,15 @@ impl fmt::Display for Problem {
             Problem::NotExercised { invariant } => write!(
                 f,
                 "{invariant} must be exercised ([expect] exercised), but no run exercised it"
+            ),
+            Problem::Unavailable {
+                what,
+                most,
+                got,
+                seed,
+            } => write!(
+                f,
+                "{got} {what} in seed {seed}, more than the {most} [expect] allows"
             ),
             Problem::Vacuous { runs } => write!(
                 f,
@@ -289,6 +310,26 @@ fn problems(expect: &Expect, combo: &[&RunSummary], scope: &[&RunSummary]) -> Ve
                 runs_exercised: exercised,
             }
         });
+    }
+    for r in combo {
+        let a = r.availability;
+        for (what, most, got) in [
+            (
+                "refused continuations",
+                expect.max_refused_continuations,
+                a.refused_continuations,
+            ),
+            ("failed turns", expect.max_failed_turns, a.failed_turns),
+        ] {
+            if let Some(most) = most.filter(|m| got > *m) {
+                out.push(Problem::Unavailable {
+                    what,
+                    most,
+                    got,
+                    seed: r.seed,
+                });
+            }
+        }
     }
     for name in &expect.exercised {
         if tally(combo, name).1 == 0 {

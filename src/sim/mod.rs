@@ -32,6 +32,7 @@
 //! scenario file or one (model, routing, seed) of an experiment describes. [`judge`] and
 //! [`judge_sweep`] hold runs against a file's `[expect]`, and say why when they fail.
 
+mod availability;
 mod expect;
 mod summary;
 
@@ -52,6 +53,7 @@ use crate::store::{TableFactory, TaskTable};
 use crate::workload::WorkloadSpec;
 use crate::world::{self, RunRecord, RunSpec, Workload};
 
+pub use availability::Availability;
 pub use expect::{judge, judge_sweep, ComboOutcome, ExpectOutcome, Problem};
 pub use summary::{contain, summarise, InvariantResult, RunSummary};
 

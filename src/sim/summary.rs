@@ -47,6 +47,9 @@ pub struct RunSummary {
     /// How often each BUGGIFY and kill point fired (`buggify:conflict-on-save`,
     /// `kill-at:effect`, ...); not kept in `runs.csv`, whose columns are fixed.
     pub points_fired: BTreeMap<String, u64>,
+    /// Turns the client could not get done (refused continuations, failed turns); not kept
+    /// in `runs.csv` either.
+    pub availability: super::Availability,
 }
 
 impl RunSummary {
@@ -80,6 +83,7 @@ impl RunSummary {
             wall_ms: 0,
             error: Some(format!("refused: {why}")),
             points_fired: BTreeMap::new(),
+            availability: Default::default(),
         }
     }
 
@@ -102,6 +106,7 @@ impl RunSummary {
             wall_ms: wall.as_millis() as u64,
             error: Some(format!("panicked: {why}")),
             points_fired: BTreeMap::new(),
+            availability: Default::default(),
         }
     }
 }
@@ -150,6 +155,7 @@ pub fn summarise(record: &RunRecord, findings: &[Finding], wall_ms: u64) -> RunS
         wall_ms,
         error: record.error.clone(),
         points_fired: record.points_fired.clone(),
+        availability: super::Availability::of(record),
     }
 }
 

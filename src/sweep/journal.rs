@@ -271,6 +271,7 @@ pub fn to_json(run: &RunSummary) -> Value {
         "wall_ms": run.wall_ms,
         "error": run.error,
         "points_fired": run.points_fired,
+        "availability": run.availability,
     })
 }
 
@@ -345,6 +346,11 @@ pub fn from_json(v: &Value) -> Result<RunSummary, String> {
                     .collect()
             })
             .unwrap_or_default(),
+        // Journals written before availability was counted: none counted.
+        availability: v
+            .get("availability")
+            .and_then(|a| serde_json::from_value(a.clone()).ok())
+            .unwrap_or_default(),
     })
 }
 
@@ -377,6 +383,11 @@ mod tests {
             wall_ms: 1,
             error: None,
             points_fired: [("buggify:delay-before-save".to_string(), 2)].into(),
+            availability: crate::sim::Availability {
+                turns: 4,
+                refused_continuations: 1,
+                failed_turns: 1,
+            },
         }
     }
 
