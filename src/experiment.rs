@@ -295,9 +295,7 @@ impl Experiment {
             max_refused_continuations: own
                 .and_then(|o| o.max_refused_continuations)
                 .or(e.max_refused_continuations),
-            max_failed_turns: own
-                .and_then(|o| o.max_failed_turns)
-                .or(e.max_failed_turns),
+            max_failed_turns: own.and_then(|o| o.max_failed_turns).or(e.max_failed_turns),
         })
     }
 

@@ -566,7 +566,9 @@ pub fn check_json(
     });
     let availability = runs
         .iter()
-        .fold(crate::sim::Availability::default(), |a, r| a.plus(r.availability));
+        .fold(crate::sim::Availability::default(), |a, r| {
+            a.plus(r.availability)
+        });
     let trace_hash = if runs.len() == 1 {
         runs[0].trace_hash.clone()
     } else {

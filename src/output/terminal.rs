@@ -151,7 +151,9 @@ pub fn compact(runs: &[RunSummary], paint: Paint) -> String {
         let available = g
             .runs
             .iter()
-            .fold(crate::sim::Availability::default(), |a, r| a.plus(r.availability));
+            .fold(crate::sim::Availability::default(), |a, r| {
+                a.plus(r.availability)
+            });
         if available.turns > 0 {
             let _ = writeln!(out, "    {}", paint.dim(&available.describe()));
         }

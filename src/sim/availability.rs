@@ -73,7 +73,10 @@ impl Availability {
             match &op.outcome {
                 Outcome::Ok => {
                     t.ok = true;
-                    t.failed_task |= op.task.as_ref().is_some_and(|v| v.state == TaskState::Failed);
+                    t.failed_task |= op
+                        .task
+                        .as_ref()
+                        .is_some_and(|v| v.state == TaskState::Failed);
                 }
                 Outcome::Fail { code, .. } => {
                     t.refused = true;
@@ -112,7 +115,8 @@ impl Availability {
         }
     }
 
-    /// `availability: 12 turns; 1 continuation refused on an existing task (8%), 0 failed`.
+    /// `availability: 12 turns; 1 refused although its task exists (8.3%); 1 failed (8.3%)`
+    /// (refused: `-32001` to a continuation).
     pub fn describe(&self) -> String {
         let share = |n: u64| {
             if self.turns == 0 || n == 0 {
@@ -122,10 +126,14 @@ impl Availability {
             }
         };
         format!(
-            "availability: {} turns; {} continuation{} refused (-32001) on an existing task{}, {} failed{}",
+            "availability: {} turns; {} refused although {} task exists{}; {} failed{}",
             self.turns,
             self.refused_continuations,
-            if self.refused_continuations == 1 { "" } else { "s" },
+            if self.refused_continuations == 1 {
+                "its"
+            } else {
+                "their"
+            },
             share(self.refused_continuations),
             self.failed_turns,
             share(self.failed_turns)
@@ -164,7 +172,10 @@ allow-unexercised = true
         let run = |model: &str| {
             let script = Script::parse(&scenario(model), "inline.toml").unwrap();
             let checked = Sim::from_scenario(&script).unwrap().check();
-            (checked.summary.availability, judge(&script.file.expect, &checked.summary))
+            (
+                checked.summary.availability,
+                judge(&script.file.expect, &checked.summary),
+            )
         };
         let (memory, judged) = run("a2a-python-1.3-memory");
         assert_eq!(memory.turns, 2);
