@@ -252,6 +252,14 @@ impl Experiment {
                     ));
                 }
                 crate::check::validate_names(&e.names(), origin)?;
+                if !e.call.is_empty() || !e.task.is_empty() {
+                    return Err(InputError::new(
+                        origin,
+                        format!(
+                            "[expect.{model}]: call and task expectations belong in a scenario (an experiment's conversations are drawn, not named)"
+                        ),
+                    ));
+                }
             }
         }
         let budget = budget_for(&file.workload, &file.faults);
@@ -296,6 +304,8 @@ impl Experiment {
                 .and_then(|o| o.max_refused_continuations)
                 .or(e.max_refused_continuations),
             max_failed_turns: own.and_then(|o| o.max_failed_turns).or(e.max_failed_turns),
+            call: Vec::new(),
+            task: Vec::new(),
         })
     }
 

@@ -50,11 +50,11 @@ fn meet_expectations(files: Vec<PathBuf>) {
     let mut failures = Vec::new();
     for path in files {
         let script = Script::load(&path).unwrap_or_else(|e| panic!("{e}"));
-        let summary = Sim::from_scenario(&script)
+        let checked = Sim::from_scenario(&script)
             .unwrap_or_else(|e| panic!("{e}"))
-            .check()
-            .summary;
-        let judged = judge(&script.file.expect, &summary);
+            .check();
+        let summary = checked.summary;
+        let judged = judge(&script.file.expect, &summary, checked.record.as_ref());
         let (expected, got) = (&judged.expected, &judged.got);
         if !judged.met {
             let why: Vec<String> = judged.problems.iter().map(|p| p.to_string()).collect();

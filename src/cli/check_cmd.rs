@@ -53,8 +53,9 @@ pub fn cmd_check(args: CheckArgs) -> Result<i32, InputError> {
     let paint = Paint(!json && terminal::colour_wanted());
     let (units, reproduce): (Vec<Judged>, Reproduce) = match load(&path)? {
         Loaded::Scenario(script) => {
-            let summary = Sim::from_scenario(&script)?.check().summary;
-            let outcome = judge(&script.file.expect, &summary);
+            let checked = Sim::from_scenario(&script)?.check();
+            let summary = checked.summary;
+            let outcome = judge(&script.file.expect, &summary, checked.record.as_ref());
             if !json {
                 println!(
                     "{} ({} on {} replicas, {})",

@@ -298,7 +298,7 @@ fn run_live(
         got,
         met,
         problems,
-    } = judge(&script.file.expect, &summary);
+    } = judge(&script.file.expect, &summary, Some(&record));
     if !json {
         println!(
             "{} live ({} on {} real replicas, peer {}, {})",

@@ -187,22 +187,7 @@ impl SaveLine {
     }
 }
 
-/// `input-required` for [`a2a::TaskState::InputRequired`]: the save reports' state names.
-pub fn state_word(state: &a2a::TaskState) -> String {
-    use a2a::TaskState::*;
-    match state {
-        Submitted => "submitted",
-        Working => "working",
-        InputRequired => "input-required",
-        AuthRequired => "auth-required",
-        Completed => "completed",
-        Canceled => "canceled",
-        Failed => "failed",
-        Rejected => "rejected",
-        Unspecified => "unspecified",
-    }
-    .into()
-}
+pub use crate::protocol::state_word;
 
 /// Appends lines to a history file, one write and flush per line, so a file cut short by a
 /// crash still holds every exchange before it. Cloning shares the file.

@@ -37,6 +37,24 @@ pub const TARGET_HEADER: &str = "x-a2a-chaos-target";
 /// Response header naming the replica that answered (read by the client's history).
 pub const REPLICA_HEADER: &str = "x-a2a-chaos-replica";
 
+/// `input-required` for [`a2a::TaskState::InputRequired`]: the state names of save reports,
+/// `[expect]` and the outputs.
+pub fn state_word(state: &a2a::TaskState) -> String {
+    use a2a::TaskState::*;
+    match state {
+        Submitted => "submitted",
+        Working => "working",
+        InputRequired => "input-required",
+        AuthRequired => "auth-required",
+        Completed => "completed",
+        Canceled => "canceled",
+        Failed => "failed",
+        Rejected => "rejected",
+        Unspecified => "unspecified",
+    }
+    .into()
+}
+
 /// Whether a task in `state` is at rest: terminal, or interrupted waiting for the client
 /// (`input-required`, `auth-required`). The states a turn ends in, where a stream closes, a
 /// push is sent and the liveness phase expects every task to be.

@@ -29,6 +29,7 @@
 //!
 //! [`Script::to_toml`] writes a scenario back as a readable file.
 
+pub mod calls;
 mod run;
 pub mod step;
 mod write;
@@ -43,6 +44,7 @@ use crate::error::InputError;
 use crate::faults::Action;
 use crate::host::Host;
 
+pub use calls::{CallExpect, CallMethod, CallOutcome, TaskExpect};
 pub use run::{run_script, ApplyNow, DriverLink, AWAIT_EFFECT_MAX};
 pub use step::{EffectGate, PushStep, SendStep, Step, TaskStep, TurnStep};
 
@@ -69,6 +71,12 @@ pub struct Expect {
     /// At most this many failed turns in each run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_failed_turns: Option<u64>,
+    /// What single calls must have answered (`[[expect.call]]`, [`calls`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub call: Vec<CallExpect>,
+    /// The states conversations' tasks must end in (`[[expect.task]]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task: Vec<TaskExpect>,
 }
 
 impl Expect {
@@ -329,6 +337,7 @@ impl Script {
                 &mut count,
             )?;
         }
+        check_calls(&file.expect, origin)?;
         let steps = file.step.clone();
         let mut turns = BTreeMap::new();
         collect_turns(&steps, &mut turns);
@@ -541,6 +550,44 @@ fn check_step(
             }
         }
         Step::WaitMs(_) | Step::UntilMs(_) => {}
+    }
+    Ok(())
+}
+
+/// Refuses `[[expect.call]]` and `[[expect.task]]` entries that cannot match: an unknown
+/// state, attempt 0, a turn on a call that is not a send, a code on a call expected `ok`.
+fn check_calls(expect: &Expect, origin: &str) -> Result<(), InputError> {
+    let bad = |what: String| Err(InputError::new(format!("{origin}: [expect]"), what));
+    let known = |w: &str| calls::STATE_WORDS.contains(&w);
+    for c in &expect.call {
+        let label = c.label();
+        if c.attempt == Some(0) {
+            return bad(format!("{label}: attempt counts from 1"));
+        }
+        if c.turn.is_some() && c.method != CallMethod::Send {
+            return bad(format!("{label}: only a send has a turn"));
+        }
+        if c.code.is_some() && matches!(c.outcome, Some(CallOutcome::Ok | CallOutcome::Info)) {
+            return bad(format!("{label}: an error code needs outcome = \"fail\""));
+        }
+        for w in c.state.iter().chain(c.stream_states.iter().flatten()) {
+            if !known(w) {
+                return bad(format!(
+                    "{label}: unknown state `{w}`; known: {}",
+                    calls::STATE_WORDS.join(", ")
+                ));
+            }
+        }
+    }
+    for t in &expect.task {
+        if !known(&t.state) && t.state != "lost" {
+            return bad(format!(
+                "task of {}: unknown state `{}`; known: {}, lost",
+                t.conversation,
+                t.state,
+                calls::STATE_WORDS.join(", ")
+            ));
+        }
     }
     Ok(())
 }

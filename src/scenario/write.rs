@@ -9,6 +9,16 @@ use toml_edit::{value, Array, ArrayOfTables, DocumentMut, Item, Table, Value};
 use super::{default_await_effect, default_tick_ms, default_timeout, ScenarioFile, Step};
 
 /// A TOML value as `toml_edit` writes it.
+/// Each item as an inline table, in an array.
+fn inline_tables<T: serde::Serialize>(items: &[T]) -> Array {
+    items
+        .iter()
+        .map(|item| {
+            edit_value(&toml::Value::try_from(item).expect("an expectation serialises to TOML"))
+        })
+        .collect()
+}
+
 fn edit_value(v: &toml::Value) -> Value {
     v.to_string()
         .parse()
@@ -80,6 +90,19 @@ pub fn to_toml(file: &ScenarioFile) -> String {
     }
     if file.expect.allow_unexercised {
         expect["allow-unexercised"] = value(true);
+    }
+    if let Some(n) = file.expect.max_refused_continuations {
+        expect["max-refused-continuations"] = value(n as i64);
+    }
+    if let Some(n) = file.expect.max_failed_turns {
+        expect["max-failed-turns"] = value(n as i64);
+    }
+    // Per-call and per-task expectations, one inline table each.
+    if !file.expect.call.is_empty() {
+        expect["call"] = value(inline_tables(&file.expect.call));
+    }
+    if !file.expect.task.is_empty() {
+        expect["task"] = value(inline_tables(&file.expect.task));
     }
     doc["expect"] = Item::Table(expect);
     doc.to_string()

@@ -174,7 +174,11 @@ allow-unexercised = true
             let checked = Sim::from_scenario(&script).unwrap().check();
             (
                 checked.summary.availability,
-                judge(&script.file.expect, &checked.summary),
+                judge(
+                    &script.file.expect,
+                    &checked.summary,
+                    checked.record.as_ref(),
+                ),
             )
         };
         let (memory, judged) = run("a2a-python-1.3-memory");

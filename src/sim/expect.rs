@@ -20,6 +20,7 @@ use std::fmt;
 use crate::check::Verdict;
 use crate::experiment::Experiment;
 use crate::scenario::Expect;
+use crate::world::RunRecord;
 
 use super::RunSummary;
 
@@ -47,6 +48,14 @@ pub enum Problem {
     NotExercised { invariant: String },
     /// No invariant at all was exercised, and `allow-unexercised` is not set.
     Vacuous { runs: u64 },
+    /// A call did not answer as `[[expect.call]]` says, or a task did not end as
+    /// `[[expect.task]]` says.
+    Call {
+        /// `send c1#2 (attempt 2)`, `the task of c1`.
+        call: String,
+        /// What happened instead.
+        why: String,
+    },
     /// A run's client could not get more turns done than `[expect]` allows
     /// (`max-refused-continuations`, `max-failed-turns`).
     Unavailable {
@@ -79,6 +88,7 @@ impl Problem {
             Problem::NotExercised { .. } => "not-exercised",
             Problem::Vacuous { .. } => "vacuous",
             Problem::Unavailable { .. } => "unavailable",
+            Problem::Call { .. } => "call",
         }
     }
 }
@@ -119,6 +129,7 @@ impl fmt::Display for Problem {
                 f,
                 "{invariant} must be exercised ([expect] exercised), but no run exercised it"
             ),
+            Problem::Call { call, why } => write!(f, "{call} {why}"),
             Problem::Unavailable {
                 what,
                 most,
@@ -155,10 +166,14 @@ pub struct ExpectOutcome {
     pub problems: Vec<Problem>,
 }
 
-/// Holds one run's summary against a file's expectations.
-pub fn judge(expect: &Expect, summary: &RunSummary) -> ExpectOutcome {
+/// Holds one run's summary against a file's expectations; `record` (the run's history) is
+/// what `[[expect.call]]` and `[[expect.task]]` are judged on, when the run finished.
+pub fn judge(expect: &Expect, summary: &RunSummary, record: Option<&RunRecord>) -> ExpectOutcome {
     let runs = [summary];
-    let problems = problems(expect, &runs, &runs);
+    let mut problems = problems(expect, &runs, &runs);
+    if let Some(record) = record {
+        problems.extend(super::calls::problems(expect, record));
+    }
     let mut expected = expect.violations.clone();
     expected.sort();
     expected.dedup();
@@ -389,7 +404,7 @@ mod tests {
                 ("liveness", Verdict::Unknown),
             ],
         );
-        let j = judge(&expect(&[]), &r);
+        let j = judge(&expect(&[]), &r, None);
         assert!(!j.met);
         assert!(matches!(j.problems[..], [Problem::Vacuous { runs: 1 }]));
         assert!(j.problems[0].to_string().contains("exercised no invariant"));
@@ -397,7 +412,7 @@ mod tests {
             allow_unexercised: true,
             ..Expect::default()
         };
-        assert!(judge(&allowed, &r).met);
+        assert!(judge(&allowed, &r, None).met);
     }
 
     #[test]
@@ -409,7 +424,7 @@ mod tests {
                 ("liveness", Verdict::Pass),
             ],
         );
-        let j = judge(&expect(&["no-lost-writes"]), &r);
+        let j = judge(&expect(&["no-lost-writes"]), &r, None);
         assert_eq!(
             j.problems,
             vec![Problem::Unexercised {
@@ -417,7 +432,7 @@ mod tests {
             }]
         );
         let r = run(0, &[("no-lost-writes", Verdict::Pass)]);
-        let j = judge(&expect(&["no-lost-writes"]), &r);
+        let j = judge(&expect(&["no-lost-writes"]), &r, None);
         assert!(matches!(j.problems[..], [Problem::Held { .. }]), "{j:?}");
     }
 
@@ -434,7 +449,7 @@ mod tests {
             exercised: vec!["liveness".into(), "no-lost-writes".into()],
             ..Expect::default()
         };
-        let j = judge(&e, &r);
+        let j = judge(&e, &r, None);
         assert_eq!(
             j.problems,
             vec![Problem::NotExercised {
@@ -509,8 +524,8 @@ mod tests {
                 ("liveness", Verdict::Fail),
             ],
         );
-        assert!(judge(&expect(&["liveness", "no-lost-writes"]), &r).met);
-        let j = judge(&expect(&["no-lost-writes"]), &r);
+        assert!(judge(&expect(&["liveness", "no-lost-writes"]), &r, None).met);
+        let j = judge(&expect(&["no-lost-writes"]), &r, None);
         assert!(
             matches!(
                 &j.problems[..],

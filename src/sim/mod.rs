@@ -33,6 +33,7 @@
 //! [`judge_sweep`] hold runs against a file's `[expect]`, and say why when they fail.
 
 mod availability;
+mod calls;
 mod expect;
 mod summary;
 
