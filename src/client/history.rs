@@ -22,6 +22,9 @@ pub enum OpKind {
         blocking: bool,
         /// Sent with a contextId other than the conversation's (A2A-BEHAVIOURS.md §6.10).
         foreign_context: bool,
+        /// Sent with a taskId the scenario named (`task_id`), not the conversation's task:
+        /// its refusal says nothing of the conversation's task.
+        named_task: bool,
         /// The turn asks for an action that needs the user's authorisation.
         needs_auth: bool,
         /// An answer on the turn's task with this text instead of the turn's own message

@@ -110,7 +110,9 @@ fn run_step<'a>(
                     }
                     (None, None) => own_mid,
                 };
-                let task_id = if s.turn > 1 || s.reply.is_some() {
+                let task_id = if s.task_id.is_some() {
+                    s.task_id.clone()
+                } else if s.turn > 1 || s.reply.is_some() {
                     task_of(&s.conversation)
                 } else {
                     None
@@ -133,6 +135,7 @@ fn run_step<'a>(
                     message_id: mid,
                     blocking,
                     foreign_context: ctx != own_ctx,
+                    named_task: s.task_id.is_some(),
                     needs_auth: s.needs_auth == Some(true),
                     reply: s.reply.clone(),
                 };
@@ -170,7 +173,7 @@ fn run_step<'a>(
                 }
             }
             Step::Cancel(s) | Step::Get(s) | Step::Subscribe(s) => {
-                let Some(id) = task_of(&s.conversation) else {
+                let Some(id) = s.task_id.clone().or_else(|| task_of(&s.conversation)) else {
                     client.trace.record(
                         Host::Client,
                         Event::plain(format!("skip step on {}: no task yet", s.conversation)),

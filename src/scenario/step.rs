@@ -55,6 +55,10 @@ pub struct SendStep {
     /// task; its messageId is the turn's with `-reply1`, `-reply2`, ... appended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply: Option<String>,
+    /// Send with this taskId instead of the conversation's task (turn 1 too): a follow-up
+    /// naming a task that does not exist, or another conversation's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
 }
 
 /// A step aimed at a conversation's task.
@@ -69,6 +73,10 @@ pub struct TaskStep {
     /// The caller's identity, where the contract checks owners.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
+    /// Aim at this task id instead of the conversation's task (one that does not exist, to
+    /// see how it is refused); the call still counts as the conversation's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
 }
 
 /// A turn, named by its conversation and number: what `hold-effect`, `await-effect` and

@@ -143,6 +143,7 @@ pub fn convert(record: &RunRecord) -> Conversion {
             conversation,
             to: to.clone(),
             principal: principal.clone(),
+            task_id: None,
         };
         let step = match &op.kind {
             OpKind::Send {
@@ -175,6 +176,7 @@ pub fn convert(record: &RunRecord) -> Conversion {
                     context_id: foreign_context.then(|| "ctx-foreign".to_string()),
                     needs_auth: needs_auth.then_some(true),
                     reply: reply.clone(),
+                    task_id: None,
                 })
             }
             OpKind::Get { .. } => Step::Get(task(conversation.clone())),
@@ -225,6 +227,7 @@ pub fn convert(record: &RunRecord) -> Conversion {
                 conversation,
                 to: None,
                 principal: (grant.subject != DEFAULT_PRINCIPAL).then(|| grant.subject.clone()),
+                task_id: None,
             }),
         });
     }

@@ -444,6 +444,7 @@ mod tests {
                 context_id: None,
                 needs_auth: None,
                 reply: None,
+                task_id: None,
             })
         };
         let out = renumbered(&[send("c7", 3), send("c2", 2), send("c7", 4)], true, true);

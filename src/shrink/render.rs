@@ -115,6 +115,7 @@ mod tests {
                 context_id: None,
                 needs_auth: None,
                 reply: None,
+                task_id: None,
             })
         };
         let events = vec![

@@ -8,8 +8,9 @@
 //!
 //! - **refused continuations**: turns one of whose attempts was answered `-32001` although
 //!   the conversation's task exists at the end of the run (in the store, or a live pod);
-//!   an attempt by another principal than the conversation's first, or sent on a foreign
-//!   contextId, is left out (refusing it is right);
+//!   an attempt by another principal than the conversation's first, sent on a foreign
+//!   contextId or naming another task id (a scenario's `task_id`) is left out (refusing it
+//!   is right);
 //! - **failed turns**: turns no attempt got an `ok` for, at least one attempt being refused
 //!   with an error (a turn whose every answer was lost is unknown, not failed), and turns
 //!   answered `ok` with the task `FAILED`.
@@ -58,6 +59,7 @@ impl Availability {
                 conversation,
                 turn,
                 foreign_context,
+                named_task,
                 ..
             } = &op.kind
             else {
@@ -66,7 +68,7 @@ impl Availability {
             let owner = *owners
                 .entry(conversation.as_str())
                 .or_insert(op.principal.as_str());
-            if *foreign_context || owner != op.principal {
+            if *foreign_context || *named_task || owner != op.principal {
                 continue;
             }
             let t = turns.entry((conversation.as_str(), *turn)).or_default();

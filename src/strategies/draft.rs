@@ -163,12 +163,14 @@ pub(super) fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
             context_id: None,
             needs_auth: None,
             reply: None,
+            task_id: None,
         }
     };
     let task = |c: u32, t: &Option<Index>| TaskStep {
         conversation: name(c),
         to: to(t),
         principal: None,
+        task_id: None,
     };
     let mut steps = Vec::new();
     for d in drafts {

@@ -163,6 +163,7 @@ impl Builder {
                         message_id: id.to_string(),
                         blocking,
                         foreign_context: false,
+                        named_task: false,
                         needs_auth: false,
                         reply: None,
                     }
