@@ -145,3 +145,86 @@ fn the_card_leads_back_to_the_proxy_a_refused_upstream_is_retried_and_cookies_st
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A tiny upstream on a thread that answers every request `502 Bad Gateway` (after reading
+/// its head and body), for `count` requests.
+fn bad_gateway_upstream(count: usize) -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in listener.incoming().take(count) {
+            let Ok(mut s) = stream else { continue };
+            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut got = Vec::new();
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = s.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&got).to_string();
+                if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                    let len = head
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                        })
+                        .unwrap_or(0);
+                    if body.len() >= len {
+                        break;
+                    }
+                }
+            }
+            let body = r#"{"error":"upstream unavailable"}"#;
+            let _ = write!(
+                s,
+                "HTTP/1.1 502 Bad Gateway\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    addr
+}
+
+/// `--retry-next` on a 502: the client is answered by the next upstream, and the 502 it
+/// never saw is recorded as a dropped answer of its own exchange (a send the first upstream
+/// may have acted on), then the retry as a second exchange.
+#[test]
+fn a_502_is_retried_on_the_next_upstream_and_recorded_as_an_answer_the_client_never_saw() {
+    let dir = scratch("balancer-502");
+    let (_up, up_addr, token) = serve(&[], None);
+    let bad = bad_gateway_upstream(4);
+    let out = dir.join("history.jsonl");
+    let (mut proxy, addr) = proxy(
+        &format!("http://{bad},http://{up_addr}"),
+        &out.display().to_string(),
+        &["--retry-next", "--no-final-read", "--max-requests", "1"],
+        None,
+    );
+    let (_, answer) = send(1, None, addr, &token);
+    assert!(answer.get("result").is_some(), "{answer}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while proxy.alive() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let history = std::fs::read_to_string(&out).unwrap();
+    let lines: Vec<Value> = history
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let responses: Vec<(u64, bool)> = lines
+        .iter()
+        .filter(|l| l["type"] == "response")
+        .map(|l| {
+            (
+                l["status"].as_u64().unwrap_or(0),
+                l["dropped"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    assert_eq!(responses, [(502, true), (200, false)], "{history}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
