@@ -485,8 +485,13 @@ async fn drained(fleet: &Rc<RefCell<peer::Fleet>>, i: usize) {
     }
 }
 
-/// GetTask on one replica, outside the history: `Ok(None)` when it does not know the task.
-async fn read_task(host: &str, id: &str) -> Result<Option<a2a::Task>, String> {
+/// GetTask on one replica, outside the history, with `authorization` when given: `Ok(None)`
+/// when it does not know the task (or not for this caller).
+async fn read_task(
+    host: &str,
+    id: &str,
+    authorization: Option<&str>,
+) -> Result<Option<a2a::Task>, String> {
     let body =
         serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "GetTask", "params": {"id": id}});
     let call = Call::post_json(
@@ -497,6 +502,10 @@ async fn read_task(host: &str, id: &str) -> Result<Option<a2a::Task>, String> {
         Duration::from_secs(10),
     )
     .header("a2a-version", "1.0");
+    let call = match authorization {
+        Some(a) => call.header("authorization", a),
+        None => call,
+    };
     let reply = net::send(&call).await.map_err(|e| e.to_string())?;
     let value: serde_json::Value =
         serde_json::from_slice(&reply.body).map_err(|e| format!("unreadable answer: {e}"))?;

@@ -500,7 +500,15 @@ impl Pool {
                 self.net.map(&Host::Replica(i).to_string(), addr);
             }
         }
-        let (final_tasks, error) = self.final_tasks(&ids).await;
+        // Whose credentials a replica's own read may need (a server that scopes tasks to
+        // their owner answers only the owner): every principal that called, the default first.
+        let mut principals = vec![crate::auth::DEFAULT_PRINCIPAL.to_string()];
+        for op in history.ops() {
+            if !principals.contains(&op.principal) {
+                principals.push(op.principal.clone());
+            }
+        }
+        let (final_tasks, error) = self.final_tasks(&ids, &principals).await;
         let sim_ms = crate::trace::now_ms();
         let effects = self.ground.ledger.borrow().effects().to_vec();
         let saves = self.ground.saves();
@@ -557,7 +565,11 @@ impl Pool {
 
     /// The stored tasks among `ids`: dumped from the shared database by the preset, or
     /// read from a live replica with GetTask.
-    async fn final_tasks(&self, ids: &[String]) -> (BTreeMap<String, a2a::Task>, Option<String>) {
+    async fn final_tasks(
+        &self,
+        ids: &[String],
+        principals: &[String],
+    ) -> (BTreeMap<String, a2a::Task>, Option<String>) {
         let mut final_tasks = BTreeMap::new();
         let mut error = None;
         // A running replica reads the database for us; `--dump` starts Python only when
@@ -599,7 +611,7 @@ impl Pool {
                 }
                 for i in readers {
                     let host = Host::Replica(i).to_string();
-                    match self.read_replica(&host, ids).await {
+                    match self.read_replica(&host, ids, principals).await {
                         Ok(tasks) => {
                             final_tasks.extend(tasks.into_iter().map(|t| (t.id.clone(), t)))
                         }
@@ -613,8 +625,14 @@ impl Pool {
 
     /// The tasks among `ids` that replica `host` holds: from `GET /__a2a_chaos/tasks` in one
     /// read outside its handlers when it serves that path (the Mastra and a2a-js presets
-    /// do; a user's server is asked too), else with a GetTask per id.
-    async fn read_replica(&self, host: &str, ids: &[String]) -> Result<Vec<a2a::Task>, String> {
+    /// do; a user's server is asked too), else with a GetTask per id, as each of
+    /// `principals` in turn until one is answered the task.
+    async fn read_replica(
+        &self,
+        host: &str,
+        ids: &[String],
+        principals: &[String],
+    ) -> Result<Vec<a2a::Task>, String> {
         let command = self.fleet.borrow().command().clone();
         // The a2a-python peer serves no such path (its database is dumped instead).
         if !command.is_a2a_python() {
@@ -627,10 +645,16 @@ impl Pool {
         }
         let mut tasks = Vec::new();
         for id in ids {
-            match read_task(host, id).await {
-                Ok(Some(task)) => tasks.push(task),
-                Ok(None) => {}
-                Err(e) => return Err(format!("task {id} from {host} at the end: {e}")),
+            for principal in principals {
+                let authorization = crate::auth::authorization_for(principal);
+                match read_task(host, id, authorization.as_deref()).await {
+                    Ok(Some(task)) => {
+                        tasks.push(task);
+                        break;
+                    }
+                    Ok(None) => {}
+                    Err(e) => return Err(format!("task {id} from {host} at the end: {e}")),
+                }
             }
         }
         Ok(tasks)

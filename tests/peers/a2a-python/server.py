@@ -39,6 +39,13 @@ card says ``pushNotifications: true`` and the handler gets the SDK's
 ``InMemoryPushNotificationConfigStore`` (per process) and ``BasePushNotificationSender``
 (httpx, 5 s timeout, no URL validator). ``a2a-chaos live --allow-loopback-push`` passes it.
 
+``--bearer`` puts an auth middleware in front of the SDK, as the profiles assume a
+deployment does: ``POST /`` needs a Bearer token (a2a-chaos's ``simjwt:`` tokens, issuer
+and audience checked, signature not), refused 401 without one, and the token's subject
+becomes the request's user, so the SDK's stores scope every task to it (its default
+``owner_resolver``). The models' ``[fidelity] args`` pass it. The ground-truth read looks
+each task's owner up first, so it finds a task whoever owns it.
+
 ``server.py --dump --db URL TASK_ID...`` prints the stored tasks as one JSON object (the
 ground truth a live run reads at its end, from the database rather than from a replica).
 A serving replica with a database store answers the same read at ``POST /a2a-chaos/dump``
@@ -52,7 +59,7 @@ end of the run.
 
 Usage: server.py --port P --name replica-0 --ledger http://127.0.0.1:L --db URL
        [--store plain|versioned|memory|module:Class] [--pythonpath DIR] [--think-ms 40] [--ledger-timeout-ms 500]
-       [--compose-ms 10] [--turns 2]
+       [--compose-ms 10] [--turns 2] [--bearer]
        server.py --dump --db URL [--store ...] [--pythonpath DIR] -- TASK_ID...
 """
 
@@ -157,6 +164,88 @@ class TurnExecutor(AgentExecutor):
     async def cancel(self, context: RequestContext, event_queue):
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         await updater.cancel()
+
+
+#: What a2a-chaos's tokens say (src/auth.rs): ``simjwt:ISSUER|AUDIENCE|SUBJECT|SIGNATURE``.
+TOKEN_PREFIX = "simjwt:"
+TOKEN_ISSUER = "https://idp.example"
+TOKEN_AUDIENCE = "http://router:8080"
+
+
+class BearerOwner:
+    """ASGI middleware for ``--bearer``: the authentication a deployment puts in front of
+    a2a-sdk, which has none of its own. ``POST /`` needs ``Authorization: Bearer`` with a
+    token from the expected issuer for the agent's audience (the card and the dump route
+    stay open); its subject becomes the request's Starlette user, so the SDK's call context
+    carries it and its task stores scope every task to it (``owner_resolver``:
+    ``resolve_user_scope``, the SDK's default). Without a valid token: HTTP 401,
+    ``WWW-Authenticate: Bearer``, a JSON-RPC error, as the models with ``bearer =
+    "required"`` answer. The signature is not checked: a test harness's tokens."""
+
+    def __init__(self, app):
+        self.app = app
+
+    @staticmethod
+    def subject(headers):
+        for name, value in headers:
+            if name.lower() != b"authorization":
+                continue
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            if scheme.lower() != "bearer" or not token.startswith(TOKEN_PREFIX):
+                return None
+            parts = token[len(TOKEN_PREFIX):].split("|")
+            if len(parts) != 4 or parts[0] != TOKEN_ISSUER or parts[1] != TOKEN_AUDIENCE:
+                return None
+            return parts[2] or None
+        return None
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope.get("method") != "POST" or scope.get("path") != "/":
+            return await self.app(scope, receive, send)
+        subject = self.subject(scope.get("headers", []))
+        if subject is None:
+            body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32600, "message": "unauthorized: a valid Bearer token is required"}})
+            response = JSONResponse(
+                json.loads(body), status_code=401, headers={"WWW-Authenticate": "Bearer"}
+            )
+            return await response(scope, receive, send)
+        from starlette.authentication import AuthCredentials, SimpleUser
+
+        scope["user"] = SimpleUser(subject)
+        scope["auth"] = AuthCredentials(["authenticated"])
+        return await self.app(scope, receive, send)
+
+
+def owner_user(name):
+    """The SDK's ``User`` for one owner: what a store's ``owner_resolver`` reads."""
+    from a2a.auth.user import User
+
+    class Owner(User):
+        @property
+        def is_authenticated(self):
+            return bool(name)
+
+        @property
+        def user_name(self):
+            return name
+
+    return Owner()
+
+
+async def owners_of(store, ids):
+    """``{id: owner}`` for the tasks among `ids` in a2a-sdk's own database `store` (its
+    ``owner`` column), so the ground-truth read finds a task whoever owns it; ``{}`` for a
+    store without one (the SDK before owners, or a user's store)."""
+    model = getattr(store, "task_model", None)
+    sessions = getattr(store, "async_session_maker", None)
+    if model is None or sessions is None or not hasattr(model, "owner"):
+        return {}
+    from sqlalchemy import select
+
+    async with sessions() as session:
+        rows = await session.execute(select(model.id, model.owner).where(model.id.in_(list(ids))))
+        return {task_id: owner for task_id, owner in rows}
 
 
 class ReplicaHeader:
@@ -306,7 +395,10 @@ async def build(args):
     routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, "/")
     if stored is not None:
         routes.append(dump_route(stored))
-    return ReplicaHeader(Starlette(routes=routes), args.name)
+    app = Starlette(routes=routes)
+    if args.bearer:
+        app = BearerOwner(app)
+    return ReplicaHeader(app, args.name)
 
 
 def engine_args(db):
@@ -321,8 +413,11 @@ async def read_stored(store, ids):
     from a2a.server.context import ServerCallContext
 
     tasks = {}
+    owners = await owners_of(store, ids)
     for task_id in ids:
-        found = await store.get(task_id, ServerCallContext())
+        owner = owners.get(task_id)
+        context = ServerCallContext() if owner is None else ServerCallContext(user=owner_user(owner))
+        found = await store.get(task_id, context)
         # A VersionedTaskStore answers a StoredTask (task and version).
         task = getattr(found, "task", found)
         if task is not None:
@@ -427,6 +522,13 @@ def main():
         help="push notifications on: the card says pushNotifications, the SDK's in-memory "
         "config store and BasePushNotificationSender are wired (a2a-chaos live "
         "--allow-loopback-push passes it); default off",
+    )
+    parser.add_argument(
+        "--bearer",
+        action="store_true",
+        help="authenticate POST / by Bearer token (401 without one) and scope every task to "
+        "the token's subject with the SDK's owner resolver, as a deployment's auth "
+        "middleware does (the models with bearer = required; a2a-chaos live passes it)",
     )
     parser.add_argument(
         "--turns",
