@@ -18,7 +18,8 @@
 
 pub mod history;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -75,6 +76,10 @@ pub struct Client {
     turn_in: Cell<TurnIn>,
     /// The wire it speaks.
     dialect: Cell<Dialect>,
+    /// Where a scenario keeps conversation → task id ([`Client::learn_tasks_into`]): a
+    /// streamed turn's task is known from its first event, as a real client knows it, so
+    /// a step can cancel or subscribe to the turn while it runs.
+    task_sink: RefCell<Option<Rc<RefCell<BTreeMap<String, String>>>>>,
 }
 
 /// What a call returned.
@@ -106,7 +111,35 @@ impl Client {
             grants,
             turn_in: Cell::new(TurnIn::DataPart),
             dialect: Cell::new(Dialect::V1),
+            task_sink: RefCell::new(None),
         })
+    }
+
+    /// From now on, the task a turn's stream names is written to `tasks` under the turn's
+    /// conversation at its first event (unless one is there, or the turn was sent on a
+    /// foreign contextId or with a named task id).
+    pub fn learn_tasks_into(&self, tasks: Rc<RefCell<BTreeMap<String, String>>>) {
+        *self.task_sink.borrow_mut() = Some(tasks);
+    }
+
+    /// Writes the task a turn's stream has named to the sink, if there is one.
+    fn learn_task(&self, kind: &OpKind, task: Option<&Task>) {
+        let (
+            Some(sink),
+            Some(task),
+            OpKind::Send {
+                conversation,
+                foreign_context: false,
+                named_task: false,
+                ..
+            },
+        ) = (self.task_sink.borrow().clone(), task, kind)
+        else {
+            return;
+        };
+        sink.borrow_mut()
+            .entry(conversation.clone())
+            .or_insert_with(|| task.id.clone());
     }
 
     /// Sends every turn as `turn_in` says (default: a data part).
@@ -421,6 +454,7 @@ impl Client {
                             snapshot_first = Some(r.get("task").is_some() || r["kind"] == "task");
                         }
                         apply_event(&value["result"], &mut task, &mut streamed, &mut states);
+                        self.learn_task(&kind, task.as_ref().or(streamed.as_ref()));
                     }
                     Ok(None) => return Ok(()),
                     Err(e) => return Err(Outcome::Info { why: e }),

@@ -59,6 +59,7 @@ pub async fn run_script(
     link: DriverLink,
     tail: Duration,
 ) {
+    client.learn_tasks_into(link.tasks.clone());
     let run = Run {
         script,
         seed,
