@@ -79,8 +79,11 @@ pub struct Client {
     /// Where a scenario keeps conversation → task id ([`Client::learn_tasks_into`]): a
     /// streamed turn's task is known from its first event, as a real client knows it, so
     /// a step can cancel or subscribe to the turn while it runs.
-    task_sink: RefCell<Option<Rc<RefCell<BTreeMap<String, String>>>>>,
+    task_sink: RefCell<Option<TaskIds>>,
 }
+
+/// Conversation → task id, shared with a scenario's driver.
+pub type TaskIds = Rc<RefCell<BTreeMap<String, String>>>;
 
 /// What a call returned.
 pub struct Answer {
@@ -118,7 +121,7 @@ impl Client {
     /// From now on, the task a turn's stream names is written to `tasks` under the turn's
     /// conversation at its first event (unless one is there, or the turn was sent on a
     /// foreign contextId or with a named task id).
-    pub fn learn_tasks_into(&self, tasks: Rc<RefCell<BTreeMap<String, String>>>) {
+    pub fn learn_tasks_into(&self, tasks: TaskIds) {
         *self.task_sink.borrow_mut() = Some(tasks);
     }
 
