@@ -37,10 +37,13 @@ pub struct Chosen {
     pub expectations: String,
 }
 
-/// Every hazard scenario under the repository: slug (the file name less its model) → the
-/// files, by the model each names.
-fn catalogue(root: &Path) -> BTreeMap<String, BTreeMap<String, PathBuf>> {
-    let mut out: BTreeMap<String, BTreeMap<String, PathBuf>> = BTreeMap::new();
+/// One hazard's scenario files, by the model each names, as read.
+type Files = BTreeMap<String, (PathBuf, Script)>;
+
+/// Every hazard scenario under the repository: slug (the file name less its model) → its
+/// files.
+fn catalogue(root: &Path) -> BTreeMap<String, Files> {
+    let mut out: BTreeMap<String, Files> = BTreeMap::new();
     for dir in DIRS {
         let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
             continue;
@@ -63,7 +66,10 @@ fn catalogue(root: &Path) -> BTreeMap<String, BTreeMap<String, PathBuf>> {
                 .strip_suffix(&format!("-{model}"))
                 .unwrap_or(stem)
                 .to_string();
-            out.entry(slug).or_default().entry(model).or_insert(path);
+            out.entry(slug)
+                .or_default()
+                .entry(model)
+                .or_insert((path, script));
         }
     }
     out
@@ -71,7 +77,7 @@ fn catalogue(root: &Path) -> BTreeMap<String, BTreeMap<String, PathBuf>> {
 
 /// The scenario `live --hazard name [--model model]` runs (see the module's header).
 pub fn choose(root: &Path, name: &str, model: Option<&str>) -> Result<Chosen, InputError> {
-    let all = catalogue(root);
+    let mut all = catalogue(root);
     let matching: Vec<&String> = all
         .keys()
         .filter(|slug| *slug == name || slug.starts_with(&format!("{name}-")))
@@ -105,28 +111,29 @@ pub fn choose(root: &Path, name: &str, model: Option<&str>) -> Result<Chosen, In
             ));
         }
     };
-    let files = &all[&slug];
-    if let Some(path) = model.and_then(|m| files.get(m)) {
-        let script = Script::load(path)?;
+    let mut files = all.remove(&slug).expect("a matching slug is catalogued");
+    if let Some((path, script)) = model.and_then(|m| files.remove(m)) {
         let profile = Profile::load(&script.file.model)?;
         return Ok(Chosen {
-            file: path.clone(),
+            file: path,
             expectations: format!("the [expect] of {}", script.file.model),
             script,
             profile,
         });
     }
-    let source = files
-        .get("reference")
-        .or_else(|| files.values().next())
-        .expect("a catalogued hazard has a file");
-    let mut script = Script::load(source)?;
+    let known: Vec<String> = files.keys().cloned().collect();
+    let (source, mut script) = match files.remove("reference") {
+        Some(file) => file,
+        None => files
+            .into_values()
+            .next()
+            .expect("a catalogued hazard has a file"),
+    };
     script.file.expect = Expect::default();
     let (profile, expectations) = match model {
         Some(m) => {
             let profile = Profile::load(m)?;
             script.file.model = profile.name.clone();
-            let known: Vec<&str> = files.keys().map(String::as_str).collect();
             (
                 profile,
                 format!(
@@ -146,7 +153,7 @@ pub fn choose(root: &Path, name: &str, model: Option<&str>) -> Result<Chosen, In
         }
     };
     Ok(Chosen {
-        file: source.clone(),
+        file: source,
         script,
         profile,
         expectations,

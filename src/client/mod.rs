@@ -125,8 +125,10 @@ impl Client {
         *self.task_sink.borrow_mut() = Some(tasks);
     }
 
-    /// Writes the task a turn's stream has named to the sink, if there is one.
+    /// Writes the task a turn's stream has named to the sink, if there is one and the
+    /// conversation has none yet (called at every event: nothing is cloned once it has).
     fn learn_task(&self, kind: &OpKind, task: Option<&Task>) {
+        let sink = self.task_sink.borrow();
         let (
             Some(sink),
             Some(task),
@@ -136,13 +138,14 @@ impl Client {
                 named_task: false,
                 ..
             },
-        ) = (self.task_sink.borrow().clone(), task, kind)
+        ) = (sink.as_ref(), task, kind)
         else {
             return;
         };
-        sink.borrow_mut()
-            .entry(conversation.clone())
-            .or_insert_with(|| task.id.clone());
+        let mut tasks = sink.borrow_mut();
+        if !tasks.contains_key(conversation) {
+            tasks.insert(conversation.clone(), task.id.clone());
+        }
     }
 
     /// Sends every turn as `turn_in` says (default: a data part).

@@ -564,11 +564,7 @@ pub fn check_json(
                 })
             })
     });
-    let availability = runs
-        .iter()
-        .fold(crate::sim::Availability::default(), |a, r| {
-            a.plus(r.availability)
-        });
+    let availability: crate::sim::Availability = runs.iter().map(|r| r.availability).sum();
     let trace_hash = if runs.len() == 1 {
         runs[0].trace_hash.clone()
     } else {

@@ -148,12 +148,7 @@ pub fn compact(runs: &[RunSummary], paint: Paint) -> String {
             "{} ({n} runs): {verdict}{errors}",
             paint.bold(&format!("{} / {}", g.model, g.routing)),
         );
-        let available = g
-            .runs
-            .iter()
-            .fold(crate::sim::Availability::default(), |a, r| {
-                a.plus(r.availability)
-            });
+        let available: crate::sim::Availability = g.runs.iter().map(|r| r.availability).sum();
         if available.turns > 0 {
             let _ = writeln!(out, "    {}", paint.dim(&available.describe()));
         }

@@ -42,6 +42,17 @@ pub struct Availability {
     pub failed_turns: u64,
 }
 
+/// The counts of several runs, added up (a sweep combination's, a check's).
+impl std::iter::Sum for Availability {
+    fn sum<I: Iterator<Item = Availability>>(runs: I) -> Availability {
+        runs.fold(Availability::default(), |a, b| Availability {
+            turns: a.turns + b.turns,
+            refused_continuations: a.refused_continuations + b.refused_continuations,
+            failed_turns: a.failed_turns + b.failed_turns,
+        })
+    }
+}
+
 impl Availability {
     /// The counts of `record` (see the module's header).
     pub fn of(record: &RunRecord) -> Availability {
@@ -106,15 +117,6 @@ impl Availability {
             }
         }
         out
-    }
-
-    /// The sum of two runs' counts.
-    pub fn plus(self, other: Availability) -> Availability {
-        Availability {
-            turns: self.turns + other.turns,
-            refused_continuations: self.refused_continuations + other.refused_continuations,
-            failed_turns: self.failed_turns + other.failed_turns,
-        }
     }
 
     /// `availability: 12 turns; 1 refused although its task exists (8.3%); 1 failed (8.3%)`

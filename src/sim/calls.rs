@@ -39,13 +39,12 @@ fn mismatch(c: &CallExpect, op: &Op) -> Option<String> {
         Outcome::Info { .. } => CallOutcome::Info,
     };
     let want = c.outcome.or(c.code.map(|_| CallOutcome::Fail));
-    if want.is_some_and(|w| w != got) {
+    let other_code = matches!(
+        (c.code, &op.outcome),
+        (Some(code), Outcome::Fail { code: sent, .. }) if code != *sent
+    );
+    if want.is_some_and(|w| w != got) || other_code {
         return Some(format!("answered {}", outcome_words(&op.outcome)));
-    }
-    if let (Some(code), Outcome::Fail { code: got, .. }) = (c.code, &op.outcome) {
-        if code != *got {
-            return Some(format!("answered {}", outcome_words(&op.outcome)));
-        }
     }
     if let Some(state) = &c.state {
         let shown = op.acknowledged().map(|t| state_word(&t.state));

@@ -108,9 +108,7 @@ pub fn rewrite_card(card: &mut Value, origin: &str, prefix: &str) -> usize {
     let mut n = 0;
     let mut rewrite = |slot: &mut Value| {
         if let Some(new) = slot.as_str().and_then(moved) {
-            if slot.as_str() != Some(new.as_str()) {
-                *slot = Value::String(new);
-            }
+            *slot = Value::String(new);
             n += 1;
         }
     };
@@ -179,11 +177,18 @@ impl super::Proxy {
     /// The agent card from upstream `i` (or, with `--retry-next`, the next one that
     /// accepts the connection), its URLs pointed at `origin` (the proxy as the client
     /// reached it); an answer that is not a JSON card is relayed as it came.
-    pub(super) async fn card(&self, mut i: usize, call: &Call, origin: &str) -> Response<BoxBody> {
+    pub(super) async fn card(
+        &self,
+        mut i: usize,
+        path: &str,
+        headers: &[(&'static str, String)],
+        origin: &str,
+    ) -> Response<BoxBody> {
         let mut tried = Vec::new();
         let reply = loop {
-            let mut call = call.clone();
-            call.host = self.upstreams[i].name.as_str().into();
+            // Each upstream's own path prefix: the call is made for the one tried.
+            let mut call = self.call(i, path, bytes::Bytes::new(), headers);
+            call.method = http::Method::GET;
             match net::send(&call).await {
                 Ok(r) => break r,
                 Err(e) => {

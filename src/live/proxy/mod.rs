@@ -495,12 +495,15 @@ impl Proxy {
                 header(TARGET_HEADER).as_deref(),
                 cookie.as_deref(),
             );
+            if parts.method == http::Method::GET
+                && self.options.balancer.rewrite_card
+                && balancer::is_card_path(&path)
+            {
+                let origin = header("host").unwrap_or_else(|| self.options.listen.to_string());
+                return Ok(self.card(i, &path, &headers, &origin).await);
+            }
             let mut call = self.call(i, &path, body, &headers);
             call.method = parts.method.clone();
-            if self.options.balancer.rewrite_card && balancer::is_card_path(&path) {
-                let origin = header("host").unwrap_or_else(|| self.options.listen.to_string());
-                return Ok(self.card(i, &call, &origin).await);
-            }
             return Ok(match net::send_streaming(&call).await {
                 Ok(up) => up.relay(),
                 Err(e) => bad_gateway(format!("{}: {e}", self.upstreams[i].name)),

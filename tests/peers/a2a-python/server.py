@@ -82,6 +82,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from a2a.auth.user import User
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
@@ -204,10 +205,11 @@ class BearerOwner:
             return await self.app(scope, receive, send)
         subject = self.subject(scope.get("headers", []))
         if subject is None:
-            body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
-                "code": -32600, "message": "unauthorized: a valid Bearer token is required"}})
+            error = {"code": -32600, "message": "unauthorized: a valid Bearer token is required"}
             response = JSONResponse(
-                json.loads(body), status_code=401, headers={"WWW-Authenticate": "Bearer"}
+                {"jsonrpc": "2.0", "id": None, "error": error},
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
             )
             return await response(scope, receive, send)
         from starlette.authentication import AuthCredentials, SimpleUser
@@ -217,20 +219,19 @@ class BearerOwner:
         return await self.app(scope, receive, send)
 
 
-def owner_user(name):
+class Owner(User):
     """The SDK's ``User`` for one owner: what a store's ``owner_resolver`` reads."""
-    from a2a.auth.user import User
 
-    class Owner(User):
-        @property
-        def is_authenticated(self):
-            return bool(name)
+    def __init__(self, name):
+        self.name = name
 
-        @property
-        def user_name(self):
-            return name
+    @property
+    def is_authenticated(self):
+        return bool(self.name)
 
-    return Owner()
+    @property
+    def user_name(self):
+        return self.name
 
 
 async def owners_of(store, ids):
@@ -416,7 +417,7 @@ async def read_stored(store, ids):
     owners = await owners_of(store, ids)
     for task_id in ids:
         owner = owners.get(task_id)
-        context = ServerCallContext() if owner is None else ServerCallContext(user=owner_user(owner))
+        context = ServerCallContext() if owner is None else ServerCallContext(user=Owner(owner))
         found = await store.get(task_id, context)
         # A VersionedTaskStore answers a StoredTask (task and version).
         task = getattr(found, "task", found)
