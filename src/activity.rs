@@ -137,7 +137,7 @@ where
     F::Output: 'static,
 {
     let guard = TimerGuard::new(at_ms);
-    tokio::task::spawn_local(async move {
+    crate::engine::spawn(async move {
         let _guard = guard;
         work.await
     })
@@ -150,7 +150,7 @@ where
     F::Output: 'static,
 {
     let guard = Guard::new();
-    tokio::task::spawn_local(async move {
+    crate::engine::spawn(async move {
         let _guard = guard;
         work.await
     })

@@ -113,6 +113,7 @@ impl Chaos {
         };
         if self.rng.random_bool(p) {
             self.kills.push_back((host.into(), point));
+            crate::engine::nudge();
         }
     }
 

@@ -85,6 +85,10 @@ pub struct ExperimentFile {
         skip_serializing_if = "is_default_tick"
     )]
     pub tick_ms: u64,
+    /// Which engine runs the worlds (default `events`, which jumps over idle time; `turmoil`
+    /// steps every host one tick at a time).
+    #[serde(default, skip_serializing_if = "is_default_engine")]
+    pub engine: crate::engine::Engine,
     /// Omitted: the embedded default's `[workload]`.
     #[serde(default = "embedded_workload")]
     pub workload: WorkloadSpec,
@@ -97,6 +101,10 @@ pub struct ExperimentFile {
 
 fn three() -> usize {
     3
+}
+
+fn is_default_engine(engine: &crate::engine::Engine) -> bool {
+    *engine == crate::engine::Engine::default()
 }
 
 fn is_default_tick(tick_ms: &u64) -> bool {
@@ -318,11 +326,17 @@ impl Experiment {
             .position(|p| p.name == model)
             .and_then(|i| self.file.models.get(i))
             .map_or(model, String::as_str);
+        let engine = match self.file.engine {
+            e if e == crate::engine::Engine::default() => String::new(),
+            other => format!(" --engine {other}"),
+        };
         match &self.path {
-            Some(p) => {
-                format!("a2a-chaos replay {p} --seed {seed} --model {model} --routing {routing}")
-            }
-            None => format!("a2a-chaos replay --seed {seed} --model {model} --routing {routing}"),
+            Some(p) => format!(
+                "a2a-chaos replay {p} --seed {seed} --model {model} --routing {routing}{engine}"
+            ),
+            None => format!(
+                "a2a-chaos replay --seed {seed} --model {model} --routing {routing}{engine}"
+            ),
         }
     }
 }

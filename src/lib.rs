@@ -57,7 +57,7 @@
 //!     events;
 //!   - [`trace`]: the ordered, typed event trace of a run and its hash;
 //!   - [`faults`]: fault kinds and actions as data, planned from the seed;
-//!   - [`net`]: HTTP/1.1 over turmoil's simulated TCP, or over real sockets;
+//!   - [`net`]: HTTP/1.1 over the simulated TCP of either engine, or over real sockets;
 //!   - [`logging`]: logs stamped with simulated time;
 //!   - [`names`]: names that become file names (experiments, scenarios, models);
 //!   - [`error`]: errors for unusable input, naming the file;
@@ -66,6 +66,8 @@
 //!     output folder);
 //!   - [`activity`]: the work in flight that tells the driver a run has settled;
 //!   - [`host`]: the hosts of a run as a type, read from text once, where it comes in;
+//!   - [`engine`]: the event engine: every host on one paused runtime whose clock jumps
+//!     to the next event, and its simulated network (the other engine is turmoil);
 //!   - [`seed`]: one run seed and a derived stream for each consumer of it.
 
 pub mod activity;
@@ -76,6 +78,7 @@ pub mod card;
 pub mod check;
 pub mod cli;
 pub mod client;
+pub mod engine;
 pub mod error;
 pub mod experiment;
 pub mod faults;

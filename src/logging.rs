@@ -12,7 +12,7 @@ pub struct SimTime;
 
 impl FormatTime for SimTime {
     fn format_time(&self, w: &mut Writer<'_>) -> std::fmt::Result {
-        match turmoil::sim_elapsed() {
+        match turmoil::sim_elapsed().or_else(crate::engine::elapsed) {
             Some(t) => write!(w, "{:>8.3}s", t.as_secs_f64()),
             None => write!(w, "{:>9}", "-"),
         }

@@ -290,6 +290,10 @@ where
             })?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
         bounded::accept_until(&listener, net.limits(), stop.as_mut(), &handler, &guard).await;
+    } else if crate::engine::core().is_some() {
+        let listener = crate::engine::net::Listener::bind(port)?;
+        let accept = async || listener.accept().await;
+        accept_until(accept, stop.as_mut(), &handler, &guard).await?;
     } else {
         let listener = turmoil::net::TcpListener::bind(("0.0.0.0", port)).await?;
         let accept = async || listener.accept().await.map(|(stream, _peer)| stream);
@@ -502,12 +506,22 @@ async fn send_inner(call: &Call) -> Result<Streaming, CallError> {
         let _ = stream.set_nodelay(true);
         return request_over(stream, call, None).await;
     }
+    if crate::engine::core().is_some() {
+        let stream = crate::engine::net::Stream::connect(&call.host, call.port)
+            .await
+            .map_err(|e| CallError::Unconnected(format!("connect: {e}")))?;
+        let caller = oneway::Caller::Host(stream.local_host());
+        return request_over(stream, call, Some(caller)).await;
+    }
     let stream = turmoil::net::TcpStream::connect((&*call.host, call.port))
         .await
         .map_err(|e| CallError::Unconnected(format!("connect: {e}")))?;
     // The calling host, by the address its connection came from: one-way cuts are kept
     // per direction ([`oneway`]).
-    let caller = stream.local_addr().ok().map(|a| a.ip());
+    let caller = stream
+        .local_addr()
+        .ok()
+        .map(|a| oneway::Caller::Addr(a.ip()));
     request_over(stream, call, caller).await
 }
 
@@ -516,7 +530,7 @@ async fn send_inner(call: &Call) -> Result<Streaming, CallError> {
 async fn request_over<S>(
     stream: S,
     call: &Call,
-    caller: Option<std::net::IpAddr>,
+    caller: Option<oneway::Caller>,
 ) -> Result<Streaming, CallError>
 where
     S: AsyncRead + AsyncWrite + Unpin + 'static,
@@ -540,12 +554,12 @@ where
     let request = builder
         .body(Full::new(call.body.clone()))
         .map_err(|e| CallError::Broken(format!("request: {e}")))?;
-    oneway::way_open(caller, &call.host, oneway::Way::Request).await;
+    oneway::way_open(caller.as_ref(), &call.host, oneway::Way::Request).await;
     let response = sender
         .send_request(request)
         .await
         .map_err(|e| CallError::Broken(e.to_string()))?;
-    oneway::way_open(caller, &call.host, oneway::Way::Answer).await;
+    oneway::way_open(caller.as_ref(), &call.host, oneway::Way::Answer).await;
     let (parts, body) = response.into_parts();
     Ok(Streaming {
         status: parts.status,

@@ -200,7 +200,7 @@ none = true
         Experiment::parse(&text, "cancel-resend-test", None).unwrap()
     };
     let (mut memory, mut reference) = (0, 0);
-    for seed in 0..4 {
+    for seed in 0..8 {
         for (model, count) in [
             ("a2a-python-1.3-memory", &mut memory),
             ("reference", &mut reference),

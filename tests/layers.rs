@@ -5,7 +5,7 @@
 //!
 //! | layer | modules |
 //! |---|---|
-//! | base | `seed`, `host` (host ids, parsed once at the input edge), `activity` (work in flight), `error`, `input` (the bounded reader of every input file), `files` (output files never written through a link; the output folder's lock), `names` (names that become file names), `logging`, `net`, `faults` (fault kinds as data), `trace`, `protocol`, `model`, `auth` |
+//! | base | `seed`, `engine` (the event engine: hosts on one paused runtime, its network), `host` (host ids, parsed once at the input edge), `activity` (work in flight), `error`, `input` (the bounded reader of every input file), `files` (output files never written through a link; the output folder's lock), `names` (names that become file names), `logging`, `net`, `faults` (fault kinds as data), `trace`, `protocol`, `model`, `auth` |
 //! | hosts | `buggify`, `store`, `ground` (ledger, webhook, push egress), `card`, `router`, `replica`, `client` |
 //! | drive | `workload`, `scenario`, `world` (the turmoil world and its driver) |
 //! | judge | `check` |
@@ -27,6 +27,7 @@ use std::path::Path;
 /// Every top-level module, bottom to top.
 const ORDER: &[&str] = &[
     "seed",
+    "engine",
     "host",
     "activity",
     "error",

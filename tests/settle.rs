@@ -93,8 +93,10 @@ fn a_coarser_tick_steps_fewer_times_and_replays() {
     let (fine, coarse) = (experiment(1), experiment(5));
     let profile = &fine.profiles[4];
     assert_eq!(profile.name, "reference");
+    // The tick is turmoil's: the event engine has none.
     let run = |exp: &Experiment| {
         Sim::experiment_builder(exp, profile, "round-robin", 1)
+            .engine(a2a_chaos::engine::Engine::Turmoil)
             .build()
             .unwrap()
             .run()

@@ -9,8 +9,8 @@ use std::path::Path;
 use super::discovery::Search;
 use super::sysinfo::Stopwatch;
 use super::{
-    BenchSize, IDLE_HOSTS, TARGET_COST_RATIO_MAX, TARGET_HAZARD_SECS_MAX, TARGET_SIM_PER_WALL_MIN,
-    TARGET_SPEEDUP_MIN,
+    BenchSize, IDLE_HOSTS, TARGET_COST_RATIO_MAX, TARGET_HAZARD_SECS_MAX,
+    TARGET_SEEDS_VS_TURMOIL_MIN, TARGET_SIM_PER_WALL_MIN, TARGET_SPEEDUP_MIN,
 };
 use crate::sim::RunSummary;
 
@@ -139,15 +139,19 @@ pub struct Report {
     pub size: BenchSize,
     /// The 1-minute load average at the start, and the three averages as text.
     pub load_average: Option<(f64, String)>,
-    /// The standard scenario swept on 1 thread.
+    /// The standard scenario swept on 1 thread, on the event engine.
     pub standard_1t: Throughput,
-    /// The idle floor: the same hosts serving nothing (its `requests` are 0).
+    /// The standard scenario swept on 1 thread, on turmoil.
+    pub turmoil_1t: Throughput,
+    /// turmoil's idle floor: the same hosts serving nothing (its `requests` are 0).
     pub idle: Throughput,
-    /// The bare-HTTP baseline, paced over a standard run's simulated time.
+    /// The bare-HTTP baseline on turmoil, paced over a standard run's simulated time.
     pub baseline: Throughput,
-    /// The bare-HTTP baseline, back to back.
+    /// The bare-HTTP baseline on turmoil, back to back.
     pub baseline_unpaced: Throughput,
-    /// The standard sweep on 2 threads.
+    /// The bare-HTTP baseline on the event engine, back to back.
+    pub baseline_events: Throughput,
+    /// The standard sweep on 2 threads, on the event engine.
     pub standard_2t: Throughput,
     /// `VmHWM` after the 1-thread sweep, KiB (process-wide).
     pub peak_rss_kib: Option<u64>,
@@ -173,13 +177,19 @@ impl Report {
             m.push(Metric::plain("load_average_1m", *one, "load").note(all.clone()));
         }
         let (s1, s2, idle) = (&self.standard_1t, &self.standard_2t, &self.idle);
-        let (b, bu) = (&self.baseline, &self.baseline_unpaced);
+        let (t1, b, bu, be) = (
+            &self.turmoil_1t,
+            &self.baseline,
+            &self.baseline_unpaced,
+            &self.baseline_events,
+        );
         let idle_tick = idle.us_per_tick();
+        let per_core = |t: &Throughput| t.runs as f64 / t.cpu_s.unwrap_or(t.wall_s).max(1e-9);
 
-        // The standard scenario.
+        // The standard scenario, on the event engine.
         m.push(
             Metric::plain("standard_wall_us_per_request", s1.us_per_request(), "us").note(format!(
-                "{} seeds, {} requests, 1 thread, {}",
+                "event engine: {} seeds, {} requests, 1 thread, {}",
                 s1.runs,
                 s1.requests,
                 cpu_note(s1)
@@ -193,12 +203,11 @@ impl Report {
         // Per core: seeds per CPU second of the process (its wall second on one thread when
         // /proc does not tell), against the figure the driver had before it stopped settled
         // runs early.
-        let core_s = s1.cpu_s.unwrap_or(s1.wall_s).max(1e-9);
-        let ratio = s1.runs as f64 / core_s / super::SEEDS_PER_CORE_BEFORE_SETTLE;
+        let ratio = per_core(s1) / super::SEEDS_PER_CORE_BEFORE_SETTLE;
         m.push(
             Metric::at_least(
                 "standard_seeds_per_sec_per_core",
-                s1.runs as f64 / core_s,
+                per_core(s1),
                 "seeds/s",
                 super::TARGET_SEEDS_PER_CORE_RATIO * super::SEEDS_PER_CORE_BEFORE_SETTLE,
             )
@@ -209,13 +218,26 @@ impl Report {
             )),
         );
         m.push(
-            Metric::plain(
-                "standard_ticks_per_seed",
-                s1.sim_ms as f64 / s1.runs.max(1) as f64,
-                "ticks",
+            Metric::at_least(
+                "seeds_per_core_vs_turmoil",
+                per_core(s1) / per_core(t1).max(1e-9),
+                "ratio",
+                TARGET_SEEDS_VS_TURMOIL_MIN,
             )
             .note(format!(
-                "1 ms ticks; {:.0} of them after the heal, on average",
+                "event engine {:.1} vs turmoil {:.1} seeds per core-second",
+                per_core(s1),
+                per_core(t1)
+            )),
+        );
+        m.push(
+            Metric::plain(
+                "standard_sim_ms_per_seed",
+                s1.sim_ms as f64 / s1.runs.max(1) as f64,
+                "ms",
+            )
+            .note(format!(
+                "{:.0} of them after the heal, on average",
                 (s1.sim_ms as f64 / s1.runs.max(1) as f64 - super::STANDARD_WINDOW_MS as f64)
                     .max(0.0)
             )),
@@ -231,21 +253,61 @@ impl Report {
             "x",
             TARGET_SIM_PER_WALL_MIN,
         ));
-        m.push(
-            Metric::plain("standard_wall_us_per_tick", s1.us_per_tick(), "us")
-                .note(format!("{:.1} ticks per request", s1.ticks_per_request())),
-        );
         if let Some(kib) = self.peak_rss_kib {
             m.push(
                 Metric::plain("peak_rss_mib", kib as f64 / 1024.0, "MiB")
                     .note("VmHWM after the 1-thread sweep; process-wide"),
             );
         }
+        m.push(
+            Metric::plain(
+                "baseline_events_wall_us_per_request",
+                be.us_per_request(),
+                "us",
+            )
+            .note(format!(
+                "event engine, back to back: {} seeds, {} requests, {}",
+                be.runs,
+                be.requests,
+                cpu_note(be)
+            )),
+        );
+        m.push(
+            Metric::at_most(
+                "cost_per_request_vs_baseline",
+                s1.us_per_request() / be.us_per_request().max(1e-9),
+                "ratio",
+                TARGET_COST_RATIO_MAX,
+            )
+            .note("standard vs back-to-back bare requests, both on the event engine"),
+        );
 
-        // Where the time goes: turmoil stepping idle runtimes, and the rest.
+        // The same on turmoil, and where its time goes: stepping idle runtimes, and the rest.
+        m.push(
+            Metric::plain(
+                "turmoil_standard_wall_us_per_request",
+                t1.us_per_request(),
+                "us",
+            )
+            .note(format!(
+                "turmoil: {} seeds, {} requests, 1 thread, {}",
+                t1.runs,
+                t1.requests,
+                cpu_note(t1)
+            )),
+        );
+        m.push(Metric::plain(
+            "turmoil_standard_seeds_per_sec_1t",
+            t1.runs_per_sec(),
+            "seeds/s",
+        ));
+        m.push(
+            Metric::plain("turmoil_standard_wall_us_per_tick", t1.us_per_tick(), "us")
+                .note(format!("{:.1} ticks per request", t1.ticks_per_request())),
+        );
         m.push(
             Metric::plain("idle_wall_us_per_tick", idle_tick, "us").note(format!(
-                "{IDLE_HOSTS} runtimes stepped with no traffic, {} simulated s, {}",
+                "turmoil: {IDLE_HOSTS} runtimes stepped with no traffic, {} simulated s, {}",
                 idle.sim_ms / 1000,
                 cpu_note(idle)
             )),
@@ -257,30 +319,28 @@ impl Report {
         ));
         m.push(
             Metric::plain("sim_per_wall_ceiling", 1000.0 / idle_tick.max(1e-9), "x").note(
-                "the most simulated time per wall-second any run with these hosts reaches at this tick",
+                "the most simulated time per wall-second any turmoil run with these hosts reaches at this tick",
             ),
         );
         m.push(
             Metric::plain(
-                "standard_idle_share",
-                idle_tick * s1.sim_ms as f64 / (s1.wall_s * 1e6).max(1e-9),
+                "turmoil_standard_idle_share",
+                idle_tick * t1.sim_ms as f64 / (t1.wall_s * 1e6).max(1e-9),
                 "ratio",
             )
-            .note("share of the standard run's wall time spent stepping runtimes"),
+            .note("share of turmoil's standard wall time spent stepping runtimes"),
         );
         m.push(
             Metric::plain(
-                "standard_active_us_per_request",
-                s1.active_us_per_request(idle_tick),
+                "turmoil_standard_active_us_per_request",
+                t1.active_us_per_request(idle_tick),
                 "us",
             )
             .note("wall per request less the idle floor of its ticks"),
         );
-
-        // The baseline, paced like a standard run (the target's), and back to back.
         m.push(
             Metric::plain("baseline_wall_us_per_request", b.us_per_request(), "us").note(format!(
-                "paced: {} seeds, {} requests over {} simulated ms each, {}",
+                "turmoil, paced: {} seeds, {} requests over {} simulated ms each, {}",
                 b.runs,
                 b.requests,
                 b.sim_ms / b.runs.max(1),
@@ -288,13 +348,12 @@ impl Report {
             )),
         );
         m.push(
-            Metric::at_most(
-                "cost_per_request_vs_baseline",
-                s1.us_per_request() / b.us_per_request().max(1e-9),
+            Metric::plain(
+                "turmoil_cost_per_request_vs_paced_baseline",
+                t1.us_per_request() / b.us_per_request().max(1e-9),
                 "ratio",
-                TARGET_COST_RATIO_MAX,
             )
-            .note("standard vs the paced baseline: same hosts, requests, tick and simulated time"),
+            .note("turmoil: standard vs the paced baseline (same hosts, requests, tick and simulated time)"),
         );
         m.push(
             Metric::plain(
@@ -303,27 +362,27 @@ impl Report {
                 "us",
             )
             .note(format!(
-                "back to back: {:.1} ticks per request, {}",
+                "turmoil, back to back: {:.1} ticks per request, {}",
                 bu.ticks_per_request(),
                 cpu_note(bu)
             )),
         );
         m.push(
             Metric::plain(
-                "cost_per_request_vs_unpaced_baseline",
-                s1.us_per_request() / bu.us_per_request().max(1e-9),
+                "turmoil_cost_per_request_vs_unpaced_baseline",
+                t1.us_per_request() / bu.us_per_request().max(1e-9),
                 "ratio",
             )
-            .note("the standard run's idle ticks count against it here"),
+            .note("turmoil: the standard run's idle ticks count against it here"),
         );
         m.push(
             Metric::plain(
-                "active_cost_per_request_vs_baseline",
-                s1.active_us_per_request(idle_tick)
+                "turmoil_active_cost_per_request_vs_baseline",
+                t1.active_us_per_request(idle_tick)
                     / bu.active_us_per_request(idle_tick).max(1e-9),
                 "ratio",
             )
-            .note("standard vs back-to-back baseline, both less the idle floor of their ticks: one A2A request's work (with its store, ledger and push calls) vs one bare request's"),
+            .note("turmoil: standard vs back-to-back baseline, both less the idle floor of their ticks"),
         );
 
         // 2 threads.

@@ -32,6 +32,8 @@ pub struct CheckArgs {
     pub jobs: usize,
     /// Where to write the JUnit XML report.
     pub junit: Option<PathBuf>,
+    /// The engine, instead of the file's.
+    pub engine: Option<crate::engine::Engine>,
 }
 
 /// One judged unit: a scenario, or one model × routing combination of an experiment.
@@ -48,12 +50,17 @@ pub fn cmd_check(args: CheckArgs) -> Result<i32, InputError> {
         json,
         jobs,
         junit: junit_path,
+        engine,
     } = args;
     let file = path.display().to_string();
     let paint = Paint(!json && terminal::colour_wanted());
     let (units, reproduce): (Vec<Judged>, Reproduce) = match load(&path)? {
         Loaded::Scenario(script) => {
-            let checked = Sim::from_scenario(&script)?.check();
+            let mut builder = Sim::scenario_builder(&script);
+            if let Some(e) = engine {
+                builder.engine(e);
+            }
+            let checked = builder.build()?.check();
             let summary = checked.summary;
             let outcome = judge(&script.file.expect, &summary, checked.record.as_ref());
             if !json {
@@ -86,7 +93,10 @@ pub fn cmd_check(args: CheckArgs) -> Result<i32, InputError> {
                 Box::new(move |r: &RunSummary| format!("a2a-chaos replay {f} --seed {}", r.seed)),
             )
         }
-        Loaded::Experiment(exp) => {
+        Loaded::Experiment(mut exp) => {
+            if let Some(e) = engine {
+                exp.file.engine = e;
+            }
             if !json {
                 super::run::print_resolved(&exp, jobs);
             }

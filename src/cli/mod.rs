@@ -75,6 +75,10 @@ pub enum Command {
         /// Print the full table, one column per invariant, instead of the compact summary.
         #[arg(long)]
         wide: bool,
+        /// The engine that runs the worlds, instead of the experiment's `engine`: `turmoil`
+        /// (every host stepped one tick at a time) or `events` (time jumps to the next event).
+        #[arg(long)]
+        engine: Option<crate::engine::Engine>,
     },
     /// Merge the runs.csv of shards (`run --shard`) into the files an unsharded run writes;
     /// with a shard missing or unfinished, say which, write nothing and exit 2.
@@ -104,6 +108,9 @@ pub enum Command {
         /// model x routing of an experiment).
         #[arg(long, value_name = "FILE")]
         junit: Option<PathBuf>,
+        /// The engine, instead of the file's (`turmoil` or `events`).
+        #[arg(long)]
+        engine: Option<crate::engine::Engine>,
     },
     /// Re-run one seed and print its trace; the last line is `trace-hash: <hex>`.
     Replay {
@@ -117,6 +124,9 @@ pub enum Command {
         /// Routing strategy (default: the file's first, or the scenario's).
         #[arg(long)]
         routing: Option<String>,
+        /// The engine, instead of the file's (`turmoil` or `events`).
+        #[arg(long)]
+        engine: Option<crate::engine::Engine>,
     },
     /// Minimise a failing run to a scripted scenario file.
     Shrink {
@@ -232,6 +242,7 @@ pub fn main(cli: Cli) -> i32 {
             resume,
             stop_after,
             wide,
+            engine,
         } => run::cmd_run(run::RunArgs {
             path: experiment,
             out,
@@ -243,6 +254,7 @@ pub fn main(cli: Cli) -> i32 {
             resume,
             stop_after,
             wide,
+            engine,
         }),
         Command::Merge { dirs, out, wide } => merge::cmd_merge(dirs, out, wide),
         Command::Check {
@@ -250,18 +262,21 @@ pub fn main(cli: Cli) -> i32 {
             json,
             jobs: j,
             junit,
+            engine,
         } => check_cmd::cmd_check(check_cmd::CheckArgs {
             path: file,
             json,
             jobs: jobs(j),
             junit,
+            engine,
         }),
         Command::Replay {
             file,
             seed,
             model,
             routing,
-        } => replay::cmd_replay(file, seed, model, routing),
+            engine,
+        } => replay::cmd_replay(file, seed, model, routing, engine),
         Command::Shrink {
             file,
             seed,

@@ -16,6 +16,7 @@ pub fn cmd_replay(
     seed: u64,
     model: Option<String>,
     routing: Option<String>,
+    engine: Option<crate::engine::Engine>,
 ) -> Result<i32, InputError> {
     let loaded = match &path {
         Some(p) => load(p)?,
@@ -50,6 +51,9 @@ pub fn cmd_replay(
             Sim::experiment_builder(exp, &profile, &exp.file.routing[0], seed)
         }
     };
+    if let Some(e) = engine {
+        builder.engine(e);
+    }
     if let Some(r) = &routing {
         check_routing(r)?;
         builder.routing(r);

@@ -60,6 +60,8 @@ pub struct RunArgs {
     pub stop_after: Option<usize>,
     /// Print the full table (every invariant a column) instead of the compact summary.
     pub wide: bool,
+    /// The engine, instead of the experiment's.
+    pub engine: Option<crate::engine::Engine>,
 }
 
 /// Loads the experiment and the text it came from (`None` for the embedded default).
@@ -78,6 +80,9 @@ fn load(path: &Option<PathBuf>) -> Result<(Experiment, Option<String>), InputErr
 /// Runs `a2a-chaos run`; returns the exit code (0 whether or not violations were found).
 pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
     let (mut exp, text) = load(&args.path)?;
+    if let Some(engine) = args.engine {
+        exp.file.engine = engine;
+    }
     if let Some(n) = args.seeds {
         if n == 0 || n > experiment::SEEDS_MAX {
             return Err(InputError::new(

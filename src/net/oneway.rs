@@ -54,6 +54,14 @@ pub fn is_cut(from: &str, to: &str) -> bool {
     CUTS.with(|c| c.borrow().contains(&(from.to_string(), to.to_string())))
 }
 
+/// The host that makes a call: by its address on turmoil's network, by its name on the
+/// event engine's.
+#[derive(Debug, Clone)]
+pub enum Caller {
+    Addr(IpAddr),
+    Host(crate::engine::HostName),
+}
+
 /// Which way of a call [`way_open`] waits on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Way {
@@ -65,11 +73,16 @@ pub enum Way {
 
 /// Waits while `way` between the calling host (by its address) and `host` is cut. The
 /// caller's name is looked up only while some cut exists: no cost on a whole network.
-pub async fn way_open(caller: Option<IpAddr>, host: &str, way: Way) {
+pub async fn way_open(caller: Option<&Caller>, host: &str, way: Way) {
     if CUTS.with(|c| c.borrow().is_empty()) {
         return;
     }
-    let Some(caller) = caller.and_then(turmoil::reverse_lookup) else {
+    let caller = match caller {
+        Some(Caller::Addr(addr)) => turmoil::reverse_lookup(*addr),
+        Some(Caller::Host(name)) => Some(name.to_string()),
+        None => None,
+    };
+    let Some(caller) = caller else {
         return;
     };
     match way {

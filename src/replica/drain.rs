@@ -118,6 +118,10 @@ impl Drop for Connection {
         if self.signal.boot.get() == self.boot {
             let open = self.signal.connections.get();
             self.signal.connections.set(open.saturating_sub(1));
+            // A draining pod whose last connection closed exits: the driver acts on it.
+            if open <= 1 && self.signal.begun.borrow().is_some() {
+                crate::engine::nudge();
+            }
         }
     }
 }

@@ -289,11 +289,11 @@ impl Replica {
     pub async fn serve(self: Rc<Self>) -> turmoil::Result {
         if self.profile.recovery.sweep_ms > 0 {
             let me = self.clone();
-            tokio::task::spawn_local(me.sweep());
+            crate::engine::spawn(me.sweep());
         }
         if self.profile.push.outbox {
             let me = self.clone();
-            tokio::task::spawn_local(me.deliver_outbox());
+            crate::engine::spawn(me.deliver_outbox());
         }
         // SIGTERM closes the listener; each open connection is counted until it closes.
         let (stop, drain) = (self.faults.drain.clone(), self.faults.drain.clone());

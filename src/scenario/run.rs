@@ -273,6 +273,7 @@ fn run_step<'a>(
                     return;
                 }
                 link.commands.borrow_mut().push_back(action.clone());
+                crate::engine::nudge();
                 // The driver applies it before the next tick.
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }

@@ -43,6 +43,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::check::{self, Checker, Finding};
+use crate::engine::Engine;
 use crate::error::InputError;
 use crate::experiment::Experiment;
 use crate::faults::FaultSpec;
@@ -129,6 +130,7 @@ pub struct Builder {
     keep_trace: bool,
     budget: Option<Duration>,
     tick: Option<Duration>,
+    engine: Engine,
     settle: bool,
     timing: Timing,
     webhook: WebhookMode,
@@ -149,6 +151,7 @@ impl Default for Builder {
             keep_trace: false,
             budget: None,
             tick: None,
+            engine: Engine::default(),
             settle: true,
             timing: Timing::default(),
             webhook: WebhookMode::Ok,
@@ -219,6 +222,12 @@ impl Builder {
     /// else [`world::TICK`]); at most [`crate::scenario::TICK_MS_MAX`] ms.
     pub fn tick(&mut self, tick: Duration) -> &mut Self {
         self.tick = Some(tick);
+        self
+    }
+
+    /// Which engine runs the world (default: the event engine).
+    pub fn engine(&mut self, engine: Engine) -> &mut Self {
+        self.engine = engine;
         self
     }
 
@@ -346,6 +355,7 @@ impl Builder {
             keep_trace: self.keep_trace,
             budget: self.budget.unwrap_or(budget),
             tick,
+            engine: self.engine,
             settle: self.settle,
             table: self.table.clone(),
         };
@@ -445,6 +455,7 @@ impl Sim {
             .faults(exp.file.faults.clone())
             .budget(exp.budget)
             .tick(Duration::from_millis(exp.file.tick_ms))
+            .engine(exp.file.engine)
             .seed(seed)
             .reproduce(exp.reproduce(seed, &profile.name, routing));
         b

@@ -105,6 +105,7 @@ pub fn now_ms() -> u64 {
 /// Simulated time since the start of the run on the calling host (real time in a live run).
 pub fn now() -> Duration {
     turmoil::sim_elapsed()
+        .or_else(crate::engine::elapsed)
         .or_else(|| crate::net::real().map(|net| net.elapsed()))
         .unwrap_or_default()
 }

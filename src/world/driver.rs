@@ -1,9 +1,11 @@
-//! The driver: applies fault actions to the turmoil world between ticks, and turns kill
-//! points that fired, and drained pods that exit, into kills. It implements [`Target`], so
-//! each action kind says itself what it does ([`crate::faults`]).
+//! The driver: applies fault actions to the world (between turmoil's ticks, or when the
+//! event engine wakes it), and turns kill points that fired, and drained pods that exit,
+//! into kills. It implements [`Target`], so each action kind says itself what it does
+//! ([`crate::faults`]); what it does to the hosts and the network goes through
+//! [`WorldOps`], which both engines implement.
 
-use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -44,6 +46,69 @@ pub(super) struct Driver {
     pub(super) draining: BTreeMap<Host, Draining>,
     /// Hosts killed while draining with a restart asked for: restarted right after.
     pub(super) owed_restarts: Vec<Host>,
+    /// The planned fault actions not applied yet, in time order.
+    pub(super) pending: VecDeque<Scheduled>,
+    /// Actions a scripted scenario asked for, to apply at once.
+    pub(super) commands: Rc<RefCell<VecDeque<Action>>>,
+    /// How many actions the driver still has to apply (the client's settle check reads it).
+    pub(super) faults_pending: Rc<Cell<usize>>,
+}
+
+/// What the driver does to the hosts and the network: turmoil's `Sim`, or the event
+/// engine's [`crate::engine::Core`].
+pub(super) trait WorldOps {
+    fn crash(&mut self, host: &str);
+    fn bounce(&mut self, host: &str);
+    fn hold(&mut self, a: &str, b: &str);
+    fn release(&mut self, a: &str, b: &str);
+    fn set_link_max_latency(&mut self, a: &str, b: &str, max: Duration);
+    /// Cuts one way of a link. turmoil cannot: there the calls keep the cut themselves
+    /// ([`crate::net::oneway`]), and this does nothing.
+    fn cut_oneway(&mut self, _from: &str, _to: &str) {}
+    /// Repairs one way of a link (nothing on turmoil, as [`WorldOps::cut_oneway`]).
+    fn repair_oneway(&mut self, _from: &str, _to: &str) {}
+}
+
+impl WorldOps for turmoil::Sim<'_> {
+    fn crash(&mut self, host: &str) {
+        turmoil::Sim::crash(self, host);
+    }
+    fn bounce(&mut self, host: &str) {
+        turmoil::Sim::bounce(self, host);
+    }
+    fn hold(&mut self, a: &str, b: &str) {
+        turmoil::Sim::hold(self, a, b);
+    }
+    fn release(&mut self, a: &str, b: &str) {
+        turmoil::Sim::release(self, a, b);
+    }
+    fn set_link_max_latency(&mut self, a: &str, b: &str, max: Duration) {
+        self.set_link_max_message_latency(a, b, max);
+    }
+}
+
+impl WorldOps for Rc<crate::engine::Core> {
+    fn crash(&mut self, host: &str) {
+        crate::engine::Core::crash(self, host);
+    }
+    fn bounce(&mut self, host: &str) {
+        crate::engine::Core::bounce(self, host);
+    }
+    fn hold(&mut self, a: &str, b: &str) {
+        self.net.hold(a, b);
+    }
+    fn release(&mut self, a: &str, b: &str) {
+        self.net.release(a, b);
+    }
+    fn set_link_max_latency(&mut self, a: &str, b: &str, max: Duration) {
+        self.net.set_link_max_latency(a, b, Some(max));
+    }
+    fn cut_oneway(&mut self, from: &str, to: &str) {
+        self.net.cut_oneway(from, to);
+    }
+    fn repair_oneway(&mut self, from: &str, to: &str) {
+        self.net.repair_oneway(from, to);
+    }
 }
 
 /// A replica between SIGTERM and its exit.
@@ -128,7 +193,44 @@ impl Driver {
         out
     }
 
-    pub(super) fn apply(&mut self, sim: &mut turmoil::Sim<'_>, now: u64, action: &Action) {
+    /// Everything due at `now`: the kills owed to kill points, the planned actions whose
+    /// time came, the scenario's commands, the drained pods' exits. Then counts what is
+    /// still to apply.
+    pub(super) fn act(&mut self, world: &mut dyn WorldOps, now: u64) {
+        // Kill points reached since the last call: each becomes a kill a few ms from now
+        // and a restart after the down time.
+        for s in self.point_kills(now) {
+            let at = self.pending.partition_point(|p| p.at_ms <= s.at_ms);
+            self.pending.insert(at, s);
+        }
+        while self.pending.front().is_some_and(|s| s.at_ms <= now) {
+            let s = self.pending.pop_front().expect("checked");
+            self.apply(world, now, &s.action);
+        }
+        loop {
+            let next = self.commands.borrow_mut().pop_front();
+            match next {
+                Some(action) => self.apply(world, now, &action),
+                None => break,
+            }
+        }
+        for action in self.drain_exits(now) {
+            self.apply(world, now, &action);
+        }
+        self.faults_pending
+            .set(self.pending.len() + self.commands.borrow().len() + self.draining.len());
+    }
+
+    /// The next time something is due without being nudged: a planned action, or the end
+    /// of a drain's grace period (a drain that ends sooner, by its last connection
+    /// closing, nudges the driver itself).
+    pub(super) fn next_due_ms(&self) -> Option<u64> {
+        let planned = self.pending.front().map(|s| s.at_ms);
+        let drained = self.draining.values().map(|d| d.deadline_ms).min();
+        planned.into_iter().chain(drained).min()
+    }
+
+    pub(super) fn apply(&mut self, sim: &mut dyn WorldOps, now: u64, action: &Action) {
         self.trace
             .record_at(now, Host::Driver, Event::Fault(action.clone()));
         self.applied.push((now, action.clone()));
@@ -141,13 +243,13 @@ impl Driver {
 }
 
 /// The driver applying one action to the turmoil world: what a fault may do to it.
-struct Applying<'a, 'b> {
+struct Applying<'a> {
     driver: &'a mut Driver,
-    sim: &'a mut turmoil::Sim<'b>,
+    sim: &'a mut dyn WorldOps,
     now: u64,
 }
 
-impl Applying<'_, '_> {
+impl Applying<'_> {
     fn set_ready(&self, host: &Host, ready: bool) {
         if let Some(i) = host.replica_index() {
             if let Some(r) = self.driver.control.ready.borrow_mut().get_mut(i) {
@@ -157,7 +259,7 @@ impl Applying<'_, '_> {
     }
 }
 
-impl Applying<'_, '_> {
+impl Applying<'_> {
     /// Every host a replica talks to or hears from: what a pause holds.
     /// Lets what waits on the link between `a` and `b` through, unless something still
     /// holds it: a `hold` step, a partition both ways, or a paused end.
@@ -170,7 +272,7 @@ impl Applying<'_, '_> {
             || d.paused.contains(a)
             || d.paused.contains(b);
         if !held {
-            self.sim.release(a.to_string(), b.to_string());
+            self.sim.release(&a.to_string(), &b.to_string());
         }
     }
 
@@ -190,7 +292,7 @@ impl Applying<'_, '_> {
     }
 }
 
-impl Target for Applying<'_, '_> {
+impl Target for Applying<'_> {
     fn crash(&mut self, host: &Host) {
         // A kill during a drain ends it; a restart asked for meanwhile still comes.
         if self.driver.draining.remove(host).is_some_and(|d| d.restart) {
@@ -205,7 +307,7 @@ impl Target for Applying<'_, '_> {
                     }
                 }
             }
-            self.sim.crash(host.to_string());
+            self.sim.crash(&host.to_string());
             crate::net::crashed::crashed(&host.to_string());
         }
     }
@@ -216,7 +318,7 @@ impl Target for Applying<'_, '_> {
             return;
         }
         if self.driver.crashed.remove(host) {
-            self.sim.bounce(host.to_string());
+            self.sim.bounce(&host.to_string());
             crate::net::crashed::restarted(&host.to_string());
             self.set_ready(host, true);
         }
@@ -257,8 +359,9 @@ impl Target for Applying<'_, '_> {
     fn partition(&mut self, from: &Host, to: &Host, oneway: bool) {
         if oneway {
             crate::net::oneway::cut(&from.to_string(), &to.to_string());
+            self.sim.cut_oneway(&from.to_string(), &to.to_string());
         } else {
-            self.sim.hold(from.to_string(), to.to_string());
+            self.sim.hold(&from.to_string(), &to.to_string());
         }
         self.driver
             .partitions
@@ -267,6 +370,8 @@ impl Target for Applying<'_, '_> {
 
     fn repair(&mut self, a: &Host, b: &Host) {
         crate::net::oneway::repair(&a.to_string(), &b.to_string());
+        self.sim.repair_oneway(&a.to_string(), &b.to_string());
+        self.sim.repair_oneway(&b.to_string(), &a.to_string());
         let ab = self.driver.partitions.remove(&(a.clone(), b.clone()));
         let ba = self.driver.partitions.remove(&(b.clone(), a.clone()));
         if ab == Some(false) || ba == Some(false) {
@@ -275,7 +380,7 @@ impl Target for Applying<'_, '_> {
     }
 
     fn hold(&mut self, a: &Host, b: &Host) {
-        self.sim.hold(a.to_string(), b.to_string());
+        self.sim.hold(&a.to_string(), &b.to_string());
         self.driver.held.insert((a.clone(), b.clone()));
     }
 
@@ -290,7 +395,7 @@ impl Target for Applying<'_, '_> {
             return;
         }
         for peer in self.peers_of(host) {
-            self.sim.hold(host.to_string(), peer.to_string());
+            self.sim.hold(&host.to_string(), &peer.to_string());
         }
     }
 
@@ -307,7 +412,7 @@ impl Target for Applying<'_, '_> {
     fn link_latency(&mut self, a: &Host, b: &Host, max_ms: Option<u64>) {
         let max = Duration::from_millis(max_ms.unwrap_or(LATENCY_MS.1));
         self.sim
-            .set_link_max_message_latency(a.to_string(), b.to_string(), max);
+            .set_link_max_latency(&a.to_string(), &b.to_string(), max);
         if max_ms.is_some() {
             self.driver.slowed.insert((a.clone(), b.clone()));
         } else {
@@ -321,28 +426,30 @@ impl Target for Applying<'_, '_> {
         let partitions = std::mem::take(&mut self.driver.partitions);
         for (a, b) in partitions.keys() {
             crate::net::oneway::repair(&a.to_string(), &b.to_string());
+            self.sim.repair_oneway(&a.to_string(), &b.to_string());
+            self.sim.repair_oneway(&b.to_string(), &a.to_string());
         }
         for ((a, b), _) in partitions.iter().filter(|(_, oneway)| !**oneway) {
-            self.sim.release(a.to_string(), b.to_string());
+            self.sim.release(&a.to_string(), &b.to_string());
         }
         for (a, b) in std::mem::take(&mut self.driver.held) {
-            self.sim.release(a.to_string(), b.to_string());
+            self.sim.release(&a.to_string(), &b.to_string());
         }
         for host in std::mem::take(&mut self.driver.paused) {
             for peer in self.peers_of(&host) {
-                self.sim.release(host.to_string(), peer.to_string());
+                self.sim.release(&host.to_string(), &peer.to_string());
             }
         }
         self.driver.chaos.borrow_mut().clear();
         for (a, b) in std::mem::take(&mut self.driver.slowed) {
-            self.sim.set_link_max_message_latency(
-                a.to_string(),
-                b.to_string(),
+            self.sim.set_link_max_latency(
+                &a.to_string(),
+                &b.to_string(),
                 Duration::from_millis(LATENCY_MS.1),
             );
         }
         for host in std::mem::take(&mut self.driver.crashed) {
-            self.sim.bounce(host.to_string());
+            self.sim.bounce(&host.to_string());
             crate::net::crashed::restarted(&host.to_string());
             self.set_ready(&host, true);
         }

@@ -17,17 +17,19 @@
 mod cards;
 mod client;
 mod driver;
+mod engines;
 mod record;
 mod settle;
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use crate::buggify::Chaos;
 use crate::client::history::History;
-use crate::faults::{PlanInput, Scheduled};
+use crate::engine::Engine;
+use crate::faults::PlanInput;
 use crate::ground::ledger::{self, LedgerState};
 use crate::ground::push::SharedPush;
 use crate::ground::webhook::{self, WebhookState};
@@ -82,9 +84,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     let activity = crate::activity::Activity::install();
     crate::net::crashed::reset();
     crate::net::oneway::reset();
-    let mut sim = turmoil_builder(seed, spec.budget)
-        .tick_duration(spec.tick)
-        .build();
+    let mut hosts = engines::Hosts::default();
 
     let store_state: SharedState = store::shared(spec.table.as_ref());
     let ledger_state = Rc::new(RefCell::new(LedgerState::default()));
@@ -126,20 +126,20 @@ pub fn run(spec: &RunSpec) -> RunRecord {
 
     {
         let (state, trace, chaos) = (store_state.clone(), trace.clone(), chaos.clone());
-        sim.host("store", move || {
-            store::serve(state.clone(), trace.clone(), chaos.clone())
+        hosts.add("store", move || {
+            Box::pin(store::serve(state.clone(), trace.clone(), chaos.clone()))
         });
     }
     {
         let (state, trace) = (ledger_state.clone(), trace.clone());
-        sim.host("ledger", move || {
-            ledger::serve(state.clone(), trace.clone())
+        hosts.add("ledger", move || {
+            Box::pin(ledger::serve(state.clone(), trace.clone()))
         });
     }
     {
         let (state, trace, mode) = (webhook_state.clone(), trace.clone(), spec.webhook);
-        sim.host("webhook", move || {
-            webhook::serve(state.clone(), mode, trace.clone())
+        hosts.add("webhook", move || {
+            Box::pin(webhook::serve(state.clone(), mode, trace.clone()))
         });
     }
     let mut memory_slots: Vec<Rc<RefCell<Option<SharedState>>>> = Vec::new();
@@ -157,7 +157,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         let chaos = chaos.clone();
         let (card, grants) = (cards.clone(), grants.clone());
         let table = spec.table.clone();
-        sim.host(Host::Replica(i).to_string(), move || {
+        hosts.add(Host::Replica(i).to_string(), move || {
             let b = boot.get();
             boot.set(b + 1);
             let store = match profile.store.placement {
@@ -185,16 +185,21 @@ pub fn run(spec: &RunSpec) -> RunRecord {
                 },
             ));
             let trace = trace.clone();
-            async move {
+            Box::pin(async move {
                 trace.record(Host::Replica(i), Event::Boot(b));
                 replica.serve().await
-            }
+            })
         });
     }
     {
         let (routing, control, trace) = (spec.routing.clone(), control.clone(), trace.clone());
-        sim.host("router", move || {
-            router::serve(routing.clone(), seed, control.clone(), trace.clone())
+        hosts.add("router", move || {
+            Box::pin(router::serve(
+                routing.clone(),
+                seed,
+                control.clone(),
+                trace.clone(),
+            ))
         });
     }
 
@@ -202,8 +207,12 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         *control.cards.borrow_mut() = Some(authority.clone());
         for host in card_hosts {
             let (authority, trace, name) = (authority.clone(), trace.clone(), host.clone());
-            sim.host(host, move || {
-                crate::card::front_door::serve(name.clone(), authority.clone(), trace.clone())
+            hosts.add(host, move || {
+                Box::pin(crate::card::front_door::serve(
+                    name.clone(),
+                    authority.clone(),
+                    trace.clone(),
+                ))
             });
         }
     }
@@ -240,8 +249,6 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         (&cards, &grants),
         settle,
     );
-    sim.client("client", client_future);
-
     let mut driver = Driver {
         control: control.clone(),
         memory_slots,
@@ -265,47 +272,19 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         drains,
         draining: BTreeMap::new(),
         owed_restarts: Vec::new(),
+        pending: plan.into(),
+        commands: link.commands.clone(),
+        faults_pending,
     };
-    let mut pending: VecDeque<Scheduled> = plan.into();
-    let mut steps = 0u64;
-    let mut error = None;
-    loop {
-        let now = sim.elapsed().as_millis() as u64;
-        // Kill points reached during the last tick: each becomes a kill a few ms from now
-        // and a restart after the down time.
-        for s in driver.point_kills(now) {
-            let at = pending.partition_point(|p| p.at_ms <= s.at_ms);
-            pending.insert(at, s);
-        }
-        while pending.front().is_some_and(|s| s.at_ms <= now) {
-            let s = pending.pop_front().expect("checked");
-            driver.apply(&mut sim, now, &s.action);
-        }
-        loop {
-            let next = link.commands.borrow_mut().pop_front();
-            match next {
-                Some(action) => driver.apply(&mut sim, now, &action),
-                None => break,
-            }
-        }
-        for action in driver.drain_exits(now) {
-            driver.apply(&mut sim, now, &action);
-        }
-        faults_pending.set(pending.len() + link.commands.borrow().len() + driver.draining.len());
-        steps += 1;
-        match sim.step() {
-            Ok(true) => break,
-            Ok(false) => {}
-            Err(e) => {
-                error = Some(format!(
-                    "the run did not finish: {e} (budget {} simulated s)",
-                    spec.budget.as_secs()
-                ));
-                break;
-            }
-        }
-    }
-    let sim_ms = sim.elapsed().as_millis() as u64;
+    let ended = match spec.engine {
+        Engine::Turmoil => engines::run_turmoil(spec, hosts, client_future, &mut driver),
+        Engine::Events => engines::run_events(spec, hosts, client_future, &mut driver),
+    };
+    let engines::Ended {
+        sim_ms,
+        steps,
+        error,
+    } = ended;
     drop(activity);
 
     let mut final_tasks = BTreeMap::new();
@@ -334,7 +313,6 @@ pub fn run(spec: &RunSpec) -> RunRecord {
             saves.sort_by_key(|s| s.at_ms);
         }
     }
-    drop(sim);
     let conversations = link.tasks.borrow().clone();
     let effects = ledger_state.borrow().effects().to_vec();
     let deliveries = webhook_state.borrow().deliveries.clone();

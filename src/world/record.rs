@@ -41,8 +41,11 @@ pub struct RunSpec {
     pub keep_trace: bool,
     /// Simulated time after which an unfinished run is reported as not terminating.
     pub budget: Duration,
-    /// Simulated time one step advances (`tick-ms`; [`crate::world::TICK`] by default).
+    /// Simulated time one step advances (`tick-ms`; [`crate::world::TICK`] by default), on
+    /// turmoil; the event engine has no tick.
     pub tick: Duration,
+    /// Which engine runs the world.
+    pub engine: crate::engine::Engine,
     /// End a generated run's liveness phase once the world has settled (the default; see
     /// `world::settle`), or step out the whole bound.
     pub settle: bool,
