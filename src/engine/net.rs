@@ -27,7 +27,7 @@
 //! their database) sees of a short partition better than a fresh connection's SYN backoff
 //! would: the simulation opens a connection per call where the real systems reuse one.
 //! - **A host that dies** closes its sockets: its listeners are gone (a connection attempt
-//!   is refused after one round trip), and each connection it held ends for its peer once
+//!   is refused when its SYN arrives), and each connection it held ends for its peer once
 //!   the segments already sent have arrived.
 //! - **A slowed link** draws its latency up to a larger bound.
 //!
@@ -428,8 +428,8 @@ pub struct Stream {
 }
 
 impl Stream {
-    /// Connects the current host to `port` on `host`: a SYN's latency there, and an
-    /// answer's back; refused if nothing listens there.
+    /// Connects the current host to `port` on `host`: a SYN's latency there (the answer
+    /// takes none, as in turmoil); refused if nothing listens there.
     pub async fn connect(host: &str, port: u16) -> io::Result<Stream> {
         let (Some(core), Some(from)) = (super::core(), super::current_host()) else {
             return Err(io::Error::other("no event-engine host is running"));
@@ -446,7 +446,6 @@ impl Stream {
         tokio::time::sleep(net.latency(&from, &to)).await;
         let backlog = net.listeners.borrow().get(&(to.clone(), port)).cloned();
         let Some(backlog) = backlog.filter(|b| b.borrow().open) else {
-            tokio::time::sleep(net.latency(&to, &from)).await;
             return Err(io::ErrorKind::ConnectionRefused.into());
         };
         let (there, back) = (Pipe::new(&from, &to), Pipe::new(&to, &from));
@@ -461,11 +460,14 @@ impl Stream {
                 w.wake();
             }
         }
-        // The answer to the SYN. A cut of the answering way alone does not hold it back:
-        // such a cut loses what the connection carries, as the live runs' link proxies
-        // model it (`crate::live::link`: the client's handshake is with the proxy), where
-        // a kernel's own SYN-ACK would be lost too and the attempt would retry.
-        tokio::time::sleep(net.latency(&to, &from)).await;
+        // The answer to the SYN takes no time, as in turmoil: the handshake costs one
+        // latency, where a kernel's costs a round trip (on the live runs' loopback, a few
+        // microseconds either way; a second latency per connection made every simulated
+        // exchange a millisecond slower than turmoil's and moved timing-sensitive races).
+        // A cut of the answering way alone does not hold it back: such a cut loses what the
+        // connection carries, as the live runs' link proxies model it (`crate::live::link`:
+        // the client's handshake is with the proxy), where a kernel's own SYN-ACK would be
+        // lost too and the attempt would retry. A link held both ways holds it.
         if tokio::time::timeout(SYN_PATIENCE, net.open_both_ways(&to, &from))
             .await
             .is_err()

@@ -111,11 +111,25 @@ fn an_abandoned_connection_attempt_closes_the_servers_end() {
                 })
             }),
         );
+        let c = core.clone();
         core.task("client", async move {
-            // Given up after the SYN arrived, before its answer came back.
-            let gave_up =
-                tokio::time::timeout(Duration::from_millis(1), Stream::connect("server", 1)).await;
-            assert!(gave_up.is_err());
+            // The SYN goes out, then the link is held both ways: the attempt waits for the
+            // held answer and is given up; the link comes back later.
+            let attempt = Stream::connect("server", 1);
+            let hold = async {
+                tokio::task::yield_now().await;
+                c.net.hold("client", "server");
+                std::future::pending::<()>().await
+            };
+            let gave_up = tokio::time::timeout(Duration::from_millis(10), async {
+                tokio::select! {
+                    r = attempt => r.map(|_| ()),
+                    () = hold => unreachable!(),
+                }
+            })
+            .await;
+            assert!(gave_up.is_err(), "the attempt waited for the held answer");
+            c.net.release("client", "server");
             tokio::time::sleep(Duration::from_secs(1)).await;
         })
         .await
