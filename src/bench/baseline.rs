@@ -124,10 +124,7 @@ fn run_bare(
             sim.elapsed().as_millis() as u64
         }
         Engine::Events => crate::engine::run(seed, |core| async move {
-            core.net.set_latency(
-                Duration::from_millis(world::LATENCY_MS.0),
-                Duration::from_millis(world::LATENCY_MS.1),
-            );
+            world::configure_event_net(&core);
             bare_hosts(&mut |name, software| core.host(&name, software), replicas);
             match core.task("client", client).await {
                 Ok(Ok(())) => {}

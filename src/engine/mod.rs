@@ -185,18 +185,18 @@ impl<F: Future> HostScoped<F> {
             inner: Some(Box::pin(inner)),
         }
     }
+}
 
-    /// Runs `f` with the thread's current host set to this future's owner.
-    fn scoped<R>(owner: &Owner, f: impl FnOnce() -> R) -> R {
-        struct Restore(Option<Owner>);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                CURRENT.with(|c| *c.borrow_mut() = self.0.take());
-            }
+/// Runs `f` with the thread's current host set to `owner` (restored after, even on a panic).
+fn scoped<R>(owner: &Owner, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Owner>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CURRENT.with(|c| *c.borrow_mut() = self.0.take());
         }
-        let _restore = Restore(CURRENT.with(|c| c.replace(Some(owner.clone()))));
-        f()
     }
+    let _restore = Restore(CURRENT.with(|c| c.replace(Some(owner.clone()))));
+    f()
 }
 
 impl<F: Future> Future for HostScoped<F> {
@@ -205,15 +205,14 @@ impl<F: Future> Future for HostScoped<F> {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
         let inner = this.inner.as_mut().expect("polled after it finished");
-        Self::scoped(&this.owner, || inner.as_mut().poll(cx))
+        scoped(&this.owner, || inner.as_mut().poll(cx))
     }
 }
 
 impl<F> Drop for HostScoped<F> {
     fn drop(&mut self) {
         if let Some(inner) = self.inner.take() {
-            let owner = self.owner.clone();
-            HostScoped::<std::future::Ready<()>>::scoped(&owner, move || drop(inner));
+            scoped(&self.owner, move || drop(inner));
         }
     }
 }
@@ -277,7 +276,7 @@ impl Core {
             life: Some(life),
         };
         // The software is made as the new life's, so what it spawns is that life's.
-        let run = HostScoped::<std::future::Ready<()>>::scoped(&owner, || software());
+        let run = scoped(&owner, || software());
         let core = Rc::downgrade(self);
         let who = name.clone();
         let handle = tokio::task::spawn_local(HostScoped::new(owner.clone(), async move {

@@ -88,6 +88,23 @@ struct Hold {
     until: Option<Instant>,
 }
 
+impl Hold {
+    /// Whether this hold caught a segment due at `due` (it began before its arrival).
+    fn caught(&self, due: Instant) -> bool {
+        self.since <= due
+    }
+
+    /// When a segment due at `due` that this hold caught is given up on, if the hold lasts
+    /// past the kernel's patience ([`DATA_PATIENCE`]).
+    fn give_up(&self, due: Instant) -> Option<Instant> {
+        let give_up = self.since.max(due) + DATA_PATIENCE;
+        match self.until {
+            Some(until) if until <= give_up => None,
+            _ => Some(give_up),
+        }
+    }
+}
+
 /// The network of one run.
 pub struct Net {
     rng: RefCell<ChaCha8Rng>,
@@ -227,15 +244,8 @@ impl Net {
     /// When a segment due at `due` on the way `from`→`to` is given up on: when the way's
     /// last hold caught it and lasts past the kernel's patience ([`DATA_PATIENCE`]).
     fn abort_at(&self, from: &str, to: &str, due: Instant) -> Option<Instant> {
-        let h = self.last_hold(from, to)?;
-        if h.since > due {
-            return None;
-        }
-        let give_up = h.since.max(due) + DATA_PATIENCE;
-        match h.until {
-            Some(until) if until <= give_up => None,
-            _ => Some(give_up),
-        }
+        let h = self.last_hold(from, to).filter(|h| h.caught(due))?;
+        h.give_up(due)
     }
 
     /// The last hold of the way `from`→`to`, if it was ever held.
@@ -270,21 +280,19 @@ impl Net {
 
     /// Waits while the way from `a` to `b` is held or cut.
     async fn open(&self, a: &str, b: &str) {
-        std::future::poll_fn(|cx| {
-            if self.is_held(a, b) {
-                self.hold_waiters.borrow_mut().push(cx.waker().clone());
-                Poll::Pending
-            } else {
-                Poll::Ready(())
-            }
-        })
-        .await;
+        self.wait_while(|| self.is_held(a, b)).await;
     }
 
     /// Waits while the link `a`–`b` is held both ways (a one-way cut does not hold it).
     async fn open_both_ways(&self, a: &str, b: &str) {
+        self.wait_while(|| self.held.borrow().contains(&link(a, b)))
+            .await;
+    }
+
+    /// Waits while `held` says so, woken by every release.
+    async fn wait_while(&self, held: impl Fn() -> bool) {
         std::future::poll_fn(|cx| {
-            if self.held.borrow().contains(&link(a, b)) {
+            if held() {
                 self.hold_waiters.borrow_mut().push(cx.waker().clone());
                 Poll::Pending
             } else {
@@ -543,8 +551,8 @@ impl AsyncRead for Stream {
                 return Poll::Pending;
             };
             let net = &this.core.net;
-            let hold = net.last_hold(&from, &to).filter(|h| h.since <= due);
-            if let Some(give_up) = net.abort_at(&from, &to, due) {
+            let hold = net.last_hold(&from, &to).filter(|h| h.caught(due));
+            if let Some(give_up) = hold.and_then(|h| h.give_up(due)) {
                 // Caught, and the hold outlasts the kernel's patience.
                 if give_up <= Instant::now() {
                     return Poll::Ready(Err(io::ErrorKind::TimedOut.into()));

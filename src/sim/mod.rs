@@ -218,8 +218,9 @@ impl Builder {
         self
     }
 
-    /// Simulated time one step of the world advances (default: the scenario's `tick-ms`,
-    /// else [`world::TICK`]); at most [`crate::scenario::TICK_MS_MAX`] ms.
+    /// Simulated time one step of a turmoil world advances (the event engine has no step;
+    /// default: the scenario's `tick-ms`, else [`world::TICK`]); at most
+    /// [`crate::scenario::TICK_MS_MAX`] ms.
     pub fn tick(&mut self, tick: Duration) -> &mut Self {
         self.tick = Some(tick);
         self

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use crate::engine::Software;
 
 use super::driver::Driver;
-use super::{RunSpec, LATENCY_MS};
+use super::RunSpec;
 
 /// The hosts of a run, in the order they are added (turmoil gives addresses in that order).
 #[derive(Default)]
@@ -86,10 +86,7 @@ pub(super) fn run_events(
     driver: &mut Driver,
 ) -> Ended {
     crate::engine::run(spec.seed, |core| async move {
-        core.net.set_latency(
-            std::time::Duration::from_millis(LATENCY_MS.0),
-            std::time::Duration::from_millis(LATENCY_MS.1),
-        );
+        super::configure_event_net(&core);
         for (name, software) in hosts.0 {
             core.host(&name, software);
         }

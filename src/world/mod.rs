@@ -1,16 +1,17 @@
-//! One simulated run: the turmoil world, its hosts, the driver loop and what it leaves behind.
+//! One simulated run: its hosts, the driver, the engine that runs them and what it leaves
+//! behind.
 //!
 //! Hosts: `client` (workload drivers), `router`, `replica-0..N-1`, `store` (the shared task
 //! store as a service, so latency and partitions apply between replicas and store), `ledger`
 //! (the business-effect sink) and `webhook` (push receiver); in runs that simulate the agent
-//! card, also the extra hosts its changes may name ([`crate::card`]). One u64 seed drives turmoil's
-//! `rng_seed`, every host's tokio runtime (built with `tokio_unstable`), the fault plan, the
-//! workload and every id; the epoch is fixed. The same seed gives the same trace hash in any
-//! process.
+//! card, also the extra hosts its changes may name ([`crate::card`]). One u64 seed drives the
+//! engine (the event engine's runtime and network, or turmoil's `rng_seed` and every host's
+//! runtime, built with `tokio_unstable`), the fault plan, the workload and every id; the
+//! epoch is fixed. The same seed on the same engine gives the same trace hash in any process.
 //!
-//! The driver steps the simulation one 1 ms tick at a time and applies faults between ticks:
-//! the planned ones at their time, and the ones a scripted scenario asks for as it reaches
-//! them. At the end it collects ground truth from the hosts that do not lie about
+//! The driver applies faults at their time (the planned ones) and as a scripted scenario
+//! reaches them: between turmoil's 1 ms ticks, or when the event engine wakes it
+//! (`engines`). At the end it collects ground truth from the hosts that do not lie about
 //! themselves: the store's tasks and save log (or each live pod's memory), the ledger, the
 //! webhook.
 
@@ -74,6 +75,15 @@ pub fn turmoil_builder(seed: u64, budget: Duration) -> turmoil::Builder {
         // that; a burst of conversations (or a wide `concurrent` step) can exceed it.
         .tcp_capacity(TCP_CAPACITY);
     b
+}
+
+/// Configures an event-engine network as every run of this simulator has it: the message
+/// latency bounds [`LATENCY_MS`] (turmoil's are set by [`turmoil_builder`]).
+pub fn configure_event_net(core: &crate::engine::Core) {
+    core.net.set_latency(
+        Duration::from_millis(LATENCY_MS.0),
+        Duration::from_millis(LATENCY_MS.1),
+    );
 }
 
 /// Runs one seed to its end.
