@@ -2,6 +2,11 @@
 
 use clap::Parser;
 
+/// mimalloc instead of glibc's malloc: a standard seed spent about a third of its time in
+/// the allocator (measured with `perf`; see docs/PERFORMANCE.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     // A reader that goes away (`a2a-chaos run | head`) ends the program quietly, as it
     // would a C program on SIGPIPE, instead of panicking on the next print.

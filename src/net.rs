@@ -220,8 +220,8 @@ pub fn full(bytes: impl Into<Bytes>) -> BoxBody {
 }
 
 /// A JSON response with the given status.
-pub fn json_response(status: StatusCode, value: &serde_json::Value) -> Response<BoxBody> {
-    let body = serde_json::to_vec(value).expect("a serde_json::Value always serialises");
+pub fn json_response(status: StatusCode, value: &impl serde::Serialize) -> Response<BoxBody> {
+    let body = serde_json::to_vec(value).expect("the simulator's answers always serialise");
     Response::builder()
         .status(status)
         .header("content-type", "application/json")

@@ -24,6 +24,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use a2a::{Message, Part, Role, Task, TaskState};
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::auth::{Grants, DEFAULT_PRINCIPAL};
@@ -538,10 +539,7 @@ fn apply_event(
 ) {
     let translated = as_v1(result);
     let result = translated.as_ref().unwrap_or(result);
-    if let Some(t) = result
-        .get("task")
-        .and_then(|v| serde_json::from_value::<Task>(v.clone()).ok())
-    {
+    if let Some(t) = result.get("task").and_then(|v| Task::deserialize(v).ok()) {
         states.push(t.status.state.clone());
         *task = Some(t);
         *streamed = None;
@@ -639,7 +637,7 @@ fn classify(status: u16, body: &[u8]) -> (Outcome, Option<Task>) {
     let task = result
         .get("task")
         .or(Some(result))
-        .and_then(|v| serde_json::from_value::<Task>(v.clone()).ok());
+        .and_then(|v| Task::deserialize(v).ok());
     (Outcome::Ok, task)
 }
 

@@ -56,6 +56,5 @@ async fn handle(
             chaos: &chaos,
         }),
     );
-    let value = serde_json::to_value(&response).expect("store responses serialise");
-    net::json_response(StatusCode::OK, &value)
+    net::json_response(StatusCode::OK, &response)
 }

@@ -23,6 +23,7 @@ mod client;
 mod host;
 mod state;
 pub mod table;
+mod tagged;
 mod wire;
 
 use std::cell::RefCell;

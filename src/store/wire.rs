@@ -3,81 +3,83 @@
 //! and for a pod's own memory (the replica applies it in place).
 
 use a2a::Task;
-use serde::{Deserialize, Serialize};
 
 use crate::buggify::SharedChaos;
 use crate::faults::Point;
 use crate::host::Host;
 use crate::trace::{now_ms, Event, Trace};
 
+use super::tagged::tag_first_enum;
 use super::{Claim, OutboxEntry, SaveError, SaveMode, SharedState};
 
-// Requests and responses cross the simulated wire as JSON; their size difference is moot.
-#[allow(clippy::large_enum_variant)]
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "op")]
-pub(crate) enum StoreRequest {
-    Get {
-        task_id: String,
-    },
-    Save {
-        task: Task,
-        mode: SaveMode,
-        based_on: Option<u64>,
-        replica: String,
-        /// Queue the task's push in the outbox in the same transaction.
-        #[serde(default)]
-        enqueue_push: bool,
-    },
-    Events {
-        task_id: String,
-        after: u64,
-    },
-    Claim {
-        key: String,
-        lease_ms: u64,
-    },
-    Abandoned,
-    /// Every task, the most recently saved first (ListTasks).
-    List,
-    AddPush {
-        task_id: String,
-        url: String,
-    },
-    PushUrls {
-        task_id: String,
-    },
-    RemovePush {
-        task_id: String,
-        url: String,
-    },
-    ClaimOutbox {
-        lease_ms: u64,
-    },
-    AckOutbox {
-        id: u64,
-    },
-    Finish {
-        key: String,
-        task_id: Option<String>,
-        ttl_ms: u64,
-    },
+tag_first_enum! {
+    /// A request to the store. Requests and responses cross the simulated wire as JSON,
+    /// the tag first; their size difference is moot.
+    #[allow(clippy::large_enum_variant)]
+    pub(crate) enum StoreRequest tag "op" {
+        Get = "get" {
+            task_id: String,
+        },
+        Save = "save" {
+            task: Task,
+            mode: SaveMode,
+            based_on: Option<u64>,
+            replica: String,
+            /// Queue the task's push in the outbox in the same transaction.
+            #[serde(default)]
+            enqueue_push: bool,
+        },
+        Events = "events" {
+            task_id: String,
+            after: u64,
+        },
+        Claim = "claim" {
+            key: String,
+            lease_ms: u64,
+        },
+        Abandoned = "abandoned",
+        /// Every task, the most recently saved first (ListTasks).
+        List = "list",
+        AddPush = "add_push" {
+            task_id: String,
+            url: String,
+        },
+        PushUrls = "push_urls" {
+            task_id: String,
+        },
+        RemovePush = "remove_push" {
+            task_id: String,
+            url: String,
+        },
+        ClaimOutbox = "claim_outbox" {
+            lease_ms: u64,
+        },
+        AckOutbox = "ack_outbox" {
+            id: u64,
+        },
+        Finish = "finish" {
+            key: String,
+            task_id: Option<String>,
+            ttl_ms: u64,
+        },
+    }
 }
 
-#[allow(clippy::large_enum_variant)]
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "result")]
-pub(crate) enum StoreResponse {
-    Task { task: Option<Task>, version: u64 },
-    Saved { version: u64 },
-    Refused { error: SaveError },
-    Events { events: Vec<(u64, Task)> },
-    Claim { claim: Claim },
-    Abandoned { tasks: Vec<(Task, u64)> },
-    Listed { tasks: Vec<Task> },
-    PushUrls { urls: Vec<String> },
-    Outbox { entries: Vec<(u64, OutboxEntry)> },
-    Done,
+tag_first_enum! {
+    /// The store's answer to a [`StoreRequest`].
+    #[allow(clippy::large_enum_variant)]
+    pub(crate) enum StoreResponse tag "result" {
+        Task = "task" { task: Option<Task>, version: u64 },
+        Saved = "saved" { version: u64 },
+        Refused = "refused" { error: SaveError },
+        Events = "events" { events: Vec<(u64, Task)> },
+        Claim = "claim" { claim: Claim },
+        Abandoned = "abandoned" { tasks: Vec<(Task, u64)> },
+        Listed = "listed" { tasks: Vec<Task> },
+        PushUrls = "push_urls" { urls: Vec<String> },
+        Outbox = "outbox" { entries: Vec<(u64, OutboxEntry)> },
+        Done = "done",
+    }
 }
 
 /// The host a request is applied in: the shared store's traces and BUGGIFY points. A pod's
