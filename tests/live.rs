@@ -156,7 +156,16 @@ fn serve_answers_a_real_a2a_client_over_tcp() {
     // and another principal's token does not find alice's task.
     let get =
         serde_json::json!({"jsonrpc": "2.0", "id": 4, "method": "GetTask", "params": {"id": id}});
-    assert_eq!(post_as(&addr, get.clone(), None).status, 401);
+    // The 401's body is the JSON-RPC custom error A2A 1.0 §3.3.2 asks for, not a -32600
+    // that @a2a-js/sdk reads as a malformed request, with a google.rpc.ErrorInfo.
+    let anonymous = post_as(&addr, get.clone(), None);
+    assert_eq!(anonymous.status, 401);
+    let anonymous: serde_json::Value = serde_json::from_slice(&anonymous.body).unwrap();
+    assert_eq!(anonymous["error"]["code"], -32000, "{anonymous}");
+    assert_eq!(
+        anonymous["error"]["data"][0]["reason"], "UNAUTHENTICATED",
+        "{anonymous}"
+    );
     let other = post_as(&addr, get, Some("bob"));
     let other: serde_json::Value = serde_json::from_slice(&other.body).unwrap();
     assert_eq!(other["error"]["code"], -32001, "{other}");

@@ -1,8 +1,8 @@
 //! The JSON-RPC face of a replica: the checks of a request in the model's order (the
 //! envelope, the method and its params, `A2A-Version`, the card's streaming flag), dispatch
 //! of the A2A methods to their handlers, error and result responses ([`Refusal`], with
-//! `google.rpc.ErrorInfo` data where the model sends it), the 401 and 413 answers, the
-//! response headers, the agent card ([`agent_card`], declaring the Bearer scheme the replica
+//! `google.rpc.ErrorInfo` data where the model sends it), the 401 ([`UNAUTHENTICATED`]) and
+//! 413 answers, the response headers, the agent card ([`agent_card`], declaring the Bearer scheme the replica
 //! enforces; a model serving 0.3 adds its 0.3 interface or serves a 0.3 card, as its real
 //! system does), `historyLength` on answers, and the server-sent-events response of the
 //! streaming methods. A 0.3 request goes to the 0.3 edge (`wire03.rs`) first.
@@ -39,6 +39,28 @@ pub enum Refusal {
 
 pub(super) fn rpc(code: i32, message: impl Into<String>) -> Refusal {
     Refusal::Rpc(code, message.into())
+}
+
+/// The JSON-RPC code of an authentication failure: the first of JSON-RPC 2.0's
+/// implementation-defined server errors (`-32000` to `-32099`), which A2A leaves unused
+/// (its own codes are `-32001` to `-32009`).
+pub(crate) const UNAUTHENTICATED: i32 = -32000;
+/// The `google.rpc.ErrorInfo` domain of the simulator's own errors (an A2A error's is
+/// `a2a-protocol.org`; an authentication failure is not one).
+pub(crate) const ERROR_DOMAIN: &str = "a2a-chaos";
+
+/// The JSON-RPC error of a call without a valid token (see [`Replica::unauthorized`]).
+pub(crate) fn unauthenticated(why: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": null, "error": {
+        "code": UNAUTHENTICATED,
+        "message": format!("unauthorized: {why}"),
+        "data": [{
+            "@type": a2a::errordetails::ERROR_INFO_TYPE,
+            "reason": "UNAUTHENTICATED",
+            "domain": ERROR_DOMAIN,
+            "metadata": {"scheme": "Bearer"}
+        }]
+    }})
 }
 
 impl Replica {
@@ -171,17 +193,16 @@ impl Replica {
             })
     }
 
-    /// The answer to a call without a valid token: HTTP 401 with a challenge, its body a
-    /// JSON-RPC error (A2A 1.0 §3.3.2), so a client reads it as an A2A error. The request's
-    /// body is not read yet, so its id is null.
+    /// The answer to a call without a valid token: HTTP 401 with a `Bearer` challenge, its
+    /// body a JSON-RPC error (A2A 1.0 §3.3.2: an authentication error is "HTTP `401
+    /// Unauthorized`, gRPC `UNAUTHENTICATED`, JSON-RPC custom error", with the challenge
+    /// and the scheme). The code is [`UNAUTHENTICATED`], outside both the JSON-RPC
+    /// standard codes and A2A's own, so no client reads it as a malformed request
+    /// (@a2a-js/sdk 1.3.0 maps `-32600` to `RequestMalformedError`), and the `data` is a
+    /// `google.rpc.ErrorInfo` (§9.5) whose reason says what happened. The request's body
+    /// is not read yet, so its id is null.
     pub(super) fn unauthorized(&self, why: &str) -> Response<BoxBody> {
-        let mut resp = net::json_response(
-            StatusCode::UNAUTHORIZED,
-            &json!({"jsonrpc": "2.0", "id": null, "error": {
-                "code": a2a::errors::error_code::INVALID_REQUEST,
-                "message": format!("unauthorized: {why}")
-            }}),
-        );
+        let mut resp = net::json_response(StatusCode::UNAUTHORIZED, &unauthenticated(why));
         resp.headers_mut().insert(
             http::header::WWW_AUTHENTICATE,
             http::HeaderValue::from_static("Bearer realm=\"a2a\""),

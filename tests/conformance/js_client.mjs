@@ -257,7 +257,18 @@ class Run {
       const why = [];
       if (!declares) why.push("the card declares no securitySchemes");
       if (!jsonrpc) why.push("the 401 body is not a JSON-RPC response");
-      return [declares && jsonrpc, `HTTP 401 body ${typeof answer === "string" ? answer : JSON.stringify(answer)}; ${why.join("; ")}`, "401"];
+      // How the SDK's own client reads the refusal: an authentication failure is a JSON-RPC
+      // custom error (A2A 1.0 §3.3.2), never a malformed request (-32600 reads as one).
+      let read = "no error";
+      try {
+        const anonymous = await new ClientFactory().createFromAgentCard(this.cardObj);
+        await anonymous.getTask(GetTaskRequest.fromJSON({ id: "no-such-task" }), callOptions());
+      } catch (e) {
+        read = e.name;
+      }
+      if (read === "RequestMalformedError" || read === "no error") why.push(`the SDK's client reads it as ${read}`);
+      const mapped = read !== "RequestMalformedError" && read !== "no error";
+      return [declares && jsonrpc && mapped, `HTTP 401 body ${typeof answer === "string" ? answer : JSON.stringify(answer)}; the SDK's client throws ${read}; ${why.join("; ")}`, "401"];
     }
     const err = Run.rpcError(answer);
     return [true, `HTTP ${status}: ${JSON.stringify(answer)}`, `${status} ${err ? err.code : "result"}`];

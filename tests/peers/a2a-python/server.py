@@ -205,7 +205,21 @@ class BearerOwner:
             return await self.app(scope, receive, send)
         subject = self.subject(scope.get("headers", []))
         if subject is None:
-            error = {"code": -32600, "message": "unauthorized: a valid Bearer token is required"}
+            # A2A 1.0 §3.3.2: an authentication error is a JSON-RPC *custom* error with the
+            # challenge; -32000 is outside JSON-RPC's standard codes and A2A's own, with an
+            # ErrorInfo (§9.5), as a2a-chaos's simulated replicas answer (src/replica/rpc.rs).
+            error = {
+                "code": -32000,
+                "message": "unauthorized: a valid Bearer token is required",
+                "data": [
+                    {
+                        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                        "reason": "UNAUTHENTICATED",
+                        "domain": "a2a-chaos",
+                        "metadata": {"scheme": "Bearer"},
+                    }
+                ],
+            }
             response = JSONResponse(
                 {"jsonrpc": "2.0", "id": None, "error": error},
                 status_code=401,
