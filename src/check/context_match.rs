@@ -1,12 +1,22 @@
-//! `context-match`: a message that names a task and a different contextId is refused, and
-//! refused before anything runs.
+//! `context-match`: a message's context is its task's. A message that names a task and a
+//! different contextId is refused, and refused before anything runs; a message that names
+//! its task and no contextId joins the task's context.
 //!
 //! The A2A specification requires the mismatch to be rejected (A2A-BEHAVIOURS.md §1,
 //! multi-turn). a2a-python before 1.2 rejected it only after the executor had run, business
 //! effect included (#1270); Mastra never compares the two and accepts the message
 //! (A2A-BEHAVIOURS.md §6.10). A violation is an `ok` answer to such a message, or a business
-//! effect of it at the ledger while it was in flight. Exercised: such messages a replica
-//! answered.
+//! effect of it at the ledger while it was in flight.
+//!
+//! The specification also says "Agents MUST infer `contextId` from the task if only
+//! `taskId` is provided" (A2A 1.0 §3.4.3), which is how the official clients send
+//! follow-ups. a2a-sdk 1.3.0 generates a new context for such a request instead
+//! (a2aproject/a2a-python#1206): the message and the agent's reply enter the task's history
+//! under a context that is not the task's. A violation is such a message in its task's
+//! final history with another contextId (`not-inherited`).
+//!
+//! Exercised: messages with a foreign contextId a replica answered, and messages without
+//! one that the final task holds.
 
 use crate::check::{turn_label, Checker, Finding, Invariant, Violation, ViolationKind};
 use crate::client::history::{OpKind, Outcome};
@@ -23,6 +33,8 @@ impl ViolationKind {
     pub const ACCEPTED: ViolationKind = ViolationKind::new("accepted");
     /// `effect-before-refusal`.
     pub const EFFECT_BEFORE_REFUSAL: ViolationKind = ViolationKind::new("effect-before-refusal");
+    /// `not-inherited`.
+    pub const NOT_INHERITED: ViolationKind = ViolationKind::new("not-inherited");
 }
 
 /// The context-match checker.
@@ -34,7 +46,7 @@ impl Checker for ContextMatch {
     }
 
     fn describe(&self) -> &'static str {
-        "a message whose contextId is not its task's is refused before the executor runs"
+        "a message whose contextId is not its task's is refused before the executor runs; one with its taskId and no contextId joins the task's context"
     }
 
     fn check(&self, run: &RunRecord) -> Finding {
@@ -87,6 +99,49 @@ impl Checker for ContextMatch {
                     .about(conversation, *turn)
                     .host(&e.request.replica)
                     .at(e.at_ms),
+                );
+            }
+        }
+        for op in &run.history {
+            let OpKind::Send {
+                conversation,
+                turn,
+                message_id,
+                omitted_context: true,
+                ..
+            } = &op.kind
+            else {
+                continue;
+            };
+            let task = run
+                .conversations
+                .get(conversation)
+                .or(op.acknowledged().map(|t| &t.id))
+                .and_then(|id| run.final_tasks.get(id));
+            let Some((task, held)) = task.and_then(|t| {
+                let m = t
+                    .history
+                    .iter()
+                    .flatten()
+                    .find(|m| &m.message_id == message_id)?;
+                Some((t, m))
+            }) else {
+                continue;
+            };
+            exercised += 1;
+            if let Some(other) = held.context_id.as_deref().filter(|c| *c != task.context_id) {
+                violations.push(
+                    Violation::new(
+                        ViolationKind::NOT_INHERITED,
+                        format!(
+                            "{}, sent with its taskId and no contextId, is in {}'s history under context {other}, not the task's {}",
+                            turn_label(conversation, *turn),
+                            task.id,
+                            task.context_id
+                        ),
+                    )
+                    .names_turn(conversation)
+                    .host(op.replica_or("a replica")),
                 );
             }
         }

@@ -357,6 +357,7 @@ pub fn owners(history: &[Op]) -> BTreeMap<&str, &str> {
             conversation,
             turn: 1,
             foreign_context: false,
+            omitted_context: false,
             ..
         } = &op.kind
         {

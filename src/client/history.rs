@@ -22,6 +22,9 @@ pub enum OpKind {
         blocking: bool,
         /// Sent with a contextId other than the conversation's (A2A-BEHAVIOURS.md §6.10).
         foreign_context: bool,
+        /// Sent with its taskId and no contextId, as official clients send follow-ups: the
+        /// server must infer the context from the task (A2A 1.0, multi-turn).
+        omitted_context: bool,
         /// Sent with a taskId the scenario named (`task_id`), not the conversation's task:
         /// its refusal says nothing of the conversation's task.
         named_task: bool,

@@ -136,6 +136,7 @@ impl Client {
             OpKind::Send {
                 conversation,
                 foreign_context: false,
+                omitted_context: false,
                 named_task: false,
                 ..
             },

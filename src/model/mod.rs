@@ -22,7 +22,7 @@ mod wire;
 pub use cancel::{CancelKnobs, CancelWrite, ParkedCancel, RemoteCancel, SecondCancel, StopRule};
 pub use push::{PushKnobs, PushOn, PushValidate};
 pub use store::{Placement, StoreKnobs};
-pub use turn_shape::{Artifacts, ReplyIn, ResumedFollowUp, TurnIn};
+pub use turn_shape::{Artifacts, ReplyIn, ResumedFollowUp, TaskOnlyContext, TurnIn};
 pub use wire::{ErrorData, V03Wire, VersionCheck, VersionMatch, WireKnobs};
 
 /// The profiles that ship with the tool, by name: `(name, TOML text)`.
@@ -333,6 +333,10 @@ pub struct HandlerKnobs {
     /// Where a turn's reply goes; unset: [`ReplyIn::History`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_in: Option<ReplyIn>,
+    /// What contextId a message that names its task and no contextId joins; unset:
+    /// [`TaskOnlyContext::Inherit`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_only_context: Option<TaskOnlyContext>,
     /// What a send gets that arrives while its task's turn runs here; unset:
     /// [`QueuedAnswer::Own`].
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,7 +1,8 @@
 //! The shape of a turn on the wire, as `[handler]` knobs say: how the client puts the
 //! scripted turn in its message (`turn_in`), what artifact a turn leaves (`artifacts`), where
-//! its reply goes (`reply_in`), and what a blocking follow-up to a resumed run gets
-//! (`resumed_follow_up`).
+//! its reply goes (`reply_in`), what a blocking follow-up to a resumed run gets
+//! (`resumed_follow_up`), and what context a follow-up that names only its task joins
+//! (`task_only_context`).
 
 use serde::{Deserialize, Serialize};
 
@@ -57,4 +58,19 @@ pub enum ResumedFollowUp {
     /// It waits until the task leaves working and is answered with that task, its message
     /// not processed (Mastra's `waitForClaimedResume`); a streaming send runs.
     AwaitRun,
+}
+
+/// What contextId a message gets that names its task and no contextId (the official
+/// clients' follow-ups).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskOnlyContext {
+    /// The task's: A2A 1.0 §3.4.3, "Agents MUST infer `contextId` from the task if only
+    /// `taskId` is provided" (the default).
+    #[default]
+    Inherit,
+    /// A new one, generated for the request: the message and the agent's reply enter the
+    /// task's history under a context that is not the task's (a2a-sdk 1.3.0,
+    /// a2aproject/a2a-python#1206). The simulator derives it from the messageId.
+    Generate,
 }

@@ -764,6 +764,7 @@ mod tests {
                 message_id: "m".into(),
                 blocking: true,
                 foreign_context: false,
+                omitted_context: false,
                 named_task: false,
                 needs_auth: false,
                 reply: None,

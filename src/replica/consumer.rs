@@ -16,21 +16,27 @@
 //! dropped (`EventQueueSource.enqueue_event`: "Queue was closed during enqueuing. Event
 //! dropped."). Only a conflict whose re-read finds the task terminal cancels the producer.
 //!
-//! Knobs read: `handler.blocking_stops_consumer`, `handler.executor_outlives_consumer`.
+//! The same happens to a follow-up that names only its task on a replica that holds no
+//! ActiveTask of it (`handler.task_only_context = "generate"`): the consumer fails on the
+//! first event, whose context is the task's and not the request's new one.
+//!
+//! Knobs read: `handler.blocking_stops_consumer`, `handler.executor_outlives_consumer`,
+//! `handler.task_only_context`.
 
 use std::rc::Rc;
 
-use a2a::{Message, Task};
+use a2a::{Message, Task, TaskState};
 
 use super::decide::save::BeforeEffect;
 use super::decide::{self, Saved};
 use super::turn::release_claim;
-use super::{Refusal, Replica, TurnInfo};
+use super::{push_user_again, rpc, status, Refusal, Replica, TurnInfo};
 use crate::faults::KillPoint;
 use crate::ground::ledger::{self, EffectRequest};
+use crate::model::ReplyIn;
 use crate::store::TaskStore;
 use crate::trace::event::failure_tone;
-use crate::trace::now_ms;
+use crate::trace::{now_ms, Tone};
 
 /// What an executor needs to run on once its consumer has failed.
 pub(super) struct Orphan {
@@ -147,6 +153,53 @@ impl Replica {
             .chaos
             .borrow_mut()
             .reached(&self.name, KillPoint::AfterEffect);
+    }
+
+    /// A message that named only its task, on a replica whose fresh ActiveTask took the
+    /// request's generated context ([`decide::send::task_only_context_fails`]): the consumer
+    /// fails on the first event, the ActiveTask saves the task FAILED with the user message,
+    /// the client is answered `-32602`, and the executor runs on to its effect
+    /// (`handler.executor_outlives_consumer`). The refusal the send ends with.
+    pub(super) async fn context_lost(
+        self: &Rc<Self>,
+        info: &TurnInfo,
+        task: Task,
+        message: &Message,
+        version: Option<u64>,
+        began_ms: u64,
+        (dedup_store, dedup_key): (Option<&TaskStore>, &str),
+    ) -> Refusal {
+        let request_context = message.context_id.clone().unwrap_or_default();
+        self.record_as(
+            Tone::Bad,
+            format!(
+                "{}#{}: the request's context {request_context} is not {}'s {}: the consumer fails, the task is saved FAILED",
+                info.conversation, info.turn, task.id, task.context_id
+            ),
+        );
+        let mut failed = task.clone();
+        let reply_in = self.profile.handler.reply_in.unwrap_or(ReplyIn::History);
+        push_user_again(&mut failed, message, reply_in, true);
+        failed.status = status(TaskState::Failed);
+        let _ = self
+            .persist(&mut failed, self.save_mode(version), version)
+            .await;
+        let refusal = rpc(
+            -32602,
+            format!(
+                "Context in event doesn't match TaskManager {request_context} : {}",
+                task.context_id
+            ),
+        );
+        let orphan = || {
+            version
+                .is_some()
+                .then(|| Orphan::of(info, message, &task, began_ms))
+        };
+        self.saved_before_effect(Err(refusal.clone()), dedup_store, dedup_key, orphan)
+            .await
+            .err()
+            .unwrap_or(refusal)
     }
 
     /// The outcome of a save made before the turn's effect ([`decide::save::before_effect`]):

@@ -71,7 +71,7 @@ use serde_json::{json, Value};
 
 use crate::buggify::SharedChaos;
 use crate::ground::push::SharedPush;
-use crate::model::{Profile, ReplyIn};
+use crate::model::{Profile, ReplyIn, TaskOnlyContext};
 use crate::net::{self, BoxBody};
 use crate::store::{SharedState, StoreState, TaskStore};
 use crate::trace::{Event, Tone, Trace};
@@ -390,9 +390,16 @@ fn set_marker(task: &mut Task, field: &str, value: Option<Value>) {
 }
 
 impl Replica {
-    /// The user message as its task keeps it: with the task's `taskId` and `contextId` when
-    /// the client left them out and the model fills them in (`wire.history_ids`).
+    /// The user message as its task keeps it: a message that names its task and no
+    /// contextId gets a context of its own when the model generates one
+    /// (`handler.task_only_context = "generate"`); then the task's `taskId` and `contextId`
+    /// where the client left them out and the model fills them in (`wire.history_ids`).
     fn with_task_ids(&self, mut message: Message, task: &Task) -> Message {
+        if message.context_id.is_none()
+            && self.profile.handler.task_only_context == Some(TaskOnlyContext::Generate)
+        {
+            message.context_id = Some(generated_context_id(&message.message_id));
+        }
         if self.profile.wire().fills_history_ids() {
             message.task_id.get_or_insert_with(|| task.id.clone());
             message
@@ -401,6 +408,22 @@ impl Replica {
         }
         message
     }
+
+    /// The contextId of the agent's reply to `message` on `task`: the request's, which is
+    /// the task's unless the model generated one for a message that named only its task.
+    fn reply_context(&self, message: &Message, task: &Task) -> String {
+        match (&message.context_id, self.profile.handler.task_only_context) {
+            (Some(own), Some(TaskOnlyContext::Generate)) => own.clone(),
+            _ => task.context_id.clone(),
+        }
+    }
+}
+
+/// The context a model that generates one (`handler.task_only_context = "generate"`) gives
+/// a message that names only its task: derived from the messageId, so every replica and
+/// every re-run of the turn gives the same one (a2a-sdk 1.3.0 draws a uuid4).
+pub fn generated_context_id(message_id: &str) -> String {
+    format!("ctx-of-{message_id}")
 }
 
 fn status(state: TaskState) -> TaskStatus {

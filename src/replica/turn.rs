@@ -365,9 +365,23 @@ impl Replica {
         self.admit(&task, new_task, dedup_store.as_ref(), &dedup_key)
             .await?;
         let mut version = version;
+        let named_only_task = message.context_id.is_none();
+        let held_here = self.active(&task.id).context.borrow().is_some();
         let message = self.with_task_ids(message, &task);
         let user_message = message.clone();
         let reply_in = self.profile.handler.reply_in.unwrap_or(ReplyIn::History);
+        if decide::send::task_only_context_fails(&self.profile, named_only_task, held_here) {
+            return Err(self
+                .context_lost(
+                    &info,
+                    task,
+                    &message,
+                    version,
+                    began_ms,
+                    (dedup_store.as_ref(), &dedup_key),
+                )
+                .await);
+        }
         let mut first_saved = None;
         let already_held = task
             .history
@@ -627,7 +641,7 @@ impl Replica {
         );
         let reply = Message {
             message_id: self.reply_id(&message.message_id),
-            context_id: Some(task.context_id.clone()),
+            context_id: Some(self.reply_context(message, task)),
             task_id: Some(task.id.clone()),
             role: Role::Agent,
             parts: vec![Part::text(format!("done turn {}", info.turn))],

@@ -493,6 +493,20 @@ fn check_step(
             if s.turn == 0 {
                 return Err(InputError::new(origin, "send: turn starts at 1"));
             }
+            if s.omit_context_id == Some(true) {
+                if s.context_id.is_some() {
+                    return Err(InputError::new(
+                        origin,
+                        "send: omit_context_id sends no contextId; it cannot name one (context_id)",
+                    ));
+                }
+                if s.turn == 1 && s.reply.is_none() && s.task_id.is_none() {
+                    return Err(InputError::new(
+                        origin,
+                        "send: omit_context_id is for a follow-up that names its task (turn 2 on, a reply, or task_id)",
+                    ));
+                }
+            }
             if let Some(text) = &s.reply {
                 if text.is_empty()
                     || text.len() > REPLY_CHARS_MAX

@@ -118,7 +118,11 @@ fn run_step<'a>(
                 } else {
                     None
                 };
+                let omit_context = s.omit_context_id == Some(true);
                 let mut message = Client::turn_message(&info, &mid, &ctx, task_id.as_deref());
+                if omit_context {
+                    message.context_id = None;
+                }
                 if let Some(text) = &s.reply {
                     message.parts[0] = a2a::Part::text(text.clone());
                 }
@@ -136,6 +140,7 @@ fn run_step<'a>(
                     message_id: mid,
                     blocking,
                     foreign_context: ctx != own_ctx,
+                    omitted_context: omit_context,
                     named_task: s.task_id.is_some(),
                     needs_auth: s.needs_auth == Some(true),
                     reply: s.reply.clone(),

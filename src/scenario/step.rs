@@ -59,6 +59,11 @@ pub struct SendStep {
     /// naming a task that does not exist, or another conversation's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
+    /// `true`: send the follow-up with its taskId and no contextId, as the official
+    /// clients do; the server must infer the context from the task (A2A 1.0 §3.4.3,
+    /// a2aproject/A2A#1249). Not with `context_id`, nor on turn 1 without `task_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omit_context_id: Option<bool>,
 }
 
 /// A step aimed at a conversation's task.

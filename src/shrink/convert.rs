@@ -151,6 +151,7 @@ pub fn convert(record: &RunRecord) -> Conversion {
                 message_id,
                 blocking,
                 foreign_context,
+                omitted_context,
                 needs_auth,
                 reply,
                 ..
@@ -177,6 +178,7 @@ pub fn convert(record: &RunRecord) -> Conversion {
                     needs_auth: needs_auth.then_some(true),
                     reply: reply.clone(),
                     task_id: None,
+                    omit_context_id: omitted_context.then_some(true),
                 })
             }
             OpKind::Get { .. } => Step::Get(task(conversation.clone())),

@@ -445,6 +445,7 @@ mod tests {
                 needs_auth: None,
                 reply: None,
                 task_id: None,
+                omit_context_id: None,
             })
         };
         let out = renumbered(&[send("c7", 3), send("c2", 2), send("c7", 4)], true, true);

@@ -116,6 +116,7 @@ mod tests {
                 needs_auth: None,
                 reply: None,
                 task_id: None,
+                omit_context_id: None,
             })
         };
         let events = vec![

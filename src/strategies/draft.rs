@@ -164,6 +164,7 @@ pub(super) fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
             needs_auth: None,
             reply: None,
             task_id: None,
+            omit_context_id: None,
         }
     };
     let task = |c: u32, t: &Option<Index>| TaskStep {

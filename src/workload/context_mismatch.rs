@@ -68,6 +68,7 @@ async fn mismatched_send(conv: &Conversation, turn: u32, task_id: String) {
         message_id: mid,
         blocking: true,
         foreign_context: true,
+        omitted_context: false,
         named_task: false,
         needs_auth: false,
         reply: None,

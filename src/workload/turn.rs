@@ -59,6 +59,7 @@ impl Turn {
                 message_id: mid,
                 blocking,
                 foreign_context: false,
+                omitted_context: false,
                 named_task: false,
                 needs_auth: false,
                 reply: None,

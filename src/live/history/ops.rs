@@ -163,6 +163,10 @@ impl Builder {
                         message_id: id.to_string(),
                         blocking,
                         foreign_context: false,
+                        // A follow-up that names its task and no context: the server must
+                        // infer the context (context-match checks that it did).
+                        omitted_context: m.get("taskId").is_some_and(|t| !t.is_null())
+                            && m.get("contextId").is_none_or(Value::is_null),
                         named_task: false,
                         needs_auth: false,
                         reply: None,

@@ -15,7 +15,7 @@ use super::not_found;
 use super::subscribe::status_update;
 use crate::model::{
     DedupScope, MismatchRule, NonBlockingAnswer, NonBlockingToWorking, Profile, QueuedAnswer,
-    QueuedTerminal, ResumedFollowUp, Saves, StreamStart, UnknownTask,
+    QueuedTerminal, ResumedFollowUp, Saves, StreamStart, TaskOnlyContext, UnknownTask,
 };
 use crate::replica::{follow_up, rpc, Refusal};
 use crate::store::Claim;
@@ -117,6 +117,22 @@ pub(in crate::replica) fn foreign_context(message: &Message, task_context: &str)
         .context_id
         .as_deref()
         .is_some_and(|c| c != task_context)
+}
+
+/// Whether a message that names its task and no contextId loses its turn here
+/// (`handler.task_only_context = "generate"`, a2a-sdk 1.x): the request's context is a new
+/// one, and a replica that holds no ActiveTask of the task (`held_here`: none of its turns
+/// ran here) starts one whose TaskManager takes that context; the first event, in the
+/// task's own context, does not match it, so the consumer fails with `-32602` while the
+/// executor runs on. Seen live: tests/fidelity/task-only-follow-up-context-*.toml.
+pub(in crate::replica) fn task_only_context_fails(
+    profile: &Profile,
+    named_only_task: bool,
+    held_here: bool,
+) -> bool {
+    named_only_task
+        && !held_here
+        && profile.handler.task_only_context == Some(TaskOnlyContext::Generate)
 }
 
 /// What a message with a foreign contextId is refused with (`handler.context_mismatch`).

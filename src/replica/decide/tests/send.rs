@@ -117,6 +117,24 @@ fn a_foreign_context_is_refused_before_the_run_after_it_or_ignored() {
 }
 
 #[test]
+fn a_follow_up_naming_only_its_task_fails_where_the_model_generates_its_context() {
+    // a2a-sdk 1.x: a new context for the request; a replica with no ActiveTask of the task
+    // starts one in that context and its consumer fails on the first event.
+    let sdk = model("a2a-python-1.3-versioned");
+    assert!(task_only_context_fails(&sdk, true, false));
+    assert!(
+        !task_only_context_fails(&sdk, true, true),
+        "the replica that ran it"
+    );
+    assert!(
+        !task_only_context_fails(&sdk, false, false),
+        "a message with a context"
+    );
+    // The specification's rule: the context is the task's, wherever the message lands.
+    assert!(!task_only_context_fails(&model("reference"), true, false));
+}
+
+#[test]
 fn the_busy_rule_refuses_a_clients_turn_to_a_working_task_but_not_the_takeover() {
     let p = model("reference");
     let msg = message(Some("t1"), None);
