@@ -44,14 +44,16 @@ pub struct GenerateArgs {
     #[arg(long = "model")]
     pub models: Vec<String>,
     /// Where the results go; default `results/fidelity-generated` for generator 1,
-    /// `results/fidelity-concurrent` for generator 2, `results/fidelity-faults` for 3.
+    /// `results/fidelity-concurrent` for generator 2, `results/fidelity-faults` for 3,
+    /// `results/fidelity-shapes` for 4.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Which generation of the scenario generator draws (a seed names a scenario only
     /// with its generation): 1, the envelope of 2026-12-01 (no races); 2, which adds
     /// races: two or three calls on one task at once; 3, which adds faults around turns:
-    /// partitions, holds and latency of a replica's links, pauses, kills at a point
-    /// (default: 2, until generation 3 has a committed batch).
+    /// partitions, holds and latency of a replica's links, pauses, kills at a point; 4,
+    /// which adds the request shapes official clients send: a follow-up with its taskId
+    /// and no contextId (default: 2, until generation 3 has a committed batch).
     #[arg(long, default_value_t = crate::strategies::Generation::LATEST.number())]
     pub generator: u32,
     /// Report disagreements without shrinking them into the suite's found/.
@@ -131,7 +133,7 @@ impl GenerateArgs {
         Generation::from_number(self.generator).ok_or_else(|| {
             InputError::new(
                 "--generator",
-                format!("no generator {}; there are 1 and 2", self.generator),
+                format!("no generator {}; there are 1, 2, 3 and 4", self.generator),
             )
         })
     }
@@ -144,6 +146,7 @@ impl GenerateArgs {
                 Generation::Classic => "results/fidelity-generated",
                 Generation::Concurrent => "results/fidelity-concurrent",
                 Generation::Faults => "results/fidelity-faults",
+                Generation::Shapes => "results/fidelity-shapes",
             }),
         })
     }

@@ -37,6 +37,8 @@ pub fn kinds(script: &Script) -> Vec<String> {
                     "retry"
                 } else if s.streaming == Some(true) {
                     "streaming"
+                } else if s.omit_context_id == Some(true) {
+                    "task-only"
                 } else {
                     "send"
                 }

@@ -155,9 +155,29 @@ impl Replica {
             .reached(&self.name, KillPoint::AfterEffect);
     }
 
-    /// A message that named only its task, on a replica whose fresh ActiveTask took the
-    /// request's generated context ([`decide::send::task_only_context_fails`]): the consumer
-    /// fails on the first event, the ActiveTask saves the task FAILED with the user message,
+    /// Whether the consumer of `message`'s turn on `task` fails on the TaskManager's context
+    /// ([`decide::send::manager_context_fails`]); the ActiveTask here keeps the context it
+    /// started with when it does, and otherwise takes the request's, which the run's events
+    /// carry.
+    pub(super) fn manager_context_fails(&self, message: &Message, task: &Task) -> bool {
+        let request = self.reply_context(message, task);
+        let active = self.active(&task.id);
+        let manager = active.manager_context.borrow().clone();
+        let fails = decide::send::manager_context_fails(
+            &self.profile,
+            manager.as_deref(),
+            &request,
+            &task.context_id,
+        );
+        let kept = if fails { manager } else { None };
+        active
+            .manager_context
+            .replace(Some(kept.unwrap_or(request)));
+        fails
+    }
+
+    /// A turn whose TaskManager holds another context than its task's
+    /// ([`decide::send::manager_context_fails`]): the consumer fails on the first event, the ActiveTask saves the task FAILED with the user message,
     /// the client is answered `-32602`, and the executor runs on to its effect
     /// (`handler.executor_outlives_consumer`). The refusal the send ends with.
     pub(super) async fn context_lost(
@@ -169,11 +189,16 @@ impl Replica {
         began_ms: u64,
         (dedup_store, dedup_key): (Option<&TaskStore>, &str),
     ) -> Refusal {
-        let request_context = message.context_id.clone().unwrap_or_default();
+        let manager = self
+            .active(&task.id)
+            .manager_context
+            .borrow()
+            .clone()
+            .unwrap_or_default();
         self.record_as(
             Tone::Bad,
             format!(
-                "{}#{}: the request's context {request_context} is not {}'s {}: the consumer fails, the task is saved FAILED",
+                "{}#{}: the TaskManager's context {manager} is not {}'s {}: the consumer fails, the task is saved FAILED",
                 info.conversation, info.turn, task.id, task.context_id
             ),
         );
@@ -187,7 +212,7 @@ impl Replica {
         let refusal = rpc(
             -32602,
             format!(
-                "Context in event doesn't match TaskManager {request_context} : {}",
+                "Context in event doesn't match TaskManager {manager} : {}",
                 task.context_id
             ),
         );
@@ -196,10 +221,18 @@ impl Replica {
                 .is_some()
                 .then(|| Orphan::of(info, message, &task, began_ms))
         };
-        self.saved_before_effect(Err(refusal.clone()), dedup_store, dedup_key, orphan)
+        let refusal = self
+            .saved_before_effect(Err(refusal.clone()), dedup_store, dedup_key, orphan)
             .await
             .err()
-            .unwrap_or(refusal)
+            .unwrap_or(refusal);
+        // Every request that joined the ActiveTask meanwhile hears the consumer's error
+        // (seen live: the same turn sent twice at once to that replica, both -32602).
+        let active = self.active(&task.id);
+        *active.last_end.borrow_mut() = Some(Err(refusal.clone()));
+        active.ended.set(active.ended.get() + 1);
+        active.end_notify.notify_waiters();
+        refusal
     }
 
     /// The outcome of a save made before the turn's effect ([`decide::save::before_effect`]):

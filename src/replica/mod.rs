@@ -395,7 +395,10 @@ impl Replica {
     /// (`handler.task_only_context = "generate"`); then the task's `taskId` and `contextId`
     /// where the client left them out and the model fills them in (`wire.history_ids`).
     fn with_task_ids(&self, mut message: Message, task: &Task) -> Message {
+        // Only a message that names its task: a new task's first message without a
+        // contextId starts the task in the context the task is given.
         if message.context_id.is_none()
+            && message.task_id.is_some()
             && self.profile.handler.task_only_context == Some(TaskOnlyContext::Generate)
         {
             message.context_id = Some(generated_context_id(&message.message_id));

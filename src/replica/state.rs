@@ -289,4 +289,9 @@ pub(super) struct ActiveTask {
     /// turn is checked against it first, or against the stored task when no turn here has
     /// read it yet ([`super::queue`]).
     pub(super) context: RefCell<Option<String>>,
+    /// The contextId the task's TaskManager here holds (a2a-sdk 1.x; read only with
+    /// `handler.task_only_context = "generate"`): the request's when the ActiveTask
+    /// started, then each run's, whose events carry the request's context
+    /// ([`super::decide::send::manager_context_fails`]).
+    pub(super) manager_context: RefCell<Option<String>>,
 }

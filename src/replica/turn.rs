@@ -365,12 +365,10 @@ impl Replica {
         self.admit(&task, new_task, dedup_store.as_ref(), &dedup_key)
             .await?;
         let mut version = version;
-        let named_only_task = message.context_id.is_none();
-        let held_here = self.active(&task.id).context.borrow().is_some();
         let message = self.with_task_ids(message, &task);
         let user_message = message.clone();
         let reply_in = self.profile.handler.reply_in.unwrap_or(ReplyIn::History);
-        if decide::send::task_only_context_fails(&self.profile, named_only_task, held_here) {
+        if self.manager_context_fails(&message, &task) {
             return Err(self
                 .context_lost(
                     &info,

@@ -118,7 +118,9 @@ fn run_step<'a>(
                 } else {
                     None
                 };
-                let omit_context = s.omit_context_id == Some(true);
+                // Only a message that names a task can leave its context out; a follow-up
+                // whose task the client never learned goes as usual.
+                let omit_context = s.omit_context_id == Some(true) && task_id.is_some();
                 let mut message = Client::turn_message(&info, &mid, &ctx, task_id.as_deref());
                 if omit_context {
                     message.context_id = None;

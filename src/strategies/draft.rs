@@ -36,6 +36,7 @@ pub(super) enum Draft {
     Held(u32, Index, Racer),
     Race(u32, Vec<(race::Member, Option<Index>)>),
     Fault(u32, Index, fault::Fault),
+    TaskOnly(u32, Option<Index>),
 }
 
 /// What races a held turn (see [`StepKind::Held`]); the turn itself goes to a named replica.
@@ -108,6 +109,7 @@ pub(super) fn draft(config: &ScenarioConfig) -> BoxedStrategy<Draft> {
                 StepKind::Fault => (conv.clone(), any::<Index>(), fault::faults())
                     .prop_map(|(c, r, f)| Draft::Fault(c, r, f))
                     .boxed(),
+                StepKind::TaskOnly => target().prop_map(|(c, t)| Draft::TaskOnly(c, t)).boxed(),
             };
             (kind.weight(), s)
         })
@@ -139,6 +141,7 @@ pub(super) fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
             | Draft::CancelTwice(c, _)
             | Draft::Held(c, _, _)
             | Draft::Fault(c, _, _)
+            | Draft::TaskOnly(c, _)
             | Draft::Race(c, _) => note(*c),
             Draft::Concurrent(list) => list.iter().for_each(|(c, _)| note(*c)),
             _ => {}
@@ -204,6 +207,13 @@ pub(super) fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
                 streaming: Some(true),
                 ..send(*c, t, false)
             }),
+            Draft::TaskOnly(c, t) => {
+                let s = send(*c, t, false);
+                Step::Send(SendStep {
+                    omit_context_id: (s.turn > 1).then_some(true),
+                    ..s
+                })
+            }
             Draft::Duplicate(c, [a, b]) => {
                 let first = send(*c, a, false);
                 let second = SendStep {

@@ -94,6 +94,10 @@ pub enum StepKind {
     /// a partition, hold or latency of one of its links, a pause of it, or a kill at a
     /// point of the turn (`src/strategies/fault.rs`).
     Fault,
+    /// The next turn of a conversation with its taskId and no contextId, as the official
+    /// clients send follow-ups (A2A 1.0 §3.4.3: the server infers the context); a first
+    /// turn, or one whose task the client does not know, is sent as usual.
+    TaskOnly,
 }
 
 impl StepKind {
@@ -118,6 +122,7 @@ impl StepKind {
         StepKind::Held,
         StepKind::Race,
         StepKind::Fault,
+        StepKind::TaskOnly,
     ];
 
     /// The kinds of [`ScenarioConfig::default`]: every kind of the first release but
@@ -173,6 +178,8 @@ impl StepKind {
         match self {
             StepKind::Send => 8,
             StepKind::Race | StepKind::Fault => 3,
+            // Generation 4 is about this shape: most of its follow-ups take it.
+            StepKind::TaskOnly => 6,
             StepKind::Get | StepKind::Retry | StepKind::Concurrent | StepKind::Held => 2,
             _ => 1,
         }
@@ -191,6 +198,9 @@ pub enum Generation {
     /// Generation 2 and faults around turns ([`StepKind::Fault`]): the mission's faults on
     /// real processes (`results/fidelity-faults/`).
     Faults = 3,
+    /// Generation 3 and the request shapes the official clients send
+    /// ([`StepKind::TaskOnly`]: a follow-up that names its task and no contextId).
+    Shapes = 4,
 }
 
 impl Generation {
@@ -203,6 +213,7 @@ impl Generation {
             1 => Some(Generation::Classic),
             2 => Some(Generation::Concurrent),
             3 => Some(Generation::Faults),
+            4 => Some(Generation::Shapes),
             _ => None,
         }
     }
@@ -219,6 +230,7 @@ impl Generation {
             Generation::Classic => &[],
             Generation::Concurrent => &[StepKind::Race],
             Generation::Faults => &[StepKind::Race, StepKind::Fault],
+            Generation::Shapes => &[StepKind::Race, StepKind::Fault, StepKind::TaskOnly],
         };
         StepKind::LIVE.iter().chain(added).copied().collect()
     }

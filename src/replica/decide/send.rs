@@ -119,20 +119,24 @@ pub(in crate::replica) fn foreign_context(message: &Message, task_context: &str)
         .is_some_and(|c| c != task_context)
 }
 
-/// Whether a message that names its task and no contextId loses its turn here
-/// (`handler.task_only_context = "generate"`, a2a-sdk 1.x): the request's context is a new
-/// one, and a replica that holds no ActiveTask of the task (`held_here`: none of its turns
-/// ran here) starts one whose TaskManager takes that context; the first event, in the
-/// task's own context, does not match it, so the consumer fails with `-32602` while the
-/// executor runs on. Seen live: tests/fidelity/task-only-follow-up-context-*.toml.
-pub(in crate::replica) fn task_only_context_fails(
+/// Whether a turn loses its consumer to the TaskManager's context
+/// (`handler.task_only_context = "generate"`, a2a-sdk 1.x). A message that names only its
+/// task runs under a new context (`request`). The TaskManager of the task's ActiveTask on
+/// this replica holds the context of the last run here (`manager`), or, when none ran
+/// here, takes the request's as it starts. The consumer first saves the user message on
+/// the stored task (`task`'s context): when the TaskManager's context is another, that
+/// save fails ("Context in event doesn't match TaskManager"), the client gets `-32602`
+/// and the executor runs on. So a task-only follow-up fails on a replica that never ran
+/// the task, and any turn fails on a replica whose last run was a task-only one. Seen
+/// live: tests/fidelity/task-only-follow-up-context-*.toml and generation 4's batch.
+pub(in crate::replica) fn manager_context_fails(
     profile: &Profile,
-    named_only_task: bool,
-    held_here: bool,
+    manager: Option<&str>,
+    request: &str,
+    task: &str,
 ) -> bool {
-    named_only_task
-        && !held_here
-        && profile.handler.task_only_context == Some(TaskOnlyContext::Generate)
+    profile.handler.task_only_context == Some(TaskOnlyContext::Generate)
+        && manager.unwrap_or(request) != task
 }
 
 /// What a message with a foreign contextId is refused with (`handler.context_mismatch`).

@@ -117,21 +117,31 @@ fn a_foreign_context_is_refused_before_the_run_after_it_or_ignored() {
 }
 
 #[test]
-fn a_follow_up_naming_only_its_task_fails_where_the_model_generates_its_context() {
-    // a2a-sdk 1.x: a new context for the request; a replica with no ActiveTask of the task
-    // starts one in that context and its consumer fails on the first event.
+fn a_turn_fails_where_its_task_manager_holds_another_context() {
+    // a2a-sdk 1.x gives a task-only request a new context ("ctx-new"); the TaskManager of
+    // the replica's ActiveTask holds its last run's context, or takes the request's.
     let sdk = model("a2a-python-1.3-versioned");
-    assert!(task_only_context_fails(&sdk, true, false));
+    let fails = |manager, request| manager_context_fails(&sdk, manager, request, "ctx-1");
     assert!(
-        !task_only_context_fails(&sdk, true, true),
-        "the replica that ran it"
+        fails(None, "ctx-new"),
+        "a task-only follow-up on another replica"
     );
     assert!(
-        !task_only_context_fails(&sdk, false, false),
-        "a message with a context"
+        !fails(Some("ctx-1"), "ctx-new"),
+        "on the replica that ran the task"
     );
+    assert!(
+        fails(Some("ctx-new"), "ctx-1"),
+        "any turn after a task-only run here"
+    );
+    assert!(!fails(None, "ctx-1"), "a message with its context");
     // The specification's rule: the context is the task's, wherever the message lands.
-    assert!(!task_only_context_fails(&model("reference"), true, false));
+    assert!(!manager_context_fails(
+        &model("reference"),
+        None,
+        "ctx-new",
+        "ctx-1"
+    ));
 }
 
 #[test]
