@@ -71,7 +71,7 @@ fn way(from: &str, to: &str) -> Way {
 }
 
 /// The rate of the exponential curve latencies are drawn on: turmoil's default, `Exp(5)`.
-const LATENCY_CURVE: f64 = 5.0;
+pub(crate) const LATENCY_CURVE: f64 = 5.0;
 
 /// How long a kernel keeps retransmitting unacknowledged data before it aborts the
 /// connection: Linux's default `tcp_retries2 = 15` with a 200 ms minimum RTO, about 924.6 s.

@@ -13,7 +13,12 @@
 //!   loses what was in flight). A connection accepted while the way to the target is stopped
 //!   is connected upstream only once it reopens: the client has a socket, but nothing it
 //!   sends arrives, as when every SYN is lost.
-//! - **delayed** (`latency`): each chunk is written its delay after it was read, in order.
+//! - **delayed** (`latency`, up to `max-ms`): each chunk is written its delay after it was
+//!   read, in order, the delay drawn as the simulated network draws a segment's latency
+//!   (`chunk_delay`: turmoil's `Exp(5)` curve capped at `max-ms`, mostly short), so that
+//!   a `latency` step is the same fault in both worlds. Until 2026-12-06 every chunk waited
+//!   the whole `max-ms`, and the generated scenarios with a latency step ran their turns
+//!   far slower live than simulated.
 //!
 //! A target that refuses the upstream connection (a killed process) resets the accepted one
 //! at once, so the client learns of it as it would of a refused connection, not by a
@@ -24,6 +29,8 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::Duration;
 
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -183,8 +190,20 @@ async fn carry(
     let _ = back.await;
 }
 
+/// The seed of the chunk delays a pump draws (live runs are not reproducible, but nothing
+/// in them draws from an unseeded source).
+const CHUNK_DELAY_SEED: u64 = 0x6c69_6e6b;
+
+/// The delay of one chunk on a way slowed to `max_ms`, for a uniform draw `u` in [0, 1):
+/// the simulated network's latency curve (`engine::net`, turmoil's): `max_ms` times an
+/// exponential of rate 5 (mean a fifth of it), in whole ms, capped at `max_ms`.
+pub(crate) fn chunk_delay(max_ms: u64, u: f64) -> u64 {
+    let x = -(1.0 - u).ln() / crate::engine::net::LATENCY_CURVE;
+    ((max_ms as f64 * x) as u64).min(max_ms)
+}
+
 /// Copies `from` to `to` chunk by chunk, reading only while the flow is not stopped and
-/// writing each chunk its delay after it was read; a close on either side ends it (the
+/// writing each chunk its delay after it was read ([`chunk_delay`]); a close on either side ends it (the
 /// other side's write half is shut down, so a half-close travels on).
 async fn pump(
     mut from: tokio::net::tcp::OwnedReadHalf,
@@ -192,6 +211,7 @@ async fn pump(
     mut flow: watch::Receiver<Flow>,
 ) {
     let mut buf = vec![0u8; 64 * 1024];
+    let mut rng = ChaCha8Rng::seed_from_u64(CHUNK_DELAY_SEED);
     loop {
         let Ok(state) = flow.wait_for(|f| !f.stopped).await.map(|f| *f) else {
             return;
@@ -214,7 +234,8 @@ async fn pump(
             },
         };
         if state.delay_ms > 0 {
-            tokio::time::sleep(Duration::from_millis(state.delay_ms)).await;
+            let ms = chunk_delay(state.delay_ms, rng.random());
+            tokio::time::sleep(Duration::from_millis(ms)).await;
         }
         if to.write_all(&buf[..n]).await.is_err() {
             return;
@@ -327,10 +348,26 @@ mod tests {
             let mut s = TcpStream::connect(link.addr()).await.unwrap();
             let started = Instant::now();
             assert!(round_trip(&mut s, Duration::from_secs(2)).await.is_some());
-            assert!(started.elapsed() >= Duration::from_millis(150));
+            // The seeded first draw, in ms: the chunk waited that long at least.
+            let first = chunk_delay(150, ChaCha8Rng::seed_from_u64(CHUNK_DELAY_SEED).random());
+            assert!(started.elapsed() >= Duration::from_millis(first));
             assert_eq!(link.flow(true).delay_ms, 150);
             assert_eq!(link.flow(false).delay_ms, 0);
         });
+    }
+
+    #[test]
+    fn chunk_delays_follow_the_simulated_latency_curve() {
+        assert_eq!(chunk_delay(200, 0.0), 0);
+        assert_eq!(chunk_delay(200, 0.999_999), 200, "capped at max-ms");
+        let mut rng = ChaCha8Rng::seed_from_u64(CHUNK_DELAY_SEED);
+        let draws: Vec<u64> = (0..10_000)
+            .map(|_| chunk_delay(200, rng.random()))
+            .collect();
+        let mean = draws.iter().sum::<u64>() as f64 / draws.len() as f64;
+        // Exp(5) scaled to 200 ms: mean 40 ms (a little less, capped and floored).
+        assert!((35.0..41.0).contains(&mean), "{mean}");
+        assert!(draws.iter().all(|d| *d <= 200));
     }
 
     #[test]
