@@ -71,7 +71,16 @@ fn way(from: &str, to: &str) -> Way {
 }
 
 /// The rate of the exponential curve latencies are drawn on: turmoil's default, `Exp(5)`.
-pub(crate) const LATENCY_CURVE: f64 = 5.0;
+const LATENCY_CURVE: f64 = 5.0;
+
+/// A latency above the minimum on turmoil's curve, for a uniform draw `u` in [0, 1):
+/// `range_ms` times an exponential of rate [`LATENCY_CURVE`] (mean a fifth of the range),
+/// in whole ms, not capped. The simulated network and the live links
+/// (`live::link::chunk_delay`) both draw with it.
+pub(crate) fn curve_ms(range_ms: u64, u: f64) -> u64 {
+    let x = -(1.0 - u).ln() / LATENCY_CURVE;
+    (range_ms as f64 * x) as u64
+}
 
 /// How long a kernel keeps retransmitting unacknowledged data before it aborts the
 /// connection: Linux's default `tcp_retries2 = 15` with a 200 ms minimum RTO, about 924.6 s.
@@ -272,10 +281,9 @@ impl Net {
         };
         // turmoil's curve, so both engines draw alike: the minimum plus the range times an
         // exponential draw of rate 5 (mean a fifth of the range), in whole ms, capped.
-        let range_ms = max.saturating_sub(min).as_millis() as f64;
+        let range_ms = max.saturating_sub(min).as_millis() as u64;
         let u: f64 = self.rng.borrow_mut().random();
-        let x = -(1.0 - u).ln() / LATENCY_CURVE;
-        (min + Duration::from_millis((range_ms * x) as u64)).min(max.max(min))
+        (min + Duration::from_millis(curve_ms(range_ms, u))).min(max.max(min))
     }
 
     /// Waits while the way from `a` to `b` is held or cut.

@@ -198,8 +198,7 @@ const CHUNK_DELAY_SEED: u64 = 0x6c69_6e6b;
 /// the simulated network's latency curve (`engine::net`, turmoil's): `max_ms` times an
 /// exponential of rate 5 (mean a fifth of it), in whole ms, capped at `max_ms`.
 pub(crate) fn chunk_delay(max_ms: u64, u: f64) -> u64 {
-    let x = -(1.0 - u).ln() / crate::engine::net::LATENCY_CURVE;
-    ((max_ms as f64 * x) as u64).min(max_ms)
+    crate::engine::net::curve_ms(max_ms, u).min(max_ms)
 }
 
 /// Copies `from` to `to` chunk by chunk, reading only while the flow is not stopped and

@@ -16,9 +16,10 @@
 //! dropped (`EventQueueSource.enqueue_event`: "Queue was closed during enqueuing. Event
 //! dropped."). Only a conflict whose re-read finds the task terminal cancels the producer.
 //!
-//! The same happens to a follow-up that names only its task on a replica that holds no
-//! ActiveTask of it (`handler.task_only_context = "generate"`): the consumer fails on the
-//! first event, whose context is the task's and not the request's new one.
+//! The same happens to a turn whose ActiveTask's TaskManager holds another context than
+//! the task's (`handler.task_only_context = "generate"`: a follow-up that names only its
+//! task on a replica that never ran it, or any turn after such a run here): the consumer
+//! fails on its first save.
 //!
 //! Knobs read: `handler.blocking_stops_consumer`, `handler.executor_outlives_consumer`,
 //! `handler.task_only_context`.
@@ -155,46 +156,43 @@ impl Replica {
             .reached(&self.name, KillPoint::AfterEffect);
     }
 
-    /// Whether the consumer of `message`'s turn on `task` fails on the TaskManager's context
-    /// ([`decide::send::manager_context_fails`]); the ActiveTask here keeps the context it
-    /// started with when it does, and otherwise takes the request's, which the run's events
-    /// carry.
-    pub(super) fn manager_context_fails(&self, message: &Message, task: &Task) -> bool {
+    /// The context of the task's TaskManager here when the consumer of `message`'s turn on
+    /// `task` fails on it ([`decide::send::manager_context_fails`]), else `None`. The
+    /// ActiveTask keeps the context it holds (or started with) when it fails, and otherwise
+    /// takes the request's, which the run's events carry.
+    pub(super) fn failing_manager_context(&self, message: &Message, task: &Task) -> Option<String> {
         let request = self.reply_context(message, task);
         let active = self.active(&task.id);
-        let manager = active.manager_context.borrow().clone();
+        let manager = active
+            .manager_context
+            .replace(None)
+            .unwrap_or_else(|| request.clone());
         let fails = decide::send::manager_context_fails(
             &self.profile,
-            manager.as_deref(),
+            Some(&manager),
             &request,
             &task.context_id,
         );
-        let kept = if fails { manager } else { None };
         active
             .manager_context
-            .replace(Some(kept.unwrap_or(request)));
-        fails
+            .replace(Some(if fails { manager.clone() } else { request }));
+        fails.then_some(manager)
     }
 
-    /// A turn whose TaskManager holds another context than its task's
-    /// ([`decide::send::manager_context_fails`]): the consumer fails on the first event, the ActiveTask saves the task FAILED with the user message,
-    /// the client is answered `-32602`, and the executor runs on to its effect
+    /// A turn whose TaskManager holds another context (`manager`) than its task's
+    /// ([`Replica::failing_manager_context`]): the consumer fails on its first save, the
+    /// ActiveTask saves the task FAILED with the user message, the client and every send
+    /// that joined the turn are answered `-32602`, and the executor runs on to its effect
     /// (`handler.executor_outlives_consumer`). The refusal the send ends with.
     pub(super) async fn context_lost(
         self: &Rc<Self>,
         info: &TurnInfo,
-        task: Task,
+        (task, manager): (Task, &str),
         message: &Message,
         version: Option<u64>,
         began_ms: u64,
         (dedup_store, dedup_key): (Option<&TaskStore>, &str),
     ) -> Refusal {
-        let manager = self
-            .active(&task.id)
-            .manager_context
-            .borrow()
-            .clone()
-            .unwrap_or_default();
         self.record_as(
             Tone::Bad,
             format!(
@@ -228,10 +226,7 @@ impl Replica {
             .unwrap_or(refusal);
         // Every request that joined the ActiveTask meanwhile hears the consumer's error
         // (seen live: the same turn sent twice at once to that replica, both -32602).
-        let active = self.active(&task.id);
-        *active.last_end.borrow_mut() = Some(Err(refusal.clone()));
-        active.ended.set(active.ended.get() + 1);
-        active.end_notify.notify_waiters();
+        self.active(&task.id).announce_end(Err(refusal.clone()));
         refusal
     }
 

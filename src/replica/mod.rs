@@ -425,7 +425,7 @@ impl Replica {
 /// The context a model that generates one (`handler.task_only_context = "generate"`) gives
 /// a message that names only its task: derived from the messageId, so every replica and
 /// every re-run of the turn gives the same one (a2a-sdk 1.3.0 draws a uuid4).
-pub fn generated_context_id(message_id: &str) -> String {
+fn generated_context_id(message_id: &str) -> String {
     format!("ctx-of-{message_id}")
 }
 

@@ -161,9 +161,7 @@ impl Replica {
             // next request here reads the store.
             *active.cached.borrow_mut() = None;
         }
-        *active.last_end.borrow_mut() = Some(ended.clone());
-        active.ended.set(active.ended.get() + 1);
-        active.end_notify.notify_waiters();
+        active.announce_end(ended.clone());
         if let (true, Ok(task)) = (parked, &ended) {
             self.schedule_release(&task.id, &active);
         }

@@ -2,9 +2,9 @@
 //! envelope, the method and its params, `A2A-Version`, the card's streaming flag), dispatch
 //! of the A2A methods to their handlers, error and result responses ([`Refusal`], with
 //! `google.rpc.ErrorInfo` data where the model sends it), the 401 ([`UNAUTHENTICATED`]) and
-//! 413 answers, the response headers, the agent card ([`agent_card`], declaring the Bearer scheme the replica
-//! enforces; a model serving 0.3 adds its 0.3 interface or serves a 0.3 card, as its real
-//! system does), `historyLength` on answers, and the server-sent-events response of the
+//! 413 answers, the response headers, the agent card ([`agent_card`], declaring the Bearer
+//! scheme the replica enforces; a model serving 0.3 adds its 0.3 interface or serves a 0.3
+//! card, as its real system does), `historyLength` on answers, and the server-sent-events response of the
 //! streaming methods. A 0.3 request goes to the 0.3 edge (`wire03.rs`) first.
 //!
 //! Knobs read: `[wire]` (`v03`, `version_check`, `versions`, `error_data`, `proto_names`,

@@ -295,3 +295,13 @@ pub(super) struct ActiveTask {
     /// ([`super::decide::send::manager_context_fails`]).
     pub(super) manager_context: RefCell<Option<String>>,
 }
+
+impl ActiveTask {
+    /// A turn of the task ended here as `ended`: the sends that joined it are answered
+    /// with that ([`super::queue`]).
+    pub(super) fn announce_end(&self, ended: Result<Task, Refusal>) {
+        *self.last_end.borrow_mut() = Some(ended);
+        self.ended.set(self.ended.get() + 1);
+        self.end_notify.notify_waiters();
+    }
+}

@@ -368,11 +368,11 @@ impl Replica {
         let message = self.with_task_ids(message, &task);
         let user_message = message.clone();
         let reply_in = self.profile.handler.reply_in.unwrap_or(ReplyIn::History);
-        if self.manager_context_fails(&message, &task) {
+        if let Some(manager) = self.failing_manager_context(&message, &task) {
             return Err(self
                 .context_lost(
                     &info,
-                    task,
+                    (task, &manager),
                     &message,
                     version,
                     began_ms,

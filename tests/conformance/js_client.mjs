@@ -266,8 +266,8 @@ class Run {
       } catch (e) {
         read = e.name;
       }
-      if (read === "RequestMalformedError" || read === "no error") why.push(`the SDK's client reads it as ${read}`);
       const mapped = read !== "RequestMalformedError" && read !== "no error";
+      if (!mapped) why.push(`the SDK's client reads it as ${read}`);
       return [declares && jsonrpc && mapped, `HTTP 401 body ${typeof answer === "string" ? answer : JSON.stringify(answer)}; the SDK's client throws ${read}; ${why.join("; ")}`, "401"];
     }
     const err = Run.rpcError(answer);
