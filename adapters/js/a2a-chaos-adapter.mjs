@@ -167,10 +167,16 @@ export class Chaos {
    * @param {string} [options.replica] this replica's name ({name}); default $A2A_CHAOS_REPLICA.
    * @param {number} [options.timeoutMs] per report (an effect answer may be held by the scenario).
    * @param {number} [options.defaultTurns] length of a plain-text conversation.
+   * @param {string} [options.reports] where saves are reported; default $A2A_CHAOS_REPORTS
+   *   (`live` sets it to the ledger itself, around the link its faults stop), else the
+   *   ledger. Effects are the replica's traffic and go through that link; a save is only
+   *   watched, and a held link must not stall the store.
    */
-  constructor({ ledger, replica, timeoutMs = 5000, defaultTurns = DEFAULT_TURNS } = {}) {
+  constructor({ ledger, replica, timeoutMs = 5000, defaultTurns = DEFAULT_TURNS, reports } = {}) {
     const url = ledger || process.env.A2A_CHAOS_LEDGER || '';
     this.ledger = url ? url.replace(/\/+$/, '') : null;
+    const watch = reports || process.env.A2A_CHAOS_REPORTS || url;
+    this.reports = watch ? watch.replace(/\/+$/, '') : null;
     this.replica = replica || process.env.A2A_CHAOS_REPLICA || 'replica-0';
     this.timeoutMs = timeoutMs;
     this.defaultTurns = defaultTurns;
@@ -191,7 +197,7 @@ export class Chaos {
       throw new TypeError('observeStore: not an @a2a-js/sdk TaskStore (load/save)');
     }
     const save = async (task, context) => {
-      await postJson(`${this.ledger}/save`, saveReport(task, this.replica), this.timeoutMs);
+      await postJson(`${this.reports}/save`, saveReport(task, this.replica), this.timeoutMs);
       return store.save(task, context);
     };
     return new Proxy(store, {

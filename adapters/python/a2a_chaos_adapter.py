@@ -343,11 +343,21 @@ class Chaos:
     placeholder); `replica` the replica's name (``{name}``, ``replica-N``). Either defaults
     to ``$A2A_CHAOS_LEDGER`` / ``$A2A_CHAOS_REPLICA``. Without a ledger the adapter is
     disabled: the wrappers hand back what they were given and nothing is sent.
+
+    Effects go to `ledger`: they are the replica's business traffic, and a scenario's fault
+    on that link must reach them. Saves and reads are only watched, so they go to `reports`
+    (default ``$A2A_CHAOS_REPORTS``, which ``live`` sets to the ledger itself, around the
+    link it faults; else `ledger`): a held link must not stall the store, nor hide when a
+    save happened.
     """
 
-    def __init__(self, ledger=None, replica=None, timeout=5.0, default_turns=DEFAULT_TURNS):
+    def __init__(
+        self, ledger=None, replica=None, timeout=5.0, default_turns=DEFAULT_TURNS, reports=None
+    ):
         ledger = ledger or os.environ.get("A2A_CHAOS_LEDGER") or None
         self.ledger = ledger.rstrip("/") if ledger else None
+        reports = reports or os.environ.get("A2A_CHAOS_REPORTS") or self.ledger
+        self.reports = reports.rstrip("/") if reports else None
         self.replica = replica or os.environ.get("A2A_CHAOS_REPLICA") or "replica-0"
         self.timeout = timeout
         self.default_turns = default_turns
@@ -366,9 +376,9 @@ class Chaos:
         if not self.enabled or isinstance(store, _OBSERVED):
             return store
         if VersionedTaskStore is not None and isinstance(store, VersionedTaskStore):
-            return ObservedVersionedStore(store, self.replica, self.ledger, versions)
+            return ObservedVersionedStore(store, self.replica, self.reports, versions)
         if isinstance(store, TaskStore):
-            return ObservedPlainStore(store, self.replica, self.ledger)
+            return ObservedPlainStore(store, self.replica, self.reports)
         raise TypeError(
             f"{type(store).__name__} is neither an a2a-sdk TaskStore nor a VersionedTaskStore"
         )

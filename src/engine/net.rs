@@ -127,6 +127,9 @@ pub struct Net {
     /// The last hold of each way that was ever held (a way is held while its link is held
     /// or it is cut): what it caught arrives after its end, or never past the patience.
     holds: RefCell<BTreeMap<Way, Hold>>,
+    /// Where a slowed link's latencies are drawn from instead of `rng`, when the run
+    /// takes another draw of them ([`Net::redraw`]).
+    slowed_rng: RefCell<Option<ChaCha8Rng>>,
     /// Readers and connection attempts waiting on a held link.
     hold_waiters: RefCell<Vec<Waker>>,
     /// Readers waiting for data with segments of their own in flight: a hold that begins
@@ -141,6 +144,7 @@ impl Net {
             rng: RefCell::new(ChaCha8Rng::seed_from_u64(crate::seed::derive_seed(
                 seed, "network", 0,
             ))),
+            slowed_rng: RefCell::default(),
             min_latency: Cell::new(Duration::from_millis(1)),
             max_latency: Cell::new(Duration::from_millis(1)),
             slowed: RefCell::default(),
@@ -151,6 +155,16 @@ impl Net {
             idle_senders: RefCell::default(),
             listeners: RefCell::default(),
         }
+    }
+
+    /// Draws the latencies of slowed links (a `latency` fault's) from draw `draw` of
+    /// `seed`'s stream of them, from here on; every other link draws as before (the
+    /// engine's own stream still advances at each slowed segment, so they keep their
+    /// draws). Draw 0 is the engine's own stream: no change.
+    pub fn redraw(&self, seed: u64, draw: u64) {
+        *self.slowed_rng.borrow_mut() = (draw != 0).then(|| {
+            ChaCha8Rng::seed_from_u64(crate::seed::derive_seed(seed, "network-slowed", draw))
+        });
     }
 
     /// The latency bounds of every link not slowed.
@@ -268,21 +282,22 @@ impl Net {
 
     fn latency(&self, a: &str, b: &str) -> Duration {
         let min = self.min_latency.get();
-        let max = {
+        let slowed_max = {
             let slowed = self.slowed.borrow();
             if slowed.is_empty() {
-                self.max_latency.get()
+                None
             } else {
-                slowed
-                    .get(&link(a, b))
-                    .copied()
-                    .unwrap_or(self.max_latency.get())
+                slowed.get(&link(a, b)).copied()
             }
         };
+        let max = slowed_max.unwrap_or(self.max_latency.get());
         // turmoil's curve, so both engines draw alike: the minimum plus the range times an
         // exponential draw of rate 5 (mean a fifth of the range), in whole ms, capped.
         let range_ms = max.saturating_sub(min).as_millis() as u64;
-        let u: f64 = self.rng.borrow_mut().random();
+        let mut u: f64 = self.rng.borrow_mut().random();
+        if let (Some(rng), Some(_)) = (self.slowed_rng.borrow_mut().as_mut(), slowed_max) {
+            u = rng.random();
+        }
         (min + Duration::from_millis(curve_ms(range_ms, u))).min(max.max(min))
     }
 

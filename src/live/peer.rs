@@ -473,6 +473,10 @@ impl Fleet {
             ("A2A_CHAOS_REPLICA", Host::Replica(index).to_string()),
             ("A2A_CHAOS_PORT", port.to_string()),
             ("A2A_CHAOS_LEDGER", self.ledger_of(index)),
+            // Saves and reads are what the run observes, not traffic of the replica's: they
+            // go to the ledger itself, around the link a fault may stop (the simulation
+            // watches its store without a network in between).
+            ("A2A_CHAOS_REPORTS", self.ledger.clone()),
             ("A2A_CHAOS_DB", self.db_of(index)),
             ("A2A_CHAOS_RUN_DIR", self.dir.display().to_string()),
             ("A2A_CHAOS_THINK_MS", self.think_ms_or_default().to_string()),

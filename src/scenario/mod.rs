@@ -141,6 +141,12 @@ pub struct ScenarioFile {
     /// `[expect]`.
     #[serde(default)]
     pub expect: Expect,
+    /// Which draw of the network's latencies the run takes: 0, the seed's own. Not a key
+    /// of the file: the fidelity comparison simulates a scenario with a `latency` fault
+    /// under several draws ([`crate::fidelity::patterns::order_variants`]), since each
+    /// world draws each segment's delay on its own.
+    #[serde(skip)]
+    pub latency_draw: u64,
 }
 
 fn two() -> usize {

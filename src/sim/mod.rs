@@ -132,6 +132,7 @@ pub struct Builder {
     tick: Option<Duration>,
     engine: Engine,
     settle: bool,
+    latency_draw: u64,
     timing: Timing,
     webhook: WebhookMode,
     checkers: Vec<Arc<dyn Checker + Send>>,
@@ -153,6 +154,7 @@ impl Default for Builder {
             tick: None,
             engine: Engine::default(),
             settle: true,
+            latency_draw: 0,
             timing: Timing::default(),
             webhook: WebhookMode::Ok,
             checkers: Vec::new(),
@@ -237,6 +239,14 @@ impl Builder {
     /// verdicts; the tests compare the two).
     pub fn settle(&mut self, settle: bool) -> &mut Self {
         self.settle = settle;
+        self
+    }
+
+    /// Which draw of the network's latencies the run takes (default 0, the seed's own;
+    /// the event engine only): another draw delays the segments of a slowed link
+    /// differently and leaves everything else the seed draws as it was.
+    pub fn latency_draw(&mut self, draw: u64) -> &mut Self {
+        self.latency_draw = draw;
         self
     }
 
@@ -358,6 +368,7 @@ impl Builder {
             tick,
             engine: self.engine,
             settle: self.settle,
+            latency_draw: self.latency_draw,
             table: self.table.clone(),
         };
         world::check_card_profile(&spec)?;
@@ -421,6 +432,7 @@ impl Sim {
         b.model(script.file.model.as_str())
             .routing(&script.file.routing)
             .seed(script.file.seed)
+            .latency_draw(script.file.latency_draw)
             .script(script.clone());
         if let Some([lo, hi]) = script.file.think_ms {
             b.timing(Timing {

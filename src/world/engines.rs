@@ -87,6 +87,9 @@ pub(super) fn run_events(
 ) -> Ended {
     crate::engine::run(spec.seed, |core| async move {
         super::configure_event_net(&core);
+        if spec.latency_draw != 0 {
+            core.net.redraw(spec.seed, spec.latency_draw);
+        }
         for (name, software) in hosts.0 {
             core.host(&name, software);
         }

@@ -510,7 +510,10 @@ async function main() {
   const { serve } = await load('@hono/node-server');
   const { z } = await load('zod');
 
-  observeSaves(InMemoryTaskStore, { replica: args.name, ledger: args.ledger });
+  // Saves are watched, not traffic: reported around the faulted ledger link when `live`
+  // says where ($A2A_CHAOS_REPORTS, the ledger itself).
+  const reports = (process.env.A2A_CHAOS_REPORTS || args.ledger).replace(/\/+$/, '');
+  observeSaves(InMemoryTaskStore, { replica: args.name, ledger: reports });
 
   // Ends a turn input-required: suspends the run until the next message resumes it, then
   // hands that message's resume data to the model.
