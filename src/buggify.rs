@@ -33,6 +33,9 @@ pub struct Chaos {
     buggify: BTreeMap<Point, f64>,
     kill_at: BTreeMap<KillPoint, f64>,
     kills: VecDeque<(Host, KillPoint)>,
+    /// Where a kill's delay is drawn from instead of `rng`, when the run takes another draw
+    /// of its faults' timing ([`Chaos::redraw_delays`]).
+    delay_rng: Option<ChaCha8Rng>,
     /// How often each point fired (`buggify:conflict-on-save`, `kill-at:effect`, ...).
     pub fired: BTreeMap<String, u64>,
     /// Every firing in order: simulated ms on the host where it fired, and the point's name
@@ -53,10 +56,20 @@ impl Chaos {
             buggify: BTreeMap::new(),
             kill_at: BTreeMap::new(),
             kills: VecDeque::new(),
+            delay_rng: None,
             fired: BTreeMap::new(),
             firings: Vec::new(),
             poll_slowed_until_ms: 0,
         }
+    }
+
+    /// Draws each kill's delay from draw `draw` of `seed`'s stream of them, from here on;
+    /// the points' own generator still advances as before, so everything else keeps its
+    /// draws. Draw 0 is the points' own generator: no change.
+    pub fn redraw_delays(&mut self, seed: u64, draw: u64) {
+        self.delay_rng = (draw != 0).then(|| {
+            ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(seed, "kill-delays", draw))
+        });
     }
 
     /// A shared handle to [`Chaos::new`].
@@ -122,7 +135,11 @@ impl Chaos {
         let owed: Vec<(Host, KillPoint)> = self.kills.drain(..).collect();
         owed.into_iter()
             .map(|(host, point)| {
-                let delay = self.rng.random_range(0..=point.delay_ms_max());
+                let drawn = self.rng.random_range(0..=point.delay_ms_max());
+                let delay = match self.delay_rng.as_mut() {
+                    Some(rng) => rng.random_range(0..=point.delay_ms_max()),
+                    None => drawn,
+                };
                 (host, point, delay)
             })
             .collect()
@@ -181,6 +198,28 @@ mod tests {
         assert_eq!(kills.len(), 1);
         assert_eq!(kills[0].0, Host::Replica(1));
         assert!(kills[0].2 <= KillPoint::AfterEffect.delay_ms_max());
+    }
+
+    #[test]
+    fn another_draw_moves_the_kills_delays_and_nothing_else() {
+        let delays = |draw: u64| {
+            let mut c = Chaos::new(5);
+            c.redraw_delays(5, draw);
+            c.set_kill_at(KillPoint::Effect, 1.0);
+            let mut out = Vec::new();
+            for i in 0..20 {
+                c.reached(Host::Replica(i % 3), KillPoint::Effect);
+                out.extend(c.take_kills().into_iter().map(|k| k.2));
+            }
+            (out, c.draw_ms(0, 1_000_000))
+        };
+        let (own, after) = delays(0);
+        assert_eq!(delays(0), (own.clone(), after), "draw 0 is the seed's own");
+        let (other, other_after) = delays(3);
+        assert_ne!(own, other, "another draw, other delays");
+        assert!(other.iter().all(|d| *d <= KillPoint::Effect.delay_ms_max()));
+        // The points' own generator advanced as before.
+        assert_eq!(after, other_after);
     }
 
     #[test]

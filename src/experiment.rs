@@ -185,7 +185,8 @@ impl Experiment {
         .filter(|(_, given)| !given)
         .map(|(k, _)| k)
         .collect();
-        crate::names::check("name", &file.name).map_err(|m| InputError::new(origin, m))?;
+        crate::names::check("name", &file.name)
+            .map_err(|m| InputError::new(origin, m.to_string()))?;
         if !defaulted.contains(&"faults") && !file.faults.none && file.faults.rates.is_empty() {
             return Err(InputError::new(
                 origin,
@@ -230,7 +231,8 @@ impl Experiment {
                 format!("replicas = {} must be 1..={REPLICAS_MAX}", file.replicas),
             ));
         }
-        crate::scenario::check_tick_ms(file.tick_ms).map_err(|m| InputError::new(origin, m))?;
+        crate::scenario::check_tick_ms(file.tick_ms)
+            .map_err(|m| InputError::new(origin, m.to_string()))?;
         if file.seeds.count == 0 || file.seeds.count > SEEDS_MAX {
             return Err(InputError::new(
                 origin,

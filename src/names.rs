@@ -16,35 +16,65 @@ fn allowed(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')
 }
 
+/// What the rule says, in every refusal.
+const RULE: &str = "use ASCII letters, digits, `-`, `_` and `.` (not first)";
+
+/// Why a name is not a plain file name; `what` names the field (`name`, `model name`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    /// Nothing at all.
+    #[error("{what} is empty: {RULE}")]
+    Empty { what: String },
+    /// More than [`NAME_CHARS_MAX`] characters.
+    #[error("{what} is {len} characters long: at most {NAME_CHARS_MAX}")]
+    TooLong { what: String, len: usize },
+    /// A character outside the rule (the first one).
+    #[error("{what} `{}` becomes a file name, but has {}: {RULE}", name.escape_default(), described(*found))]
+    Character {
+        what: String,
+        name: String,
+        found: char,
+    },
+    /// A leading `.`.
+    #[error("{what} `{name}` starts with `.`, which makes a hidden file or a path step: {RULE}")]
+    Hidden { what: String, name: String },
+}
+
+/// A refused character, for a sentence.
+fn described(c: char) -> String {
+    match c {
+        '/' | '\\' => format!("a path separator `{c}`"),
+        ' ' => "a space".to_string(),
+        c if c.is_control() => format!("a control character {:?}", c),
+        c => format!("`{c}`"),
+    }
+}
+
 /// Checks that `name` is a plain file name; the error says what is wrong with it. `what`
 /// names the field (`name`, `model name`).
-pub fn check(what: &str, name: &str) -> Result<(), String> {
-    let rule = "use ASCII letters, digits, `-`, `_` and `.` (not first)";
+pub fn check(what: &str, name: &str) -> Result<(), NameError> {
+    let what = what.to_string();
     if name.is_empty() {
-        return Err(format!("{what} is empty: {rule}"));
+        return Err(NameError::Empty { what });
     }
     if name.len() > NAME_CHARS_MAX {
-        return Err(format!(
-            "{what} is {} characters long: at most {NAME_CHARS_MAX}",
-            name.len()
-        ));
+        return Err(NameError::TooLong {
+            what,
+            len: name.len(),
+        });
     }
-    if let Some(c) = name.chars().find(|c| !allowed(*c)) {
-        return Err(format!(
-            "{what} `{}` becomes a file name, but has {}: {rule}",
-            name.escape_default(),
-            match c {
-                '/' | '\\' => format!("a path separator `{c}`"),
-                ' ' => "a space".to_string(),
-                c if c.is_control() => format!("a control character {:?}", c),
-                c => format!("`{c}`"),
-            }
-        ));
+    if let Some(found) = name.chars().find(|c| !allowed(*c)) {
+        return Err(NameError::Character {
+            what,
+            name: name.to_string(),
+            found,
+        });
     }
     if name.starts_with('.') {
-        return Err(format!(
-            "{what} `{name}` starts with `.`, which makes a hidden file or a path step: {rule}"
-        ));
+        return Err(NameError::Hidden {
+            what,
+            name: name.to_string(),
+        });
     }
     Ok(())
 }
@@ -101,7 +131,11 @@ mod tests {
         let long = "x".repeat(NAME_CHARS_MAX + 1);
         assert!(check("name", &long).is_err());
         let err = check("name", "../../../escaped").unwrap_err();
-        assert!(err.contains("path separator"), "{err}");
+        assert!(
+            matches!(err, NameError::Character { found: '/', .. }),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("path separator"), "{err}");
     }
 
     #[test]

@@ -561,7 +561,9 @@ fn check_post(
         }
         let mut buf = BytesMut::from(&reply[..]);
         let mut events = 0;
-        while let Some(event) = take_event(&mut buf).map_err(TestCaseError::fail)? {
+        while let Some(event) =
+            take_event(&mut buf).map_err(|e| TestCaseError::fail(e.to_string()))?
+        {
             let v: Value = serde_json::from_str(&event)
                 .map_err(|e| TestCaseError::fail(format!("event is not JSON ({e}): {event}")))?;
             if let Some(code) = check_envelope(&v, &request_id, &expect)? {

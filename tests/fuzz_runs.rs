@@ -324,7 +324,8 @@ fn a_panicking_run_is_contained() {
     let spec = panicking_spec(&exp, 42);
     let error = a2a_chaos::sim::contain(|| a2a_chaos::world::run(&spec))
         .map(|_| ())
-        .expect_err("the panic is contained");
+        .expect_err("the panic is contained")
+        .to_string();
     assert!(
         error.contains("the routing strategy was validated"),
         "{error}"
@@ -423,6 +424,7 @@ fn bug_a_contained_panic_loses_its_message() {
     let spec = panicking_spec(&exp, 42);
     let error = a2a_chaos::sim::contain(|| a2a_chaos::world::run(&spec))
         .err()
+        .map(|p| p.to_string())
         .unwrap_or_default();
     assert!(
         error.contains("the routing strategy was validated"),

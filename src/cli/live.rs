@@ -121,10 +121,7 @@ impl PeerArgs {
                             })
                     })
                     .collect::<Result<_, _>>()?;
-                Some(
-                    live::peer::UserStore::parse(class, pythonpath)
-                        .map_err(|e| InputError::new("--store", e))?,
-                )
+                Some(live::peer::UserStore::parse(class, pythonpath)?)
             }
         };
         let placement = self.placement.as_deref().map(|p| match p {

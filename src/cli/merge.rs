@@ -293,7 +293,7 @@ pub fn cmd_merge(dirs: Vec<PathBuf>, out: Option<PathBuf>, wide: bool) -> Result
                 InputError::new(
                     dirs.first()
                         .map_or(String::new(), |d| d.join(MANIFEST).display().to_string()),
-                    e,
+                    e.to_string(),
                 )
             })?;
             Path::new("results").join(&m.experiment)

@@ -150,7 +150,7 @@ pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
     // Every journaled run must be one of this sweep's runs, once: anything else means the
     // journal was written by another run or edited, and is refused rather than merged.
     let mut accept = |run: &RunSummary| -> Result<(), String> {
-        let item = runner::check_row(&exp, run)?;
+        let item = runner::check_row(&exp, run).map_err(|e| e.to_string())?;
         let position = all.position(&item).expect("check_row found it in the list");
         if let Some(s) = &shard {
             if !s.owns(position as usize) {

@@ -465,7 +465,7 @@ impl Client {
                         self.learn_task(&kind, task.as_ref().or(streamed.as_ref()));
                     }
                     Ok(None) => return Ok(()),
-                    Err(e) => return Err(Outcome::Info { why: e }),
+                    Err(e) => return Err(Outcome::Info { why: e.to_string() }),
                 }
             }
         })

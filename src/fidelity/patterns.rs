@@ -152,26 +152,30 @@ pub const ORDERS_MAX: usize = 150;
 /// A settled order is the one where the background work finished first. The first half of
 /// the list keeps the indices the orders had before settled orders existed.
 ///
-/// A scenario with a `latency` fault is then simulated under [`LATENCY_DRAWS`] other draws
-/// of its latencies (as drawn, and settled when it has races; appended last). A latency
-/// fault delays each segment on a curve, and which segments the long delays fall on is
-/// drawn in each world on its own: the live link's draws are not the simulated network's
-/// (generation 4's seed 20: the simulated request waited 70 ms and its answer little, the
-/// live request little and its answer 100 ms, so only the simulated turn was still
-/// running when the fault ended, and `liveness` was exercised only there).
+/// A scenario with a `latency` or a `kill-at` step is then simulated under [`FAULT_DRAWS`]
+/// other draws of its faults' timing (as drawn, and settled when it has races; appended
+/// last), since each world draws it on its own:
+/// - a latency fault delays each segment on a curve, and which segments the long delays
+///   fall on is each world's draw (generation 4's seed 20: the simulated request waited
+///   70 ms and its answer little, the live request little and its answer 100 ms, so only
+///   the simulated turn was still running when the fault ended, and `liveness` was
+///   exercised only there);
+/// - a simulated kill point's crash lands 0-12 ms after the point, drawn, so an effect's
+///   request may reach the ledger first; live the ledger kills the replica as the request
+///   arrives, before applying it (seed 65: the simulated effect applied, the real one not).
 pub fn order_variants(script: &Script) -> Vec<Script> {
     let mut variants = race_orders(script);
-    if has_latency(&script.steps) {
-        // Each other draw of the latencies, for the scenario as drawn and, with races, its
-        // settled order.
+    if draws_faults(&script.steps) {
+        // Each other draw of the faults' timing, for the scenario as drawn and, with races,
+        // its settled order.
         let firsts: Vec<Script> = match variants.len() {
             1 => vec![variants[0].clone()],
             n => vec![variants[0].clone(), variants[n / 2].clone()],
         };
-        for draw in 1..=LATENCY_DRAWS {
+        for draw in 1..=FAULT_DRAWS {
             for first in &firsts {
                 let mut redrawn = first.clone();
-                redrawn.file.latency_draw = draw;
+                redrawn.file.fault_draw = draw;
                 variants.push(redrawn);
             }
         }
@@ -179,15 +183,16 @@ pub fn order_variants(script: &Script) -> Vec<Script> {
     variants
 }
 
-/// How many other draws of its latencies a scenario with a `latency` fault is simulated
-/// under ([`order_variants`]).
-pub const LATENCY_DRAWS: u64 = 8;
+/// How many other draws of its faults' timing a scenario with a `latency` or `kill-at`
+/// step is simulated under ([`order_variants`]).
+pub const FAULT_DRAWS: u64 = 8;
 
-/// Whether a `latency` fault is among `steps`, nested ones included.
-fn has_latency(steps: &[Step]) -> bool {
+/// Whether a `latency` or `kill-at` step is among `steps`, nested ones included.
+fn draws_faults(steps: &[Step]) -> bool {
+    use crate::faults::Action;
     steps.iter().any(|s| match s {
-        Step::Concurrent(v) | Step::Sequence(v) => has_latency(v),
-        Step::Fault(action) => matches!(action, crate::faults::Action::LinkLatency(_)),
+        Step::Concurrent(v) | Step::Sequence(v) => draws_faults(v),
+        Step::Fault(action) => matches!(action, Action::LinkLatency(_) | Action::KillAt(_)),
         _ => false,
     })
 }
@@ -458,9 +463,9 @@ send = { conversation = "c1", turn = 2, to = "replica-0" }
 "#,
         );
         let variants = order_variants(&s);
-        assert_eq!(variants.len(), 1 + LATENCY_DRAWS as usize);
-        let draws: Vec<u64> = variants.iter().map(|v| v.file.latency_draw).collect();
-        assert_eq!(draws, (0..=LATENCY_DRAWS).collect::<Vec<_>>());
+        assert_eq!(variants.len(), 1 + FAULT_DRAWS as usize);
+        let draws: Vec<u64> = variants.iter().map(|v| v.file.fault_draw).collect();
+        assert_eq!(draws, (0..=FAULT_DRAWS).collect::<Vec<_>>());
         // Another draw delays the slowed link's segments otherwise, and only them: the
         // same scenario without the fault runs the same under every draw.
         let hash = |s: &Script| crate::sim::Sim::from_scenario(s).unwrap().run().trace_hash;
@@ -468,7 +473,7 @@ send = { conversation = "c1", turn = 2, to = "replica-0" }
         assert!(hashes.len() > 1, "every draw ran alike");
         let calm = Script::from_steps(&s.file, &s.steps[1..]).unwrap();
         let mut redrawn = calm.clone();
-        redrawn.file.latency_draw = 5;
+        redrawn.file.fault_draw = 5;
         assert_eq!(hash(&calm), hash(&redrawn));
     }
 }

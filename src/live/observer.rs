@@ -150,7 +150,7 @@ impl Ground {
     }
 
     /// Records one reported save; returns its version.
-    pub fn record_save(&self, report: SaveReport) -> Result<u64, String> {
+    pub fn record_save(&self, report: SaveReport) -> Result<u64, ReportError> {
         let state = parse_state(&report.state)?;
         let seen_key = (report.task_id.clone(), report.replica.clone());
         let mut versions = self.versions.borrow_mut();
@@ -191,10 +191,11 @@ impl Ground {
                 report.based_on,
                 v,
             ),
-            (mode, v) => {
-                return Err(format!(
-                    "save report: mode `{mode}` with version {v:?} is not one of overwrite (no version), cas or cancel (a version)"
-                ))
+            (mode, version) => {
+                return Err(ReportError::Mode {
+                    mode: mode.to_string(),
+                    version,
+                })
             }
         };
         versions.insert(report.task_id.clone(), last.unwrap_or(0).max(version));
@@ -261,8 +262,22 @@ pub struct SaveReport {
     pub at_unix_ms: Option<f64>,
 }
 
+/// Why a save report (or a recording's save line) is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReportError {
+    /// A state name A2A does not have.
+    #[error("save report: unknown task state `{0}`")]
+    State(String),
+    /// A mode and version that do not go together.
+    #[error("save report: mode `{mode}` with version {version:?} is not one of overwrite (no version), cas or cancel (a version)")]
+    Mode { mode: String, version: Option<u64> },
+    /// A recording's save mode that is not one.
+    #[error("save mode `{0}` is not cas, overwrite or cancel")]
+    SaveMode(String),
+}
+
 /// A save report's state name (`input-required`) as a task state.
-pub fn parse_state(name: &str) -> Result<TaskState, String> {
+pub fn parse_state(name: &str) -> Result<TaskState, ReportError> {
     Ok(match name {
         "submitted" => TaskState::Submitted,
         "working" => TaskState::Working,
@@ -272,7 +287,7 @@ pub fn parse_state(name: &str) -> Result<TaskState, String> {
         "canceled" => TaskState::Canceled,
         "failed" => TaskState::Failed,
         "rejected" => TaskState::Rejected,
-        other => return Err(format!("save report: unknown task state `{other}`")),
+        other => return Err(ReportError::State(other.to_string())),
     })
 }
 
@@ -350,7 +365,7 @@ pub async fn serve(ground: Ground, trace: Trace) -> turmoil::Result {
                                     &serde_json::json!({ "version": v }),
                                 ))
                             }
-                            Err(e) => Ok(bad(e)),
+                            Err(e) => Ok(bad(e.to_string())),
                         }
                     }
                     "/read" => {

@@ -37,9 +37,12 @@ use std::process::{Child, Command, Stdio};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use crate::error::InputError;
 use crate::host::Host;
 use crate::model::Profile;
 use crate::net::{self, Call};
+
+use super::setup::SetupError;
 
 /// Makes the replica die when the thread that started it does, so a run that is killed
 /// (Ctrl-C, SIGTERM, SIGKILL) leaves no replica behind (Linux; elsewhere the fleet's
@@ -169,14 +172,14 @@ pub struct UserStore {
 
 impl UserStore {
     /// Refuses a class path that is not `module:Class`.
-    pub fn parse(class: &str, pythonpath: Vec<String>) -> Result<UserStore, String> {
+    pub fn parse(class: &str, pythonpath: Vec<String>) -> Result<UserStore, InputError> {
         let valid = class
             .split_once(':')
             .is_some_and(|(module, attr)| !module.is_empty() && !attr.is_empty());
         if !valid {
-            return Err(format!(
+            return Err(InputError::new("--store", format!(
                 "--store `{class}`: expected module:Class (an a2a-sdk TaskStore or VersionedTaskStore, e.g. mystore:MyTaskStore)"
-            ));
+            )));
         }
         Ok(UserStore {
             class: class.to_string(),
@@ -269,10 +272,10 @@ pub struct RunDatabase {
 impl RunDatabase {
     /// Creates database `name` on the PostgreSQL server of `server` (a URL whose role may
     /// create databases), with the a2a-python peer of SDK `sdk`.
-    pub fn create(sdk: &str, server: &str, name: &str) -> Result<Self, String> {
+    pub fn create(sdk: &str, server: &str, name: &str) -> Result<Self, SetupError> {
         let python = venv_base().join(format!("v{sdk}/bin/python"));
         let out = db_admin(&python, "--create-db", name, server)
-            .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+            .map_err(SetupError::io(format!("cannot run {}", python.display())))?;
         if !out.status.success() {
             // The traceback's last line is the reason.
             let stderr = String::from_utf8_lossy(&out.stderr);
@@ -281,15 +284,17 @@ impl RunDatabase {
                 .rev()
                 .find(|l| !l.trim().is_empty() && !l.starts_with("(Background"))
                 .unwrap_or("");
-            return Err(format!(
+            return Err(SetupError::Process(format!(
                 "cannot create database {name} on the PostgreSQL server of --db (the role needs CREATEDB) ({}): {}",
                 out.status,
                 why.trim()
-            ));
+            )));
         }
         let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
         if url.is_empty() {
-            return Err(format!("creating database {name} printed no URL"));
+            return Err(SetupError::Process(format!(
+                "creating database {name} printed no URL"
+            )));
         }
         Ok(RunDatabase {
             python,
@@ -473,9 +478,8 @@ impl Fleet {
             ("A2A_CHAOS_REPLICA", Host::Replica(index).to_string()),
             ("A2A_CHAOS_PORT", port.to_string()),
             ("A2A_CHAOS_LEDGER", self.ledger_of(index)),
-            // Saves and reads are what the run observes, not traffic of the replica's: they
-            // go to the ledger itself, around the link a fault may stop (the simulation
-            // watches its store without a network in between).
+            // Saves and reads are watched, not the replica's traffic: they go to the ledger
+            // itself, around the link a fault may stop (docs/PEERS.md).
             ("A2A_CHAOS_REPORTS", self.ledger.clone()),
             ("A2A_CHAOS_DB", self.db_of(index)),
             ("A2A_CHAOS_RUN_DIR", self.dir.display().to_string()),
@@ -530,16 +534,14 @@ impl Fleet {
     }
 
     /// Starts replica `index` on a free loopback port; returns its address.
-    pub fn start(&mut self, index: usize) -> Result<SocketAddr, String> {
+    pub fn start(&mut self, index: usize) -> Result<SocketAddr, SetupError> {
         self.kill(index);
-        let port = super::ports::reserve().map_err(|e| format!("no free port: {e}"))?;
+        let port = super::ports::reserve().map_err(SetupError::io("no free port"))?;
         let line = self.command_line(index, port);
         let log_path = self.dir.join(format!("replica-{index}.log"));
-        let log = crate::files::append_no_follow(&log_path)
-            .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
-        let err = log
-            .try_clone()
-            .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
+        let cannot_open = || SetupError::io(format!("cannot open {}", log_path.display()));
+        let log = crate::files::append_no_follow(&log_path).map_err(cannot_open())?;
+        let err = log.try_clone().map_err(cannot_open())?;
         let mut command = Command::new("sh");
         command
             .arg("-c")
@@ -549,9 +551,9 @@ impl Fleet {
             .stdout(log)
             .stderr(err);
         die_with_parent(&mut command);
-        let child = command
-            .spawn()
-            .map_err(|e| format!("cannot start replica-{index} (`{line}`): {e}"))?;
+        let child = command.spawn().map_err(SetupError::io(format!(
+            "cannot start replica-{index} (`{line}`)"
+        )))?;
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         self.children[index] = Some(child);
         self.addrs[index] = Some(addr);
@@ -678,7 +680,7 @@ impl Fleet {
 
     /// Reads tasks straight from the shared database with `server.py --dump` (a Python
     /// process of its own); `None` when the peer cannot ([`Fleet::can_dump`]).
-    pub fn dump(&self, ids: &[String]) -> Option<Result<Vec<a2a::Task>, String>> {
+    pub fn dump(&self, ids: &[String]) -> Option<Result<Vec<a2a::Task>, SetupError>> {
         if !self.can_dump() {
             return None;
         }
@@ -695,13 +697,13 @@ impl Fleet {
             .stdin(Stdio::null())
             .output();
         Some(match out {
-            Err(e) => Err(format!("cannot run the dump: {e}")),
-            Ok(o) if !o.status.success() => Err(format!(
+            Err(e) => Err(SetupError::io("cannot run the dump")(e)),
+            Ok(o) if !o.status.success() => Err(SetupError::Process(format!(
                 "the dump failed ({}): {}",
                 o.status,
                 String::from_utf8_lossy(&o.stderr).trim()
-            )),
-            Ok(o) => parse_dump(&o.stdout),
+            ))),
+            Ok(o) => parse_dump(&o.stdout).map_err(SetupError::Process),
         })
     }
 
@@ -741,17 +743,18 @@ pub async fn wait_ready(
     fleet: &Rc<RefCell<Fleet>>,
     index: usize,
     timeout: Duration,
-) -> Result<(), String> {
+) -> Result<(), SetupError> {
     let started = Instant::now();
-    let addr = fleet.borrow().addrs[index].ok_or("replica not started")?;
+    let addr = fleet.borrow().addrs[index]
+        .ok_or_else(|| SetupError::Process("replica not started".into()))?;
     loop {
         if !fleet.borrow_mut().is_running(index) {
             let f = fleet.borrow();
-            return Err(format!(
+            return Err(SetupError::Process(format!(
                 "replica-{index} (`{}`) exited at start; {}",
                 f.command_line(index, addr.port()),
                 f.log_tail(index)
-            ));
+            )));
         }
         let call = Call::get(
             addr.ip().to_string(),
@@ -766,11 +769,11 @@ pub async fn wait_ready(
         }
         if started.elapsed() > timeout {
             let f = fleet.borrow();
-            return Err(format!(
+            return Err(SetupError::Process(format!(
                 "replica-{index} did not answer its card within {} s; {}",
                 timeout.as_secs(),
                 f.log_tail(index)
-            ));
+            )));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -112,18 +112,18 @@ impl Pool {
                 // not reach another run's database.
                 let server = if options.own_store {
                     let own = postgres::Server::start(&options.work_dir)
-                        .map_err(|e| InputError::new("live", e))?;
+                        .map_err(|e| InputError::new("live", e.to_string()))?;
                     let url = own.url();
                     store = Some(Rc::new(RefCell::new(own)));
                     url
                 } else {
                     postgres::shared_url(&options.work_dir)
-                        .map_err(|e| InputError::new("live", e))?
+                        .map_err(|e| InputError::new("live", e.to_string()))?
                 };
                 let sdk = profile.fidelity.clone().unwrap_or_default().sdk;
                 let created =
                     peer::RunDatabase::create(&sdk, &server, &peer::database_name(&run_dir))
-                        .map_err(|e| InputError::new("live", e))?;
+                        .map_err(|e| InputError::new("live", e.to_string()))?;
                 let url = created.url.clone();
                 run_db = Some(created);
                 url
@@ -131,7 +131,7 @@ impl Pool {
             Some(url) if preset && peer::is_postgres(&url) => {
                 let sdk = profile.fidelity.clone().unwrap_or_default().sdk;
                 let created = peer::RunDatabase::create(&sdk, &url, &peer::database_name(&run_dir))
-                    .map_err(|e| InputError::new("live", e))?;
+                    .map_err(|e| InputError::new("live", e.to_string()))?;
                 let url = created.url.clone();
                 run_db = Some(created);
                 url
@@ -194,7 +194,7 @@ impl Pool {
             self.options.ready_timeout,
         )
         .await
-        .map_err(|e| InputError::new("live", e))?;
+        .map_err(|e| InputError::new("live", e.to_string()))?;
         // The last final read went around the links: the router goes through them again.
         for i in 0..self.replicas {
             let addr = self.fleet.borrow().addr(i);
@@ -258,7 +258,7 @@ impl Pool {
                 .fleet
                 .borrow_mut()
                 .start(i)
-                .map_err(|e| InputError::new("live", e))?;
+                .map_err(|e| InputError::new("live", e.to_string()))?;
             let host = Host::Replica(i);
             let via = self
                 .network
@@ -269,7 +269,7 @@ impl Pool {
             if i == 0 {
                 peer::wait_ready(&self.fleet, 0, self.options.ready_timeout)
                     .await
-                    .map_err(|e| InputError::new("live", e))?;
+                    .map_err(|e| InputError::new("live", e.to_string()))?;
             } else {
                 started.push(i);
             }
@@ -277,7 +277,7 @@ impl Pool {
         for i in started {
             peer::wait_ready(&self.fleet, i, self.options.ready_timeout)
                 .await
-                .map_err(|e| InputError::new("live", e))?;
+                .map_err(|e| InputError::new("live", e.to_string()))?;
         }
         Ok(())
     }
@@ -580,7 +580,11 @@ impl Pool {
         };
         let dumped = match reader {
             Some(Some(i)) => Some(super::dump_from(&Host::Replica(i).to_string(), ids).await),
-            Some(None) => self.fleet.borrow().dump(ids),
+            Some(None) => self
+                .fleet
+                .borrow()
+                .dump(ids)
+                .map(|r| r.map_err(|e| e.to_string())),
             None => None,
         };
         match dumped {

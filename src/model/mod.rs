@@ -678,7 +678,8 @@ impl Profile {
         let profile: Profile =
             toml::from_str(text).map_err(|e| InputError::toml(origin, text, &e))?;
         // A model's name becomes part of file names (timelines, found scenarios).
-        crate::names::check("name", &profile.name).map_err(|m| InputError::new(origin, m))?;
+        crate::names::check("name", &profile.name)
+            .map_err(|m| InputError::new(origin, m.to_string()))?;
         let knobs = profile.knobs();
         for knob in &knobs {
             match profile.sources.get(knob) {

@@ -181,22 +181,36 @@ pub fn encode_latencies(latencies_ms: &[u64]) -> String {
         .join(" ")
 }
 
+/// Why a `runs.csv` cell does not read back ([`decode_latencies`], [`decode_points`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CellError {
+    /// A latency item that is not `<ms>` or `<ms>x<count>`.
+    #[error("latency `{0}` is not `<ms>` or `<ms>x<count>`")]
+    Latency(String),
+    /// A latency count of 0 or past ten million.
+    #[error("latency `{0}` has an implausible count")]
+    LatencyCount(String),
+    /// A fired point without `=`.
+    #[error("fired point `{0}` is not point=count")]
+    Point(String),
+    /// A fired point whose count is not a number.
+    #[error("fired point `{0}` has no count")]
+    PointCount(String),
+}
+
 /// The inverse of [`encode_latencies`] (values come back in ascending order).
-pub fn decode_latencies(text: &str) -> Result<Vec<u64>, String> {
+pub fn decode_latencies(text: &str) -> Result<Vec<u64>, CellError> {
     let mut out = Vec::new();
     for item in text.split_whitespace() {
         let (value, count) = match item.split_once('x') {
             Some((v, n)) => (v, n),
             None => (item, "1"),
         };
-        let value: u64 = value
-            .parse()
-            .map_err(|_| format!("latency `{item}` is not `<ms>` or `<ms>x<count>`"))?;
-        let count: u64 = count
-            .parse()
-            .map_err(|_| format!("latency `{item}` is not `<ms>` or `<ms>x<count>`"))?;
+        let bad = || CellError::Latency(item.to_string());
+        let value: u64 = value.parse().map_err(|_| bad())?;
+        let count: u64 = count.parse().map_err(|_| bad())?;
         if count == 0 || count > 10_000_000 {
-            return Err(format!("latency `{item}` has an implausible count"));
+            return Err(CellError::LatencyCount(item.to_string()));
         }
         out.extend(std::iter::repeat_n(value, count as usize));
     }
@@ -214,15 +228,15 @@ pub fn encode_points(points: &BTreeMap<String, u64>) -> String {
 }
 
 /// Reads [`encode_points`]'s form back.
-pub fn decode_points(cell: &str) -> Result<BTreeMap<String, u64>, String> {
+pub fn decode_points(cell: &str) -> Result<BTreeMap<String, u64>, CellError> {
     cell.split_whitespace()
         .map(|item| {
             let (point, n) = item
                 .rsplit_once('=')
-                .ok_or_else(|| format!("fired point `{item}` is not point=count"))?;
+                .ok_or_else(|| CellError::Point(item.to_string()))?;
             let n = n
                 .parse()
-                .map_err(|_| format!("fired point `{item}` has no count"))?;
+                .map_err(|_| CellError::PointCount(item.to_string()))?;
             Ok((point.to_string(), n))
         })
         .collect()
@@ -328,8 +342,8 @@ pub fn parse_runs_csv(bytes: &[u8], origin: &str) -> Result<Vec<RunSummary>, Inp
             results.push(result);
         }
         let tail = 8 + invariants.len();
-        let latencies_ms = decode_latencies(field(tail + 6)).map_err(|e| at(&e))?;
-        let points_fired = decode_points(field(tail + 7)).map_err(|e| at(&e))?;
+        let latencies_ms = decode_latencies(field(tail + 6)).map_err(|e| at(&e.to_string()))?;
+        let points_fired = decode_points(field(tail + 7)).map_err(|e| at(&e.to_string()))?;
         let error = field(tail + 5);
         out.push(RunSummary {
             model: field(0).to_string(),

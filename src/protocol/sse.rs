@@ -13,6 +13,20 @@ use hyper::body::Incoming;
 /// Largest single event accepted (64 KiB); a longer one is an error, not a hang.
 pub const EVENT_BYTES_MAX: usize = 64 * 1024;
 
+/// Why a stream of events could not be read on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SseError {
+    /// An event over [`EVENT_BYTES_MAX`] bytes.
+    #[error("event larger than {EVENT_BYTES_MAX} bytes")]
+    TooLarge,
+    /// The body ended with part of an event.
+    #[error("stream ended inside an event")]
+    EndedInside,
+    /// The body broke (a reset, a timeout): hyper's words.
+    #[error("stream broke: {0}")]
+    Broke(String),
+}
+
 /// Reads events from a response body.
 pub struct Reader {
     body: Incoming,
@@ -34,7 +48,7 @@ impl Reader {
 
     /// The next event's data (its `data:` lines joined by newlines); `None` at a clean end;
     /// `Err` when the stream breaks or an event is too large.
-    pub async fn next_event(&mut self) -> Result<Option<String>, String> {
+    pub async fn next_event(&mut self) -> Result<Option<String>, SseError> {
         loop {
             if let Some(event) = take_event_from(&mut self.buf, &mut self.scanned)? {
                 return Ok(Some(event));
@@ -43,12 +57,12 @@ impl Reader {
                 return if self.buf.iter().all(|b| b.is_ascii_whitespace()) {
                     Ok(None)
                 } else {
-                    Err("stream ended inside an event".into())
+                    Err(SseError::EndedInside)
                 };
             }
             match self.body.frame().await {
                 None => self.done = true,
-                Some(Err(e)) => return Err(format!("stream broke: {e}")),
+                Some(Err(e)) => return Err(SseError::Broke(e.to_string())),
                 Some(Ok(frame)) => {
                     if let Some(data) = frame.data_ref() {
                         self.buf.extend_from_slice(data);
@@ -60,24 +74,27 @@ impl Reader {
 }
 
 /// Takes one complete event off the front of `buf`, if there is one.
-pub fn take_event(buf: &mut BytesMut) -> Result<Option<String>, String> {
+pub fn take_event(buf: &mut BytesMut) -> Result<Option<String>, SseError> {
     let mut scanned = 0;
     take_event_from(buf, &mut scanned)
 }
 
 /// [`take_event`], resuming the search at `scanned`: the front of `buf` known to hold no
 /// event end. It is updated for the next call and reset when an event is taken.
-pub fn take_event_from(buf: &mut BytesMut, scanned: &mut usize) -> Result<Option<String>, String> {
+pub fn take_event_from(
+    buf: &mut BytesMut,
+    scanned: &mut usize,
+) -> Result<Option<String>, SseError> {
     let Some((end, sep)) = find_event_end(buf, *scanned) else {
         // Resume a few bytes back: a separator may straddle what arrives next.
         *scanned = buf.len().saturating_sub(3);
         if buf.len() > EVENT_BYTES_MAX {
-            return Err(format!("event larger than {EVENT_BYTES_MAX} bytes"));
+            return Err(SseError::TooLarge);
         }
         return Ok(None);
     };
     if end > EVENT_BYTES_MAX {
-        return Err(format!("event larger than {EVENT_BYTES_MAX} bytes"));
+        return Err(SseError::TooLarge);
     }
     *scanned = 0;
     let raw = buf.split_to(end);

@@ -117,18 +117,47 @@ fn copy(from: &Value, to: &mut Map<String, Value>, keys: &[&str]) {
     }
 }
 
-fn object(v: &Value, what: &str) -> Result<(), String> {
+/// Why a 0.3 request cannot be read as 1.0: the sentence a server answers with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum V03Error {
+    /// A value that must be an object is not (`what`: `message`, `params`, ...).
+    #[error("{what} must be an object")]
+    NotAnObject { what: &'static str },
+    /// A required string field is missing or not a string.
+    #[error("{what}.{key} is required (a string)")]
+    MissingString {
+        what: &'static str,
+        key: &'static str,
+    },
+    /// `message.parts` is not an array.
+    #[error("message.parts must be an array")]
+    PartsNotAnArray,
+    /// A file part with neither `uri` nor `bytes`.
+    #[error("file part's file needs uri or bytes")]
+    FileWithoutContent,
+    /// A part `kind` 0.3 does not have (`None`: no kind at all).
+    #[error("part kind {0:?} is not text, data or file")]
+    PartKind(Option<String>),
+    /// A `message.role` 0.3 does not have.
+    #[error("message.role {0:?} is not user or agent")]
+    Role(Option<String>),
+    /// A 1.0 method 0.3 has no request for.
+    #[error("{0} has no 0.3 form")]
+    NoV03Form(String),
+}
+
+fn object(v: &Value, what: &'static str) -> Result<(), V03Error> {
     if v.is_object() {
         Ok(())
     } else {
-        Err(format!("{what} must be an object"))
+        Err(V03Error::NotAnObject { what })
     }
 }
 
-fn string<'a>(v: &'a Value, key: &str, what: &str) -> Result<&'a str, String> {
+fn string<'a>(v: &'a Value, key: &'static str, what: &'static str) -> Result<&'a str, V03Error> {
     v.get(key)
         .and_then(Value::as_str)
-        .ok_or_else(|| format!("{what}.{key} is required (a string)"))
+        .ok_or(V03Error::MissingString { what, key })
 }
 
 // ---- 1.0 -> 0.3 -------------------------------------------------------------------------
@@ -374,7 +403,7 @@ pub fn params_to_v03(v1_method: &str, p: &Value) -> Value {
 
 /// A 0.3 part in its 1.0 form (a2a-sdk 1.3.0 `to_core_part`); `Err` for a part 0.3 does
 /// not allow.
-pub fn part_to_v1(p: &Value) -> Result<Value, String> {
+pub fn part_to_v1(p: &Value) -> Result<Value, V03Error> {
     object(p, "part")?;
     let mut out = Map::new();
     let mut metadata = p.get("metadata").filter(|m| m.is_object()).cloned();
@@ -405,7 +434,7 @@ pub fn part_to_v1(p: &Value) -> Result<Value, String> {
             } else if let Some(b) = f.get("bytes").and_then(Value::as_str) {
                 out.insert("raw".into(), json!(b));
             } else {
-                return Err("file part's file needs uri or bytes".into());
+                return Err(V03Error::FileWithoutContent);
             }
             if let Some(m) = f.get("mimeType").filter(|m| !m.is_null()) {
                 out.insert("mediaType".into(), m.clone());
@@ -414,7 +443,7 @@ pub fn part_to_v1(p: &Value) -> Result<Value, String> {
                 out.insert("filename".into(), n.clone());
             }
         }
-        other => return Err(format!("part kind {other:?} is not text, data or file")),
+        other => return Err(V03Error::PartKind(other.map(str::to_string))),
     }
     if let Some(m) = metadata.filter(|m| m.as_object().is_some_and(|o| !o.is_empty())) {
         out.insert("metadata".into(), m);
@@ -422,13 +451,13 @@ pub fn part_to_v1(p: &Value) -> Result<Value, String> {
     Ok(Value::Object(out))
 }
 
-fn parts_to_v1(parts: &Value) -> Result<Value, String> {
-    let ps = parts.as_array().ok_or("message.parts must be an array")?;
+fn parts_to_v1(parts: &Value) -> Result<Value, V03Error> {
+    let ps = parts.as_array().ok_or(V03Error::PartsNotAnArray)?;
     ps.iter().map(part_to_v1).collect::<Result<_, _>>()
 }
 
 /// A 0.3 message in its 1.0 form; `Err` when it is not a 0.3 message.
-pub fn message_to_v1(m: &Value) -> Result<Value, String> {
+pub fn message_to_v1(m: &Value) -> Result<Value, V03Error> {
     object(m, "message")?;
     let mut out = Map::new();
     out.insert(
@@ -438,7 +467,7 @@ pub fn message_to_v1(m: &Value) -> Result<Value, String> {
     let role = match m["role"].as_str() {
         Some("user") => "ROLE_USER",
         Some("agent") => "ROLE_AGENT",
-        other => return Err(format!("message.role {other:?} is not user or agent")),
+        other => return Err(V03Error::Role(other.map(str::to_string))),
     };
     out.insert("role".into(), json!(role));
     out.insert("parts".into(), parts_to_v1(&m["parts"])?);
@@ -458,7 +487,7 @@ pub fn message_to_v1(m: &Value) -> Result<Value, String> {
 
 /// A 0.3 push config (`PushNotificationConfig`) as the fields of a 1.0
 /// `TaskPushNotificationConfig` for `task_id`.
-fn push_config_to_v1(task_id: &Value, c: &Value) -> Result<Value, String> {
+fn push_config_to_v1(task_id: &Value, c: &Value) -> Result<Value, V03Error> {
     object(c, "pushNotificationConfig")?;
     let mut out = Map::new();
     out.insert("taskId".into(), task_id.clone());
@@ -494,9 +523,9 @@ fn history_length(from: &Value, to: &mut Map<String, Value>) {
 
 /// A 0.3 request's params in their 1.0 form, for the 1.0 method `v1_method`; `Err` when
 /// they are not what 0.3 allows (a2a-sdk answers `-32600`: it validates the whole request).
-pub fn params_to_v1(v1_method: &str, p: &Value) -> Result<Value, String> {
+pub fn params_to_v1(v1_method: &str, p: &Value) -> Result<Value, V03Error> {
     object(p, "params")?;
-    let task_id = || -> Result<Value, String> { Ok(json!(string(p, "id", "params")?)) };
+    let task_id = || -> Result<Value, V03Error> { Ok(json!(string(p, "id", "params")?)) };
     Ok(match v1_method {
         "SendMessage" | "SendStreamingMessage" => {
             let mut out = Map::new();
@@ -547,7 +576,7 @@ pub fn params_to_v1(v1_method: &str, p: &Value) -> Result<Value, String> {
             json!({ "taskId": t, "id": id })
         }
         "ListTaskPushNotificationConfigs" => json!({ "taskId": task_id()? }),
-        other => return Err(format!("{other} has no 0.3 form")),
+        other => return Err(V03Error::NoV03Form(other.to_string())),
     })
 }
 

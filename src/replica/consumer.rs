@@ -159,13 +159,24 @@ impl Replica {
     /// The context of the task's TaskManager here when the consumer of `message`'s turn on
     /// `task` fails on it ([`decide::send::manager_context_fails`]), else `None`. The
     /// ActiveTask keeps the context it holds (or started with) when it fails, and otherwise
-    /// takes the request's, which the run's events carry.
+    /// takes the request's, which the run's events carry. A TaskManager lives as long as
+    /// its ActiveTask: one that left the registry (a cancel or a terminal turn here, an
+    /// idle release; nothing parked, running or registered) took its context with it, and
+    /// the next request starts a new one with its own (a2a-sdk 1.3.0 `active_task.py`:
+    /// the consumer's end sets `_is_finished`, and `_maybe_cleanup` removes the ActiveTask;
+    /// seen live, generation 4's seed 161: a task-only follow-up to the replica that had
+    /// canceled the task failed `-32602`).
     pub(super) fn failing_manager_context(&self, message: &Message, task: &Task) -> Option<String> {
         let request = self.reply_context(message, task);
         let active = self.active(&task.id);
+        let alive = active.parked.get()
+            || active.running.get()
+            || active.registered.get()
+            || active.finished_kept.get();
         let manager = active
             .manager_context
             .replace(None)
+            .filter(|_| alive)
             .unwrap_or_else(|| request.clone());
         let fails = decide::send::manager_context_fails(
             &self.profile,

@@ -46,7 +46,7 @@ use crate::host::Host;
 
 pub use calls::{CallExpect, CallMethod, CallOutcome, TaskExpect};
 pub use run::{run_script, ApplyNow, DriverLink, AWAIT_EFFECT_MAX};
-pub use step::{EffectGate, PushStep, SendStep, Step, TaskStep, TurnStep};
+pub use step::{EffectGate, PushStep, SendStep, Step, StepError, TaskStep, TurnStep};
 
 /// What a scenario expects.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -141,12 +141,13 @@ pub struct ScenarioFile {
     /// `[expect]`.
     #[serde(default)]
     pub expect: Expect,
-    /// Which draw of the network's latencies the run takes: 0, the seed's own. Not a key
-    /// of the file: the fidelity comparison simulates a scenario with a `latency` fault
-    /// under several draws ([`crate::fidelity::patterns::order_variants`]), since each
-    /// world draws each segment's delay on its own.
+    /// Which draw of its faults' timing the run takes (a slowed link's latencies, when a
+    /// kill point's crash lands): 0, the seed's own. Not a key of the file: the fidelity
+    /// comparison simulates a scenario with a `latency` or `kill-at` step under several
+    /// draws ([`crate::fidelity::patterns::order_variants`]), since each world draws them
+    /// on its own.
     #[serde(skip)]
-    pub latency_draw: u64,
+    pub fault_draw: u64,
 }
 
 fn two() -> usize {
@@ -167,12 +168,17 @@ pub const TICK_MS_MAX: u64 = 50;
 /// host's runtime fewer times per simulated second (the cost of a run), and lands timers and
 /// messages on coarser boundaries, so it is a different, not a wrong, schedule: see
 /// `docs/PERFORMANCE.md` for what it changes.
-pub fn check_tick_ms(tick_ms: u64) -> Result<(), String> {
+pub fn check_tick_ms(tick_ms: u64) -> Result<(), TickOutOfRange> {
     if tick_ms == 0 || tick_ms > TICK_MS_MAX {
-        return Err(format!("tick-ms = {tick_ms} must be 1..={TICK_MS_MAX}"));
+        return Err(TickOutOfRange(tick_ms));
     }
     Ok(())
 }
+
+/// A `tick-ms` outside 1..=[`TICK_MS_MAX`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("tick-ms = {0} must be 1..={TICK_MS_MAX}")]
+pub struct TickOutOfRange(pub u64);
 
 pub(crate) fn default_timeout() -> u64 {
     1500
@@ -313,7 +319,8 @@ impl Script {
 
     /// Validates a parsed file.
     pub fn from_file(file: ScenarioFile, origin: &str) -> Result<Script, InputError> {
-        crate::names::check("name", &file.name).map_err(|m| InputError::new(origin, m))?;
+        crate::names::check("name", &file.name)
+            .map_err(|m| InputError::new(origin, m.to_string()))?;
         // The model is checked when the file is read, not when it runs.
         let profile = crate::model::Profile::load(&file.model)
             .map_err(|e| InputError::new(origin, e.to_string()))?;
@@ -323,7 +330,7 @@ impl Script {
                 format!("replicas = {} must be 1..={REPLICAS_MAX}", file.replicas),
             ));
         }
-        check_tick_ms(file.tick_ms).map_err(|m| InputError::new(origin, m))?;
+        check_tick_ms(file.tick_ms).map_err(|m| InputError::new(origin, m.to_string()))?;
         if crate::router::strategy(&file.routing).is_none() {
             return Err(InputError::new(
                 origin,

@@ -15,7 +15,7 @@ use serde::de::Error as _;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::faults::Action;
+use crate::faults::{Action, ActionError};
 use crate::host::Host;
 
 /// A `send` step.
@@ -201,17 +201,21 @@ impl Step {
     }
 
     /// The step `key = value`, or why it is not one.
-    pub fn from_pair(key: &str, value: &toml::Value) -> Result<Step, String> {
+    pub fn from_pair(key: &str, value: &toml::Value) -> Result<Step, StepError> {
         fn typed<T: serde::de::DeserializeOwned>(
             key: &str,
             value: &toml::Value,
-        ) -> Result<T, String> {
-            crate::faults::step::table(value).map_err(|e| format!("{key}: {e}"))
+        ) -> Result<T, StepError> {
+            crate::faults::step::table(value).map_err(|error| StepError::Value {
+                key: key.to_string(),
+                error,
+            })
         }
-        fn list(key: &str, value: &toml::Value) -> Result<Vec<Step>, String> {
-            let items = value
-                .as_array()
-                .ok_or_else(|| format!("{key} takes a list of steps, found `{value}`"))?;
+        fn list(key: &str, value: &toml::Value) -> Result<Vec<Step>, StepError> {
+            let items = value.as_array().ok_or_else(|| StepError::NotAList {
+                key: key.to_string(),
+                found: value.to_string(),
+            })?;
             items.iter().map(Step::from_value).collect()
         }
         let step = match key {
@@ -231,12 +235,14 @@ impl Step {
             // `drop-reply = false` drops nothing: it reads as a pause of no time.
             "drop-reply" if value.as_bool() == Some(false) => Step::WaitMs(0),
             _ => match Action::from_step(key, value) {
-                Some(action) => Step::Fault(action.map_err(|e| format!("{key}: {e}"))?),
+                Some(action) => Step::Fault(action.map_err(|error| StepError::Value {
+                    key: key.to_string(),
+                    error,
+                })?),
                 None => {
-                    return Err(format!(
-                        "unknown step `{key}`; steps: {}",
-                        keys().join(", ")
-                    ))
+                    return Err(StepError::Unknown {
+                        key: key.to_string(),
+                    })
                 }
             },
         };
@@ -244,17 +250,15 @@ impl Step {
     }
 
     /// The step a one-key table holds.
-    pub fn from_value(value: &toml::Value) -> Result<Step, String> {
-        let table = value
-            .as_table()
-            .ok_or_else(|| format!("a step is a table with one key, found `{value}`"))?;
+    pub fn from_value(value: &toml::Value) -> Result<Step, StepError> {
+        let table = value.as_table().ok_or_else(|| StepError::NotATable {
+            found: value.to_string(),
+        })?;
         let mut pairs = table.iter();
         match (pairs.next(), pairs.next()) {
             (Some((key, value)), None) => Step::from_pair(key, value),
-            (None, _) => Err(format!("a step needs one key: {}", keys().join(", "))),
-            (Some(_), Some(_)) => {
-                Err("a step has more than one key; split it into several [[step]] tables".into())
-            }
+            (None, _) => Err(StepError::NoKey),
+            (Some(_), Some(_)) => Err(StepError::ManyKeys),
         }
     }
 
@@ -290,6 +294,29 @@ impl Step {
         table.insert(key.to_string(), value);
         toml::Value::Table(table)
     }
+}
+
+/// Why a TOML value is not a scenario step.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StepError {
+    /// A known key whose value does not fit it.
+    #[error("{key}: {error}")]
+    Value { key: String, error: ActionError },
+    /// `concurrent` or `sequence` with something other than a list.
+    #[error("{key} takes a list of steps, found `{found}`")]
+    NotAList { key: String, found: String },
+    /// No step has this key.
+    #[error("unknown step `{key}`; steps: {}", keys().join(", "))]
+    Unknown { key: String },
+    /// A step that is not a table.
+    #[error("a step is a table with one key, found `{found}`")]
+    NotATable { found: String },
+    /// An empty table.
+    #[error("a step needs one key: {}", keys().join(", "))]
+    NoKey,
+    /// A table with several keys.
+    #[error("a step has more than one key; split it into several [[step]] tables")]
+    ManyKeys,
 }
 
 impl<'de> Deserialize<'de> for Step {

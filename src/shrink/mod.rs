@@ -265,7 +265,7 @@ fn base_file(
         client_wire: None,
         step: Vec::new(),
         expect: Expect::default(),
-        latency_draw: 0,
+        fault_draw: 0,
     }
 }
 

@@ -57,7 +57,7 @@ use crate::world::{self, RunRecord, RunSpec, Workload};
 
 pub use availability::Availability;
 pub use expect::{judge, judge_sweep, ComboOutcome, ExpectOutcome, Problem};
-pub use summary::{contain, summarise, InvariantResult, RunSummary};
+pub use summary::{contain, summarise, InvariantResult, Panicked, RunSummary};
 
 /// Replicas of a generated run unless set.
 pub const REPLICAS_DEFAULT: usize = 3;
@@ -132,7 +132,7 @@ pub struct Builder {
     tick: Option<Duration>,
     engine: Engine,
     settle: bool,
-    latency_draw: u64,
+    fault_draw: u64,
     timing: Timing,
     webhook: WebhookMode,
     checkers: Vec<Arc<dyn Checker + Send>>,
@@ -154,7 +154,7 @@ impl Default for Builder {
             tick: None,
             engine: Engine::default(),
             settle: true,
-            latency_draw: 0,
+            fault_draw: 0,
             timing: Timing::default(),
             webhook: WebhookMode::Ok,
             checkers: Vec::new(),
@@ -242,11 +242,12 @@ impl Builder {
         self
     }
 
-    /// Which draw of the network's latencies the run takes (default 0, the seed's own;
-    /// the event engine only): another draw delays the segments of a slowed link
-    /// differently and leaves everything else the seed draws as it was.
-    pub fn latency_draw(&mut self, draw: u64) -> &mut Self {
-        self.latency_draw = draw;
+    /// Which draw of its faults' timing the run takes (default 0, the seed's own): another
+    /// draw delays the segments of a slowed link differently (the event engine only) and
+    /// lands a kill point's crash after another delay, and leaves everything else the seed
+    /// draws as it was.
+    pub fn fault_draw(&mut self, draw: u64) -> &mut Self {
+        self.fault_draw = draw;
         self
     }
 
@@ -343,7 +344,7 @@ impl Builder {
             _ => world::TICK,
         });
         crate::scenario::check_tick_ms(tick.as_millis() as u64)
-            .map_err(|m| InputError::new("tick", m))?;
+            .map_err(|m| InputError::new("tick", m.to_string()))?;
         let replicas = self.replicas.unwrap_or(default_replicas);
         if replicas == 0 || replicas > crate::scenario::REPLICAS_MAX {
             return Err(InputError::new(
@@ -368,7 +369,7 @@ impl Builder {
             tick,
             engine: self.engine,
             settle: self.settle,
-            latency_draw: self.latency_draw,
+            fault_draw: self.fault_draw,
             table: self.table.clone(),
         };
         world::check_card_profile(&spec)?;
@@ -432,7 +433,7 @@ impl Sim {
         b.model(script.file.model.as_str())
             .routing(&script.file.routing)
             .seed(script.file.seed)
-            .latency_draw(script.file.latency_draw)
+            .fault_draw(script.file.fault_draw)
             .script(script.clone());
         if let Some([lo, hi]) = script.file.think_ms {
             b.timing(Timing {
@@ -520,7 +521,7 @@ impl Sim {
             Err(why) => Checked {
                 record: None,
                 findings: Vec::new(),
-                summary: RunSummary::panicked(&self.spec, &why, start.elapsed()),
+                summary: RunSummary::panicked(&self.spec, why.message(), start.elapsed()),
             },
         }
     }

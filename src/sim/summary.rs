@@ -164,10 +164,23 @@ thread_local! {
     static FIRST_PANIC: std::cell::RefCell<Option<Option<String>>> = const { std::cell::RefCell::new(None) };
 }
 
+/// A contained panic: the first panic's message and where it was raised (`message at
+/// file:line`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Panicked(pub String);
+
+impl Panicked {
+    /// The message and its location.
+    pub fn message(&self) -> &str {
+        &self.0
+    }
+}
+
 /// Runs `f`, containing a panic: `Err` carries the first panic's message and location
 /// (a panic inside a simulated host is followed by tokio's own "a spawned task panicked";
 /// the first one says where and why). Panics outside a contained run print as usual.
-pub fn contain<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+pub fn contain<T>(f: impl FnOnce() -> T) -> Result<T, Panicked> {
     static HOOK: std::sync::Once = std::sync::Once::new();
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
@@ -205,12 +218,12 @@ pub fn contain<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     let result = std::panic::catch_unwind(AssertUnwindSafe(f));
     let first = FIRST_PANIC.with(|p| p.borrow_mut().take()).flatten();
     result.map_err(|panic| {
-        first.unwrap_or_else(|| {
+        Panicked(first.unwrap_or_else(|| {
             panic
                 .downcast_ref::<String>()
                 .cloned()
                 .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "unknown panic".into())
-        })
+        }))
     })
 }

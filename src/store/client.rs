@@ -84,7 +84,12 @@ impl StoreError {
     }
 }
 
-/// The methods that answer in words (`Result<_, String>`) take a store error as its words.
+/// A reply of the wrong kind to a `what` call: unanswered, as far as the caller can tell.
+fn unexpected(what: &str) -> StoreError {
+    StoreError::Unanswered(format!("store: unexpected reply to {what}"))
+}
+
+/// Callers that answer in words take a store error as its words.
 impl From<StoreError> for String {
     fn from(e: StoreError) -> String {
         e.to_string()
@@ -190,87 +195,84 @@ impl TaskStore {
         &self,
         task_id: &str,
         after: u64,
-    ) -> Result<Vec<(u64, Task)>, String> {
+    ) -> Result<Vec<(u64, Task)>, StoreError> {
         let req = StoreRequest::Events {
             task_id: task_id.to_string(),
             after,
         };
         match self.call(req).await? {
             StoreResponse::Events { events } => Ok(events),
-            _ => Err("store: unexpected reply to events".into()),
+            _ => Err(unexpected("events")),
         }
     }
 
     /// Tasks whose runner lease ran out (see [`super::StoreState::abandoned`]).
-    pub async fn abandoned(&self) -> Result<Vec<(Task, u64)>, String> {
+    pub async fn abandoned(&self) -> Result<Vec<(Task, u64)>, StoreError> {
         match self.call(StoreRequest::Abandoned).await? {
             StoreResponse::Abandoned { tasks } => Ok(tasks),
-            _ => Err("store: unexpected reply to abandoned".into()),
+            _ => Err(unexpected("abandoned")),
         }
     }
 
     /// Every task, the most recently saved first (what ListTasks pages through).
-    pub async fn list(&self) -> Result<Vec<Task>, String> {
+    pub async fn list(&self) -> Result<Vec<Task>, StoreError> {
         match self.call(StoreRequest::List).await? {
             StoreResponse::Listed { tasks } => Ok(tasks),
-            _ => Err("store: unexpected reply to list".into()),
+            _ => Err(unexpected("list")),
         }
     }
 
     /// Registers a push URL for a task.
-    pub async fn add_push(&self, task_id: &str, url: &str) -> Result<(), String> {
+    pub async fn add_push(&self, task_id: &str, url: &str) -> Result<(), StoreError> {
         let req = StoreRequest::AddPush {
             task_id: task_id.to_string(),
             url: url.to_string(),
         };
-        Ok(self.call(req).await.map(|_| ())?)
+        self.call(req).await.map(|_| ())
     }
 
     /// Unregisters a push URL of a task (DeleteTaskPushNotificationConfig).
-    pub async fn remove_push(&self, task_id: &str, url: &str) -> Result<(), String> {
+    pub async fn remove_push(&self, task_id: &str, url: &str) -> Result<(), StoreError> {
         let req = StoreRequest::RemovePush {
             task_id: task_id.to_string(),
             url: url.to_string(),
         };
-        Ok(self.call(req).await.map(|_| ())?)
+        self.call(req).await.map(|_| ())
     }
 
     /// The push URLs registered for a task.
-    pub async fn push_urls(&self, task_id: &str) -> Result<Vec<String>, String> {
+    pub async fn push_urls(&self, task_id: &str) -> Result<Vec<String>, StoreError> {
         let req = StoreRequest::PushUrls {
             task_id: task_id.to_string(),
         };
         match self.call(req).await? {
             StoreResponse::PushUrls { urls } => Ok(urls),
-            _ => Err("store: unexpected reply to push-urls".into()),
+            _ => Err(unexpected("push-urls")),
         }
     }
 
     /// Claims unheld outbox entries for `lease_ms`.
-    pub async fn claim_outbox(&self, lease_ms: u64) -> Result<Vec<(u64, OutboxEntry)>, String> {
+    pub async fn claim_outbox(&self, lease_ms: u64) -> Result<Vec<(u64, OutboxEntry)>, StoreError> {
         match self.call(StoreRequest::ClaimOutbox { lease_ms }).await? {
             StoreResponse::Outbox { entries } => Ok(entries),
-            _ => Err("store: unexpected reply to claim-outbox".into()),
+            _ => Err(unexpected("claim-outbox")),
         }
     }
 
     /// Removes an outbox entry.
-    pub async fn ack_outbox(&self, id: u64) -> Result<(), String> {
-        Ok(self
-            .call(StoreRequest::AckOutbox { id })
-            .await
-            .map(|_| ())?)
+    pub async fn ack_outbox(&self, id: u64) -> Result<(), StoreError> {
+        self.call(StoreRequest::AckOutbox { id }).await.map(|_| ())
     }
 
     /// Claims a dedup key in this store.
-    pub async fn claim(&self, key: &str, lease_ms: u64) -> Result<Claim, String> {
+    pub async fn claim(&self, key: &str, lease_ms: u64) -> Result<Claim, StoreError> {
         let req = StoreRequest::Claim {
             key: key.to_string(),
             lease_ms,
         };
         match self.call(req).await? {
             StoreResponse::Claim { claim } => Ok(claim),
-            _ => Err("store: unexpected reply to claim".into()),
+            _ => Err(unexpected("claim")),
         }
     }
 
@@ -280,12 +282,12 @@ impl TaskStore {
         key: &str,
         task_id: Option<String>,
         ttl_ms: u64,
-    ) -> Result<(), String> {
+    ) -> Result<(), StoreError> {
         let req = StoreRequest::Finish {
             key: key.to_string(),
             task_id,
             ttl_ms,
         };
-        Ok(self.call(req).await.map(|_| ())?)
+        self.call(req).await.map(|_| ())
     }
 }

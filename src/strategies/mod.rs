@@ -430,7 +430,7 @@ fn base(config: &ScenarioConfig, replicas: usize, seed: u64) -> ScenarioFile {
         client_wire: None,
         step: Vec::new(),
         expect: Expect::default(),
-        latency_draw: 0,
+        fault_draw: 0,
     }
 }
 

@@ -275,42 +275,65 @@ pub fn to_json(run: &RunSummary) -> Value {
     })
 }
 
+/// Why a journal line is not a run ([`from_json`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RowError {
+    /// A text field is missing or not a string.
+    #[error("`{0}` is missing or not a string")]
+    NotAString(&'static str),
+    /// A count is missing or not a number.
+    #[error("`{0}` is missing or not a number")]
+    NotANumber(&'static str),
+    /// A list is missing.
+    #[error("`{0}` is missing")]
+    Missing(&'static str),
+    /// A latency that is not a number.
+    #[error("a latency is not a number")]
+    Latency,
+    /// An invariant this version does not have.
+    #[error("unknown invariant `{0}`")]
+    UnknownInvariant(String),
+    /// A verdict other than pass, fail or unknown.
+    #[error("bad verdict {0:?}")]
+    Verdict(Option<String>),
+}
+
 /// The inverse of [`to_json`].
-pub fn from_json(v: &Value) -> Result<RunSummary, String> {
-    let s = |k: &str| {
+pub fn from_json(v: &Value) -> Result<RunSummary, RowError> {
+    let s = |k: &'static str| {
         v.get(k)
             .and_then(Value::as_str)
             .map(str::to_string)
-            .ok_or_else(|| format!("`{k}` is missing or not a string"))
+            .ok_or(RowError::NotAString(k))
     };
-    let n = |k: &str| {
+    let n = |k: &'static str| {
         v.get(k)
             .and_then(Value::as_u64)
-            .ok_or_else(|| format!("`{k}` is missing or not a number"))
+            .ok_or(RowError::NotANumber(k))
     };
     let latencies_ms = v
         .get("latencies_ms")
         .and_then(Value::as_array)
-        .ok_or("`latencies_ms` is missing")?
+        .ok_or(RowError::Missing("latencies_ms"))?
         .iter()
-        .map(|x| x.as_u64().ok_or("a latency is not a number"))
+        .map(|x| x.as_u64().ok_or(RowError::Latency))
         .collect::<Result<Vec<_>, _>>()?;
     let mut invariants = Vec::new();
     for i in v
         .get("invariants")
         .and_then(Value::as_array)
-        .ok_or("`invariants` is missing")?
+        .ok_or(RowError::Missing("invariants"))?
     {
         let name = i.get("name").and_then(Value::as_str).unwrap_or("");
         let name = check::names()
             .into_iter()
             .find(|n| *n == name)
-            .ok_or_else(|| format!("unknown invariant `{name}`"))?;
+            .ok_or_else(|| RowError::UnknownInvariant(name.to_string()))?;
         let verdict = match i.get("verdict").and_then(Value::as_str) {
             Some("pass") => Verdict::Pass,
             Some("fail") => Verdict::Fail,
             Some("unknown") => Verdict::Unknown,
-            other => return Err(format!("bad verdict {other:?}")),
+            other => return Err(RowError::Verdict(other.map(str::to_string))),
         };
         invariants.push(InvariantResult {
             name,

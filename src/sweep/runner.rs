@@ -154,41 +154,63 @@ pub fn item_of(exp: &Experiment, summary: &RunSummary) -> Option<WorkItem> {
 /// The work item a journaled run is, checked against the experiment: its model and routing
 /// are the experiment's, its seed in range, and its columns (the invariants) those a sweep
 /// of this version writes. `Err` says what does not match.
-pub fn check_row(exp: &Experiment, run: &RunSummary) -> Result<WorkItem, String> {
+pub fn check_row(exp: &Experiment, run: &RunSummary) -> Result<WorkItem, ForeignRun> {
     if !exp.profiles.iter().any(|p| p.name == run.model) {
-        return Err(format!(
-            "model `{}` is not one of the experiment's",
-            crate::error::clean(&run.model, 80)
-        ));
+        return Err(ForeignRun::Model(crate::error::clean(&run.model, 80)));
     }
     if !exp.file.routing.contains(&run.routing) {
-        return Err(format!(
-            "routing `{}` is not one of the experiment's",
-            crate::error::clean(&run.routing, 80)
-        ));
+        return Err(ForeignRun::Routing(crate::error::clean(&run.routing, 80)));
     }
     let Some(item) = item_of(exp, run) else {
         let s = exp.file.seeds;
-        return Err(format!(
-            "seed {} is outside the experiment's seeds {}..{}",
-            run.seed,
-            s.start,
-            s.start.saturating_add(s.count)
-        ));
+        return Err(ForeignRun::Seed {
+            seed: run.seed,
+            start: s.start,
+            end: s.start.saturating_add(s.count),
+        });
     };
     let names: Vec<crate::check::Invariant> = run.invariants.iter().map(|i| i.name).collect();
     let fine = names == crate::check::names() || (names.is_empty() && run.error.is_some());
     if !fine {
-        let words = |n: &[crate::check::Invariant]| {
-            n.iter().map(|i| i.as_str()).collect::<Vec<_>>().join(", ")
-        };
-        return Err(format!(
-            "its invariant columns ({}) are not this version's ({})",
-            words(&names),
-            words(&crate::check::names())
-        ));
+        return Err(ForeignRun::Columns {
+            found: names,
+            want: crate::check::names(),
+        });
     }
     Ok(item)
+}
+
+/// Why a journaled run is not one of an experiment's ([`check_row`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ForeignRun {
+    /// Its model is not the experiment's (the name, cleaned for printing).
+    #[error("model `{0}` is not one of the experiment's")]
+    Model(String),
+    /// Its routing is not the experiment's (cleaned for printing).
+    #[error("routing `{0}` is not one of the experiment's")]
+    Routing(String),
+    /// Its seed is outside the experiment's `start..end`.
+    #[error("seed {seed} is outside the experiment's seeds {start}..{end}")]
+    Seed { seed: u64, start: u64, end: u64 },
+    /// Its invariant columns are not this version's.
+    #[error(
+        "its invariant columns ({}) are not this version's ({})",
+        words(found),
+        words(want)
+    )]
+    Columns {
+        found: Vec<crate::check::Invariant>,
+        want: Vec<crate::check::Invariant>,
+    },
+}
+
+/// Invariant names, for a sentence.
+fn words(names: &[crate::check::Invariant]) -> String {
+    names
+        .iter()
+        .map(|i| i.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A fingerprint of everything that decides an experiment's runs: the resolved experiment

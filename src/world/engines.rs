@@ -87,8 +87,8 @@ pub(super) fn run_events(
 ) -> Ended {
     crate::engine::run(spec.seed, |core| async move {
         super::configure_event_net(&core);
-        if spec.latency_draw != 0 {
-            core.net.redraw(spec.seed, spec.latency_draw);
+        if spec.fault_draw != 0 {
+            core.net.redraw(spec.seed, spec.fault_draw);
         }
         for (name, software) in hosts.0 {
             core.host(&name, software);

@@ -101,6 +101,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     let webhook_state = Rc::new(RefCell::new(WebhookState::default()));
     let push_world: SharedPush = Rc::default();
     let chaos = Chaos::shared(seed);
+    chaos.borrow_mut().redraw_delays(seed, spec.fault_draw);
     let control = RouterControl::new(spec.replicas);
     let history = History::default();
     let link = DriverLink {

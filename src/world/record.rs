@@ -49,9 +49,9 @@ pub struct RunSpec {
     /// End a generated run's liveness phase once the world has settled (the default; see
     /// `world::settle`), or step out the whole bound.
     pub settle: bool,
-    /// Which draw of the network's latencies the run takes (0: the seed's own; see
-    /// [`crate::sim::Builder::latency_draw`]).
-    pub latency_draw: u64,
+    /// Which draw of its faults' timing the run takes (0: the seed's own; see
+    /// [`crate::sim::Builder::fault_draw`]).
+    pub fault_draw: u64,
     /// The task table of every store in the run (the shared one, each pod's memory);
     /// `None`: the built-in [`crate::store::VersionedTable`].
     pub table: Option<TableFactory>,

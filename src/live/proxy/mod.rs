@@ -755,7 +755,7 @@ impl Proxy {
                             }
                             Ok(None) => break,
                             Err(e) => {
-                                error = Some(e);
+                                error = Some(e.to_string());
                                 buf.clear();
                                 scanned = 0;
                                 break;

@@ -53,7 +53,10 @@ pub(in crate::replica) enum OnClaim {
 }
 
 /// [`OnClaim`] for the claim of `message_id`.
-pub(in crate::replica) fn on_claim(claim: Result<Claim, String>, message_id: &str) -> OnClaim {
+pub(in crate::replica) fn on_claim(
+    claim: Result<Claim, crate::store::StoreError>,
+    message_id: &str,
+) -> OnClaim {
     match claim {
         Ok(Claim::New) => OnClaim::Run,
         Ok(Claim::InFlight) => OnClaim::InFlight(Refusal::Http(
@@ -61,7 +64,7 @@ pub(in crate::replica) fn on_claim(claim: Result<Claim, String>, message_id: &st
             format!("message {message_id} is in flight"),
         )),
         Ok(Claim::Done { task_id }) => OnClaim::Replay { task_id },
-        Err(e) => OnClaim::Fail(rpc(-32603, e)),
+        Err(e) => OnClaim::Fail(rpc(-32603, e.to_string())),
     }
 }
 

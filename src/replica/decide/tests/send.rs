@@ -296,7 +296,10 @@ fn dedup_claims_follow_the_scope_and_a_duplicate_in_flight_is_409() {
         }
     );
     assert_eq!(
-        on_claim(Err("store timeout".into()), "m1"),
+        on_claim(
+            Err(crate::store::StoreError::Unanswered("store timeout".into())),
+            "m1"
+        ),
         OnClaim::Fail(rpc(-32603, "store timeout"))
     );
 }
