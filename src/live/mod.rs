@@ -128,24 +128,38 @@ const PUSH_HOSTS: &[&str] = &["webhook", "hooks.example"];
 /// hosts (`PUSH_HOSTS`) are served, so a real peer never sends anywhere else, and not
 /// `/redirect/...` (the simulated receiver's redirect names a private address that does not
 /// exist on this machine) nor `/hang/...` (a receiver that never answers).
-pub fn push_target(url: &str, webhook_addr: &str) -> Result<String, String> {
+pub fn push_target(url: &str, webhook_addr: &str) -> Result<String, PushTargetError> {
     let (host, _, path) = crate::protocol::parse_http_url(url)
-        .ok_or_else(|| format!("set-push url `{url}` is not an http://host:port/path URL"))?;
+        .ok_or_else(|| PushTargetError::NotHttp(url.to_string()))?;
     if !PUSH_HOSTS.contains(&host.as_str()) {
-        return Err(format!(
-            "set-push url `{url}`: a live run delivers pushes only to its own webhook (host {})",
-            PUSH_HOSTS.join(" or ")
-        ));
+        return Err(PushTargetError::Elsewhere {
+            url: url.to_string(),
+        });
     }
     match crate::ground::webhook::WebhookMode::from_path(&path) {
         Some(
             mode @ (crate::ground::webhook::WebhookMode::Redirect
             | crate::ground::webhook::WebhookMode::Hang),
-        ) => Err(format!(
-            "set-push url `{url}`: the webhook's {mode:?} receiver is simulation-only"
-        )),
+        ) => Err(PushTargetError::SimulationOnly {
+            url: url.to_string(),
+            receiver: format!("{mode:?}"),
+        }),
         _ => Ok(format!("http://{webhook_addr}{path}")),
     }
+}
+
+/// Why a `set-push` step cannot run live ([`push_target`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PushTargetError {
+    /// Not an `http://host:port/path` URL.
+    #[error("set-push url `{0}` is not an http://host:port/path URL")]
+    NotHttp(String),
+    /// A host other than the run's webhook.
+    #[error("set-push url `{url}`: a live run delivers pushes only to its own webhook (host {})", PUSH_HOSTS.join(" or "))]
+    Elsewhere { url: String },
+    /// A receiver only the simulated webhook has (redirect, hang).
+    #[error("set-push url `{url}`: the webhook's {receiver} receiver is simulation-only")]
+    SimulationOnly { url: String, receiver: String },
 }
 
 /// `script` with every `set-push` target moved to the run's webhook at `webhook_addr`
@@ -187,7 +201,8 @@ pub fn validate(
                     ))
                 }
                 Step::SetPush(s) => {
-                    push_target(&s.url, "127.0.0.1:0").map_err(|why| InputError::new(origin, why))?;
+                    push_target(&s.url, "127.0.0.1:0")
+                        .map_err(|why| InputError::new(origin, why.to_string()))?;
                 }
                 Step::Authorize(_) => {
                     return Err(InputError::new(
