@@ -169,14 +169,10 @@ impl Replica {
     pub(super) fn failing_manager_context(&self, message: &Message, task: &Task) -> Option<String> {
         let request = self.reply_context(message, task);
         let active = self.active(&task.id);
-        let alive = active.parked.get()
-            || active.running.get()
-            || active.registered.get()
-            || active.finished_kept.get();
         let manager = active
             .manager_context
             .replace(None)
-            .filter(|_| alive)
+            .filter(|_| active.in_registry())
             .unwrap_or_else(|| request.clone());
         let fails = decide::send::manager_context_fails(
             &self.profile,

@@ -297,6 +297,13 @@ pub(super) struct ActiveTask {
 }
 
 impl ActiveTask {
+    /// Whether a2a-sdk's ActiveTaskRegistry still holds this ActiveTask here: parked,
+    /// running a turn, registered by a subscription, or kept after a cancel. One that is
+    /// none of these left the registry (`_maybe_cleanup`), and what it held with it.
+    pub(super) fn in_registry(&self) -> bool {
+        self.parked.get() || self.running.get() || self.registered.get() || self.finished_kept.get()
+    }
+
     /// A turn of the task ended here as `ended`: the sends that joined it are answered
     /// with that ([`super::queue`]).
     pub(super) fn announce_end(&self, ended: Result<Task, Refusal>) {
