@@ -34,7 +34,7 @@ use a2a::Task;
 use serde::{Deserialize, Serialize};
 
 pub use client::{Pool, StoreError, TaskStore};
-pub use host::{serve, OP_TIME};
+pub use host::{serve, OpTimes, OP_TIMES};
 pub use state::{OutboxEntry, StoreBounds, StoreState};
 pub use table::{Stored, TableFactory, TaskTable, VersionedTable};
 pub use wire::buggify_conflict;

@@ -82,6 +82,11 @@ impl StoreState {
         self.table.get(task_id)
     }
 
+    /// The task's version (`None`: no such task), without copying the task.
+    pub fn version(&self, task_id: &str) -> Option<u64> {
+        self.table.version(task_id)
+    }
+
     /// Whether every task is at rest ([`crate::protocol::at_rest`]), without copying any.
     pub fn all_at_rest(&self) -> bool {
         self.table

@@ -31,6 +31,11 @@ pub struct Stored {
 pub trait TaskTable: Debug {
     /// The task and its version, as a reader sees it now.
     fn get(&self, task_id: &str) -> Option<(Task, u64)>;
+    /// The task's version, as a reader sees it now (`None`: no such task). What the store
+    /// host's timing reads ([`super::OpTimes`]); a table need not override it.
+    fn version(&self, task_id: &str) -> Option<u64> {
+        self.get(task_id).map(|(_, version)| version)
+    }
     /// Applies a save the writer built on `based_on` (the version it read); returns what it
     /// stored, or why it refused.
     fn save(
@@ -75,6 +80,10 @@ pub struct VersionedTable {
 impl TaskTable for VersionedTable {
     fn get(&self, task_id: &str) -> Option<(Task, u64)> {
         self.tasks.get(task_id).cloned()
+    }
+
+    fn version(&self, task_id: &str) -> Option<u64> {
+        self.tasks.get(task_id).map(|(_, version)| *version)
     }
 
     fn save(
