@@ -158,6 +158,10 @@ pub struct Op {
     pub stream_states: Vec<TaskState>,
     /// For streams: whether the first event was a Task snapshot.
     pub stream_snapshot_first: bool,
+    /// For streams: the state carried by the first event that repeated the one before it
+    /// byte for byte (the same event delivered twice). A new event in the same state (a
+    /// Task event mid-stream, a progress update still `working`) is not one.
+    pub stream_redelivered: Option<TaskState>,
 }
 
 impl Op {

@@ -225,6 +225,7 @@ impl Client {
             stream_states: Vec::new(),
             streamed: None,
             stream_snapshot_first: false,
+            stream_redelivered: None,
         });
         Answer {
             outcome,
@@ -367,6 +368,7 @@ impl Client {
             stream_states: Vec::new(),
             streamed: None,
             stream_snapshot_first: false,
+            stream_redelivered: None,
         });
         Answer { outcome, task }
     }
@@ -423,6 +425,7 @@ impl Client {
         };
         let call = self.call(principal, method, params, context, target, route.as_ref());
         let mut states = Vec::new();
+        let mut redelivered = None;
         let mut snapshot_first = None;
         let mut task: Option<Task> = None;
         let mut streamed: Option<Task> = None;
@@ -450,6 +453,7 @@ impl Client {
                 return Err(outcome);
             }
             let mut reader = crate::protocol::sse::Reader::new(head.body);
+            let mut previous: Option<String> = None;
             loop {
                 match reader.next_event().await {
                     Ok(Some(data)) => {
@@ -461,7 +465,17 @@ impl Client {
                             let r = &value["result"];
                             snapshot_first = Some(r.get("task").is_some() || r["kind"] == "task");
                         }
+                        let seen = states.len();
                         apply_event(&value["result"], &mut task, &mut streamed, &mut states);
+                        // The same event again, byte for byte (one stream's events share
+                        // their JSON-RPC id): a redelivery, whatever state it carries.
+                        if redelivered.is_none()
+                            && states.len() > seen
+                            && previous.as_deref() == Some(data.as_str())
+                        {
+                            redelivered = states.last().cloned();
+                        }
+                        previous = Some(data);
                         self.learn_task(&kind, task.as_ref().or(streamed.as_ref()));
                     }
                     Ok(None) => return Ok(()),
@@ -509,6 +523,7 @@ impl Client {
             streamed: streamed.as_ref().map(TaskView::of),
             stream_states: states,
             stream_snapshot_first: snapshot_first.unwrap_or(false),
+            stream_redelivered: redelivered,
         });
         Answer { outcome, task }
     }

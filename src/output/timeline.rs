@@ -777,6 +777,7 @@ mod tests {
             stream_states: Vec::new(),
             streamed: None,
             stream_snapshot_first: false,
+            stream_redelivered: None,
             principal: "alice".into(),
         };
         let v = Violation::new(

@@ -670,4 +670,86 @@ mod tests {
         let checked = check_all(&load_lines("tasks-per-context-twice", &twice));
         assert_eq!(verdict(&checked, "exactly-once-effects"), Verdict::Fail);
     }
+
+    /// A subscription that sees a new turn begin on a task already `working` (the Task event
+    /// a2a-sdk's cluster mode logs for the turn's message, then the turn's own `working`
+    /// status, then a progress update still `working`) saw three changes, not a repeat; the
+    /// same status event delivered twice is a redelivery and fails `stream-continuity`.
+    #[test]
+    fn a_new_event_in_the_same_state_is_no_redelivery_and_the_same_event_twice_is() {
+        let status = |at: &str| {
+            serde_json::json!({"kind": "status-update", "taskId": "t1", "contextId": "ctx",
+                "status": {"state": "working", "timestamp": at}, "final": false})
+        };
+        let stream = |name: &str, events: &[Value]| {
+            let save = |at: u64, version: u64, state: &str| {
+                serde_json::json!({"type": "save", "at_ms": at, "task_id": "t1",
+                    "context_id": "ctx", "mode": "cas", "version": version, "state": state,
+                    "replica": "replica-0"})
+            };
+            let mut lines = vec![
+                send(1, 0, "m1", Some("t1")),
+                save(5, 1, "working"),
+                answer(1, 10, task("t1", &["m1"], "working")),
+                save(30, 2, "working"),
+                save(39, 3, "input-required"),
+                serde_json::json!({"type": "request", "seq": 2, "at_ms": 20, "replica": "replica-1",
+                    "body": {"jsonrpc": "2.0", "id": 2, "method": "tasks/resubscribe",
+                        "params": {"id": "t1"}}}),
+                serde_json::json!({"type": "response", "seq": 2, "at_ms": 21, "status": 200,
+                    "stream": true}),
+            ];
+            for (i, result) in events.iter().enumerate() {
+                lines.push(
+                    serde_json::json!({"type": "event", "seq": 2, "at_ms": 22 + i as u64,
+                    "data": {"jsonrpc": "2.0", "id": 2, "result": result}}),
+                );
+            }
+            let last = task("t1", &["m1", "m2"], "input-required");
+            lines.push(serde_json::json!({"type": "event", "seq": 2, "at_ms": 40,
+                "data": {"jsonrpc": "2.0", "id": 2, "result": {"kind": "status-update",
+                    "taskId": "t1", "contextId": "ctx", "status": {"state": "input-required"},
+                    "final": true}}}));
+            lines.push(serde_json::json!({"type": "end", "seq": 2, "at_ms": 41}));
+            lines.push(serde_json::json!({"type": "final-task", "at_ms": 50,
+                "replica": "replica-0", "task": last}));
+            check_all(&load_lines(name, &lines))
+        };
+        use crate::check::Verdict;
+        let snapshot = task("t1", &["m1"], "working");
+        let new_turn = task("t1", &["m1", "m2"], "working");
+        let changes = stream(
+            "same-state-changes",
+            &[
+                snapshot.clone(),
+                new_turn.clone(),
+                status("2026-12-07T00:00:01Z"),
+                status("2026-12-07T00:00:02Z"),
+            ],
+        );
+        assert_eq!(verdict(&changes, "stream-continuity"), Verdict::Pass);
+        let again = stream(
+            "redelivered",
+            &[
+                snapshot,
+                new_turn,
+                status("2026-12-07T00:00:01Z"),
+                status("2026-12-07T00:00:01Z"),
+            ],
+        );
+        assert_eq!(verdict(&again, "stream-continuity"), Verdict::Fail);
+        let finding = again
+            .findings
+            .iter()
+            .find(|f| f.invariant == "stream-continuity")
+            .unwrap();
+        assert!(
+            finding
+                .violations
+                .iter()
+                .any(|v| v.kind == crate::check::ViolationKind::REDELIVERED),
+            "{:?}",
+            finding.violations
+        );
+    }
 }

@@ -219,6 +219,7 @@ impl Builder {
                     streamed: None,
                     stream_states: Vec::new(),
                     stream_snapshot_first: false,
+                    stream_redelivered: None,
                 });
             }
             let complete_ms = x
@@ -240,6 +241,7 @@ impl Builder {
                 streamed: None,
                 stream_states: states,
                 stream_snapshot_first: snapshot_first,
+                stream_redelivered: redelivered(&x.events),
             });
         }
         (ops, extra)
@@ -453,6 +455,22 @@ impl Builder {
 }
 
 /// A JSON-RPC error object as a `fail` outcome.
+/// The state carried by the first event of a stream that repeats the event before it
+/// exactly (a redelivery), if any; a new event in the same state is not one.
+fn redelivered(events: &[(u64, Value)]) -> Option<TaskState> {
+    events.windows(2).find_map(|pair| {
+        let (before, event) = (pair[0].1.get("result")?, pair[1].1.get("result")?);
+        if before != event {
+            return None;
+        }
+        wire::items(event).into_iter().find_map(|item| match item {
+            Item::Task(t) => t.state,
+            Item::Status { state, .. } => state,
+            _ => None,
+        })
+    })
+}
+
 fn refusal(err: &Value) -> Outcome {
     Outcome::Fail {
         code: err.get("code").and_then(Value::as_i64).unwrap_or(0),

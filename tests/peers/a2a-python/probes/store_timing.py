@@ -14,11 +14,18 @@ HTTP and no a2a-chaos adapter in the way:
 
 Prints the median, 10th and 90th percentile of each, after 50 warm-up operations.
 
-Measured 2026-12-07 (PostgreSQL 18.6, 2 cores, 300 rounds of 4 saves and 4 gets):
-get 1.54 ms (p10 1.18, p90 1.98); save 3.35 ms (2.59, 4.23); stale 1.66 ms (1.28, 2.10);
-plain 2.47 ms (2.10, 3.18). A live save also waits for the adapter's report to the ledger
-(about 1 ms more on loopback), which is why a replica's saves within one turn land about
-5 ms apart in live traces.
+Measured 2026-12-07 (PostgreSQL 18.6, 2 cores, medians; p10 and p90 in brackets):
+
+- right after a test run, as busy as a live run leaves the machine (200 rounds):
+  get 1.61 ms [1.17, 2.12]; save 3.43 [2.48, 4.60]; stale 1.64 [1.24, 2.29];
+  plain 1.77 [1.24, 2.45];
+- idle (300 rounds): get 1.18 [1.00, 1.49]; save 2.45 [2.08, 3.18]; stale 1.22 [1.07,
+  1.46]; plain 1.29 [1.05, 1.70].
+
+A save with its event row costs about twice a read; a refused save and a plain save about a
+read. A live save also waits for the adapter's report to the ledger (about 1 ms more on
+loopback), which is why a replica's saves within one turn land about 5 ms apart in live
+traces.
 """
 
 import asyncio
