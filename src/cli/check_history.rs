@@ -38,8 +38,8 @@ pub struct CheckHistoryArgs {
 pub fn cmd_check_history(args: CheckHistoryArgs) -> Result<i32, InputError> {
     let file = args.file.display().to_string();
     let model = args.model.as_deref().map(Profile::load).transpose()?;
-    let recorded =
-        history::load(Path::new(&args.file), model).map_err(|e| InputError::new(&file, e))?;
+    let recorded = history::load(Path::new(&args.file), model)
+        .map_err(|e| InputError::new(&file, e.to_string()))?;
     let checked = history::check_all(&recorded);
     let summary = summarise(&recorded.record, &checked.findings, 0);
     let failed = !summary.violated().is_empty();

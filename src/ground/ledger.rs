@@ -131,15 +131,27 @@ impl LedgerState {
 /// Shared handle to the ledger's state.
 pub type SharedLedger = Rc<RefCell<LedgerState>>;
 
-/// Performs an effect from a replica. `Err` means the outcome is unknown to the caller: the
-/// effect may have been applied and the reply lost.
-pub async fn perform(request: &EffectRequest, timeout: Duration) -> Result<bool, String> {
+/// Why a replica does not know what became of an effect it sent: the effect may have been
+/// applied and the answer lost. The words are those of the replica's trace line.
+#[derive(Debug, thiserror::Error)]
+pub enum EffectError {
+    /// The call to the ledger got no answer (timed out, broke, or never connected).
+    #[error("ledger {0}")]
+    Call(net::CallError),
+    /// The ledger's answer was not JSON.
+    #[error("ledger reply: {0}")]
+    Reply(serde_json::Error),
+}
+
+/// Performs an effect from a replica; whether the ledger applied it (`false`: deduplicated
+/// by its key).
+pub async fn perform(request: &EffectRequest, timeout: Duration) -> Result<bool, EffectError> {
     let body = serde_json::to_vec(request).expect("effects serialise");
     let reply = net::send(&Call::post_json("ledger", PORT, "/effect", body, timeout))
         .await
-        .map_err(|e| format!("ledger {e}"))?;
+        .map_err(EffectError::Call)?;
     let value: serde_json::Value =
-        serde_json::from_slice(&reply.body).map_err(|e| format!("ledger reply: {e}"))?;
+        serde_json::from_slice(&reply.body).map_err(EffectError::Reply)?;
     Ok(value["applied"].as_bool().unwrap_or(false))
 }
 

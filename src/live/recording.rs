@@ -233,18 +233,52 @@ pub struct Numbered {
     pub line: Line,
 }
 
+/// Why a recorded history cannot be read; each says so in the sentence `check-history`
+/// prints.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordingError {
+    /// The file is missing, too large or not a regular file.
+    #[error("{}", .0.message)]
+    Unreadable(crate::error::InputError),
+    /// A line is not a history line.
+    #[error("line {line}: {why}")]
+    BadLine {
+        /// Its number, from 1.
+        line: usize,
+        why: serde_json::Error,
+    },
+    /// Two lines record one thing differently (two requests sharing a `seq`, two different
+    /// `start` lines): the first few such pairs, and how many more there were.
+    #[error(
+        "a malformed recording: {}{}; no line of it was counted",
+        collisions.join("; "),
+        if *more > 0 { format!("; and {more} more such lines") } else { String::new() }
+    )]
+    Malformed {
+        collisions: Vec<String>,
+        more: usize,
+    },
+    /// A save line whose fields make no save.
+    #[error("a save line: {0}")]
+    BadSave(super::observer::ReportError),
+    /// The profile the checkers take as the server's promises could not be loaded.
+    #[error("{0}")]
+    Profile(crate::error::InputError),
+}
+
 /// Reads a history file (through [`crate::input`]: a regular file within
 /// [`crate::input::FileKind::History`]'s limit): its lines, in order, with their numbers;
 /// `Err` names the first line that is not one.
-pub fn read(path: &Path) -> Result<Vec<Numbered>, String> {
-    let text =
-        crate::input::read_text(path, crate::input::FileKind::History).map_err(|e| e.message)?;
+pub fn read(path: &Path) -> Result<Vec<Numbered>, RecordingError> {
+    let text = crate::input::read_text(path, crate::input::FileKind::History)
+        .map_err(RecordingError::Unreadable)?;
     let mut lines = Vec::new();
     for (n, raw) in text.lines().enumerate() {
         if raw.trim().is_empty() {
             continue;
         }
-        let line: Line = serde_json::from_str(raw).map_err(|e| format!("line {}: {e}", n + 1))?;
+        let line: Line = serde_json::from_str(raw)
+            .map_err(|why| RecordingError::BadLine { line: n + 1, why })?;
         lines.push(Numbered {
             number: n + 1,
             line,
@@ -320,7 +354,9 @@ const COLLISIONS_SHOWN: usize = 5;
 /// many were (and where), or `Err` when two lines record one thing differently (48 requests
 /// sharing a `seq`, two different `start` lines): a malformed recording, never counted as
 /// events. The message names the line numbers.
-pub fn deduplicate(lines: Vec<Numbered>) -> Result<(Vec<Numbered>, Option<String>), String> {
+pub fn deduplicate(
+    lines: Vec<Numbered>,
+) -> Result<(Vec<Numbered>, Option<String>), RecordingError> {
     let mut first: std::collections::BTreeMap<Key, usize> = Default::default();
     let mut kept: Vec<Numbered> = Vec::with_capacity(lines.len());
     let mut dropped: Vec<usize> = Vec::new();
@@ -354,15 +390,7 @@ pub fn deduplicate(lines: Vec<Numbered>) -> Result<(Vec<Numbered>, Option<String
     }
     if collision_count > 0 {
         let more = collision_count - collisions.len();
-        return Err(format!(
-            "a malformed recording: {}{}; no line of it was counted",
-            collisions.join("; "),
-            if more > 0 {
-                format!("; and {more} more such lines")
-            } else {
-                String::new()
-            }
-        ));
+        return Err(RecordingError::Malformed { collisions, more });
     }
     let note = (!dropped.is_empty()).then(|| {
         let shown: Vec<String> = dropped.iter().take(10).map(usize::to_string).collect();

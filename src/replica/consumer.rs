@@ -142,7 +142,7 @@ impl Replica {
             .reached(&self.name, KillPoint::Effect);
         if let Err(e) = ledger::perform(&effect, self.timing.ledger_timeout).await {
             self.record_as(
-                failure_tone(&e),
+                failure_tone(&e.to_string()),
                 format!(
                     "{}#{}: effect outcome unknown: {e}",
                     info.conversation, info.turn

@@ -582,7 +582,7 @@ impl Replica {
             .reached(&self.name, KillPoint::Effect);
         if let Err(e) = ledger::perform(&effect, self.timing.ledger_timeout).await {
             self.record_as(
-                failure_tone(&e),
+                failure_tone(&e.to_string()),
                 format!(
                     "{}#{}: effect outcome unknown: {e}",
                     info.conversation, info.turn
@@ -600,7 +600,7 @@ impl Replica {
                     *active.cached.borrow_mut() = Some((task.clone(), v));
                 }
             }
-            return Err(decide::turn::effect_failed(&self.profile, &e));
+            return Err(decide::turn::effect_failed(&self.profile, &e.to_string()));
         }
 
         self.faults

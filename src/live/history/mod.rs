@@ -126,7 +126,7 @@ impl Exchange {
 /// thing differently (two requests with one `seq`) make the recording malformed: `Err`,
 /// naming the lines ([`recording::deduplicate`]). Lines may come in any order: every request
 /// is read first, then what answers it, and a stream's events are put in time order.
-pub fn load(path: &Path, model: Option<Profile>) -> Result<Recorded, String> {
+pub fn load(path: &Path, model: Option<Profile>) -> Result<Recorded, recording::RecordingError> {
     let (lines, duplicates) = recording::deduplicate(recording::read(path)?)?;
     let mut exchanges: BTreeMap<u64, Exchange> = BTreeMap::new();
     let (mut effects, mut saves, mut finals) = (Vec::<Effect>::new(), Vec::new(), Vec::new());
@@ -218,7 +218,7 @@ pub fn load(path: &Path, model: Option<Profile>) -> Result<Recorded, String> {
                 end_ms = end_ms.max(e.at_ms);
                 effects.push(e);
             }
-            Line::Save(s) => saves.push(s.record().map_err(|e| format!("a save line: {e}"))?),
+            Line::Save(s) => saves.push(s.record().map_err(recording::RecordingError::BadSave)?),
             Line::FinalTask { replica, task, .. } => finals.push((replica, task)),
             Line::Stop { at_ms, .. } => end_ms = end_ms.max(at_ms),
         }
@@ -233,7 +233,7 @@ pub fn load(path: &Path, model: Option<Profile>) -> Result<Recorded, String> {
     let has_model = model.is_some();
     let profile = match model {
         Some(p) => p,
-        None => Profile::load("reference").map_err(|e| e.to_string())?,
+        None => Profile::load("reference").map_err(recording::RecordingError::Profile)?,
     };
     let mut b = Builder::default();
     b.assign_turns(&exchanges);
