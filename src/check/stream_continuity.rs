@@ -14,9 +14,10 @@
 //! state must not end while the task is already at rest (`closed-early`: the snapshot-then-
 //! follow race, where the task finishes between the snapshot and the tap and the stream ends
 //! 80 ms later, well inside the 700 ms the rule above allows; see [`closed_early`]); and no
-//! event may arrive twice in a row (`redelivered`: the same event again, byte for byte; a new
-//! event in the same state, such as a progress update still `working` or the Task event
-//! a2a-sdk's cluster mode logs when a turn adds its message, is a change of its own). Only
+//! event carrying a state may arrive twice in a row (`redelivered`: the same event again, byte
+//! for byte, the snapshot and the first event too; a new event in the same state, such as a
+//! progress update still `working` or the Task event a2a-sdk's cluster mode logs when a turn
+//! adds its message, is a change of its own). Only
 //! the owner's subscriptions count (another principal's belong to `owner-isolation`). Exercised: subscriptions to tasks that exist (all rules; the
 //! `closed-early` rule bites on those among them that ended cleanly before a final state).
 

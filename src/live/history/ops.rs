@@ -454,9 +454,11 @@ impl Builder {
     }
 }
 
-/// A JSON-RPC error object as a `fail` outcome.
 /// The state carried by the first event of a stream that repeats the event before it
-/// exactly (a redelivery), if any; a new event in the same state is not one.
+/// exactly (a redelivery), if any; a new event in the same state is not one. Only events
+/// that carry a state count (a repeated artifact update is not caught), and an event line
+/// recorded twice with the same time is read once by [`super::recording::deduplicate`]
+/// first, so a redelivery within one millisecond is lost to this check.
 fn redelivered(events: &[(u64, Value)]) -> Option<TaskState> {
     events.windows(2).find_map(|pair| {
         let (before, event) = (pair[0].1.get("result")?, pair[1].1.get("result")?);
@@ -471,6 +473,7 @@ fn redelivered(events: &[(u64, Value)]) -> Option<TaskState> {
     })
 }
 
+/// A JSON-RPC error object as a `fail` outcome.
 fn refusal(err: &Value) -> Outcome {
     Outcome::Fail {
         code: err.get("code").and_then(Value::as_i64).unwrap_or(0),
