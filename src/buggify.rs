@@ -67,9 +67,7 @@ impl Chaos {
     /// the points' own generator still advances as before, so everything else keeps its
     /// draws. Draw 0 is the points' own generator: no change.
     pub fn redraw_delays(&mut self, seed: u64, draw: u64) {
-        self.delay_rng = (draw != 0).then(|| {
-            ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(seed, "kill-delays", draw))
-        });
+        self.delay_rng = crate::seed::redraw(seed, "kill-delays", draw);
     }
 
     /// A shared handle to [`Chaos::new`].

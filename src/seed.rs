@@ -23,6 +23,14 @@ pub fn derive_seed(seed: u64, stream: &str, index: u64) -> u64 {
     z
 }
 
+/// A generator of its own for draw `draw` of `seed`'s stream `stream`, for a part of a run
+/// that can be simulated under other draws of its timing (kill delays, slowed links); draw
+/// 0 is `None`: the part keeps drawing from its owner's generator, so nothing changes.
+pub fn redraw(seed: u64, stream: &str, draw: u64) -> Option<rand_chacha::ChaCha8Rng> {
+    use rand::SeedableRng;
+    (draw != 0).then(|| rand_chacha::ChaCha8Rng::seed_from_u64(derive_seed(seed, stream, draw)))
+}
+
 /// FNV-1a, 64 bit: stable across processes, platforms and Rust versions.
 #[derive(Debug, Clone, Copy)]
 pub struct Fnv(pub u64);

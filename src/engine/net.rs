@@ -162,9 +162,7 @@ impl Net {
     /// engine's own stream still advances at each slowed segment, so they keep their
     /// draws). Draw 0 is the engine's own stream: no change.
     pub fn redraw(&self, seed: u64, draw: u64) {
-        *self.slowed_rng.borrow_mut() = (draw != 0).then(|| {
-            ChaCha8Rng::seed_from_u64(crate::seed::derive_seed(seed, "network-slowed", draw))
-        });
+        *self.slowed_rng.borrow_mut() = crate::seed::redraw(seed, "network-slowed", draw);
     }
 
     /// The latency bounds of every link not slowed.

@@ -164,14 +164,18 @@ pub const ORDERS_MAX: usize = 150;
 ///   request may reach the ledger first; live the ledger kills the replica as the request
 ///   arrives, before applying it (seed 65: the simulated effect applied, the real one not).
 pub fn order_variants(script: &Script) -> Vec<Script> {
-    let mut variants = race_orders(script);
+    let (drawn, settled) = race_orders(script);
+    // Each other draw of the faults' timing is for the scenario as drawn and, with races,
+    // its settled order.
+    let firsts: Vec<Script> = drawn
+        .first()
+        .into_iter()
+        .chain(settled.first())
+        .cloned()
+        .collect();
+    let mut variants = drawn;
+    variants.extend(settled);
     if draws_faults(&script.steps) {
-        // Each other draw of the faults' timing, for the scenario as drawn and, with races,
-        // its settled order.
-        let firsts: Vec<Script> = match variants.len() {
-            1 => vec![variants[0].clone()],
-            n => vec![variants[0].clone(), variants[n / 2].clone()],
-        };
         for draw in 1..=FAULT_DRAWS {
             for first in &firsts {
                 let mut redrawn = first.clone();
@@ -197,8 +201,9 @@ fn draws_faults(steps: &[Step]) -> bool {
     })
 }
 
-/// The orders of `script`'s races, as drawn and settled (see [`order_variants`]).
-fn race_orders(script: &Script) -> Vec<Script> {
+/// The orders of `script`'s races (see [`order_variants`]): as drawn, then each of them
+/// settled, in the same order (none when it has no races).
+fn race_orders(script: &Script) -> (Vec<Script>, Vec<Script>) {
     let races: Vec<usize> = script
         .steps
         .iter()
@@ -207,7 +212,7 @@ fn race_orders(script: &Script) -> Vec<Script> {
         .map(|(i, _)| i)
         .collect();
     if races.is_empty() {
-        return vec![script.clone()];
+        return (vec![script.clone()], Vec::new());
     }
     let per_race = |staggers: &[u64]| -> Vec<Option<(u64, bool)>> {
         let mut orders = vec![None];
@@ -261,9 +266,10 @@ fn race_orders(script: &Script) -> Vec<Script> {
         }
         Script::from_steps(&script.file, &steps).expect("a staggered race is as valid as the race")
     };
-    let mut variants: Vec<Script> = combos.iter().map(|c| ordered(c, false)).collect();
-    variants.extend(combos.iter().map(|c| ordered(c, true)));
-    variants
+    (
+        combos.iter().map(|c| ordered(c, false)).collect(),
+        combos.iter().map(|c| ordered(c, true)).collect(),
+    )
 }
 
 /// How long a settled order ([`order_variants`]) waits after each race, simulated ms: two

@@ -87,9 +87,7 @@ pub(super) fn run_events(
 ) -> Ended {
     crate::engine::run(spec.seed, |core| async move {
         super::configure_event_net(&core);
-        if spec.fault_draw != 0 {
-            core.net.redraw(spec.seed, spec.fault_draw);
-        }
+        core.net.redraw(spec.seed, spec.fault_draw);
         for (name, software) in hosts.0 {
             core.host(&name, software);
         }
