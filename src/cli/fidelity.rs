@@ -23,7 +23,7 @@ use crate::error::InputError;
 use crate::live;
 use crate::model::Profile;
 use crate::scenario::Script;
-use crate::sim::{RunSummary, Sim};
+use crate::sim::RunSummary;
 use crate::strategies::Generation;
 
 use super::live::{check_peer, PeerArgs};
@@ -273,7 +273,7 @@ pub fn cmd_fidelity(
         // Every order of the scenario's races (just the scenario when it has none).
         let orders: Vec<_> = differential::patterns::order_variants(script)
             .iter()
-            .map(|variant| Sim::from_scenario(variant).map(|sim| sim.check()))
+            .map(|variant| differential::twin(variant).map(|sim| sim.check()))
             .collect::<Result<_, _>>()?;
         let (real, record) = lives.next().expect("a live run per scenario")?;
         // Beyond verdicts, everything both worlds observe (as `--generate` compares), on

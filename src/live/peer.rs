@@ -78,6 +78,10 @@ pub const PRESET_A2A_JS: &str = "a2a-js";
 /// the simulation's default 20-60 ms.
 pub const THINK_MS_DEFAULT: u64 = 40;
 
+/// The time every preset peer takes to compose its reply after the effect unless told
+/// (`--compose-ms`), ms: the midpoint of the simulation's default 5-15 ms.
+pub const COMPOSE_MS_DEFAULT: u64 = 10;
+
 /// Every preset, for messages.
 pub const PRESETS: [&str; 3] = [PRESET_A2A_PYTHON, PRESET_MASTRA, PRESET_A2A_JS];
 

@@ -398,8 +398,10 @@ pub struct HandlerKnobs {
     /// 1.x's ActiveTask: producer and consumer): when the consumer fails before the turn's
     /// effect (a save that conflicts past `conflict_reapply`, a store that does not answer),
     /// the client is answered with the error, but the executor goes on to its effect, and
-    /// the events it emits after are dropped unsaved; unset: a failed save before the effect
-    /// ends the turn there, with no effect.
+    /// the events it emits after are dropped unsaved. Its think (the model call) begins as
+    /// the request reaches it, while the consumer saves the user message and the working
+    /// status. Unset: a failed save before the effect ends the turn there, with no effect,
+    /// and the think begins once the working status is saved.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub executor_outlives_consumer: bool,
     /// A save before the turn's effect that conflicts, and whose re-read finds the task

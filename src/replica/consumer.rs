@@ -174,11 +174,17 @@ impl Replica {
             .replace(None)
             .filter(|_| active.in_registry())
             .unwrap_or_else(|| request.clone());
+        let already_saved = task
+            .history
+            .iter()
+            .flatten()
+            .any(|m| m.message_id == message.message_id);
         let fails = decide::send::manager_context_fails(
             &self.profile,
             Some(&manager),
             &request,
             &task.context_id,
+            already_saved,
         );
         active
             .manager_context

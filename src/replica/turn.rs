@@ -459,6 +459,7 @@ impl Replica {
         active.running.set(true);
         active.streaming.set(sink.is_some());
         Ok(Begun::Turn(Box::new(Turn {
+            began_ms,
             info,
             message,
             version,
@@ -478,6 +479,7 @@ impl Replica {
         sink: Option<&mpsc::Sender<StreamResponse>>,
     ) -> Result<Task, Refusal> {
         let Turn {
+            began_ms,
             info,
             message,
             mut task,
@@ -494,7 +496,7 @@ impl Replica {
                 &info,
                 &message,
                 &mut task,
-                (version, answering_auth),
+                (version, answering_auth, began_ms),
                 &active,
                 sink,
             )
@@ -516,7 +518,7 @@ impl Replica {
         info: &TurnInfo,
         message: &Message,
         task: &mut Task,
-        (version, answering_auth): (u64, bool),
+        (version, answering_auth, began_ms): (u64, bool, u64),
         active: &ActiveTask,
         sink: Option<&mpsc::Sender<StreamResponse>>,
     ) -> Result<Task, Refusal> {
@@ -524,8 +526,10 @@ impl Replica {
         let plan = decide::turn::turn_plan(&self.profile);
         let run = follow_up::run_of(self, task, info);
 
-        // Think (the model call).
-        tokio::time::sleep(self.draw(self.timing.think_ms)).await;
+        // Think (the model call), or what is left of it after the saves it ran beside.
+        let think = self.draw(self.timing.think_ms);
+        let saving_ms = now_ms().saturating_sub(began_ms);
+        tokio::time::sleep(decide::turn::think_left(&plan, think, saving_ms)).await;
         // The action may need the user's authorisation (the turn asked for one, or the task
         // waits for one): without it, the task asks for it and nothing runs.
         let asks_auth = needs_auth(message) || answering_auth;
@@ -769,6 +773,8 @@ pub(super) enum Begun {
 }
 
 pub(super) struct Turn {
+    /// When the request reached the executor (simulated ms).
+    began_ms: u64,
     info: TurnInfo,
     message: Message,
     task: Task,

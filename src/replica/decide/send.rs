@@ -132,13 +132,22 @@ pub(in crate::replica) fn foreign_context(message: &Message, task_context: &str)
 /// and the executor runs on. So a task-only follow-up fails on a replica that never ran
 /// the task, and any turn fails on a replica whose last run was a task-only one. Seen
 /// live: tests/fidelity/task-only-follow-up-context-*.toml and generation 4's batch.
+///
+/// A message the task read at the request's start already holds (`already_saved`: the
+/// same message sent again, which another replica's run saved) is not saved again, so
+/// nothing compares the contexts and the turn runs (a2a-sdk 1.3.0 `active_task.py`,
+/// `_handle_task_modification_event`: the save sits under `if not
+/// message_already_saved`). Seen live: generation 4's seed 136 of a2a-python-1.3-plain,
+/// a duplicate sent to the replica whose last run was task-only, answered `Completed`.
 pub(in crate::replica) fn manager_context_fails(
     profile: &Profile,
     manager: Option<&str>,
     request: &str,
     task: &str,
+    already_saved: bool,
 ) -> bool {
     profile.handler.task_only_context == Some(TaskOnlyContext::Generate)
+        && !already_saved
         && manager.unwrap_or(request) != task
 }
 

@@ -5,8 +5,11 @@
 //! what the stream of a turn stopped early hears last.
 //!
 //! Knobs read: `cancel.fence_effects`, `ledger.idempotency_key`,
+//! `handler.executor_outlives_consumer`,
 //! `handler.after_effect_failure`, `handler.saves`, `handler.cache_snapshot`,
 //! `handler.stream_ends_with_terminal`, `handler.input_timeout_ms`, `push.on`.
+
+use std::time::Duration;
 
 use a2a::{Artifact, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState};
 use serde_json::{json, Value};
@@ -40,6 +43,10 @@ pub(in crate::replica) struct TurnPlan {
     /// A turn that ends waiting for input arms a timer that fails it after this long
     /// (`handler.input_timeout_ms`).
     pub input_timeout_ms: Option<u64>,
+    /// The executor thinks beside the consumer that saves its events: its think began
+    /// when the request reached it, while the user message and the working status were
+    /// being saved (`handler.executor_outlives_consumer`).
+    pub thinks_while_saving: bool,
 }
 
 /// The [`TurnPlan`] of `profile`.
@@ -52,6 +59,21 @@ pub(in crate::replica) fn turn_plan(profile: &Profile) -> TurnPlan {
         push_every_save: profile.push.on == PushOn::EverySave,
         caches: handler.cache_snapshot,
         input_timeout_ms: (handler.input_timeout_ms > 0).then_some(handler.input_timeout_ms),
+        thinks_while_saving: handler.executor_outlives_consumer,
+    }
+}
+
+/// How much of a turn's `think` is left once its working status is saved, `saving_ms`
+/// after the request reached the executor: all of it where the turn's saves come first;
+/// the rest where the executor thought beside them ([`TurnPlan::thinks_while_saving`]:
+/// a2a-sdk's executor emits its working event and goes on to its model call without
+/// waiting for the consumer to save it; a turn that saved the user message on its own
+/// reaches its effect no later than one that did not).
+pub(in crate::replica) fn think_left(plan: &TurnPlan, think: Duration, saving_ms: u64) -> Duration {
+    if plan.thinks_while_saving {
+        think.saturating_sub(Duration::from_millis(saving_ms))
+    } else {
+        think
     }
 }
 

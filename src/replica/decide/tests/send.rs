@@ -121,7 +121,7 @@ fn a_turn_fails_where_its_task_manager_holds_another_context() {
     // a2a-sdk 1.x gives a task-only request a new context ("ctx-new"); the TaskManager of
     // the replica's ActiveTask holds its last run's context, or takes the request's.
     let sdk = model("a2a-python-1.3-versioned");
-    let fails = |manager, request| manager_context_fails(&sdk, manager, request, "ctx-1");
+    let fails = |manager, request| manager_context_fails(&sdk, manager, request, "ctx-1", false);
     assert!(
         fails(None, "ctx-new"),
         "a task-only follow-up on another replica"
@@ -135,12 +135,17 @@ fn a_turn_fails_where_its_task_manager_holds_another_context() {
         "any turn after a task-only run here"
     );
     assert!(!fails(None, "ctx-1"), "a message with its context");
+    assert!(
+        !manager_context_fails(&sdk, Some("ctx-new"), "ctx-1", "ctx-1", true),
+        "a message the task already holds is not saved again, so nothing compares"
+    );
     // The specification's rule: the context is the task's, wherever the message lands.
     assert!(!manager_context_fails(
         &model("reference"),
         None,
         "ctx-new",
-        "ctx-1"
+        "ctx-1",
+        false
     ));
 }
 

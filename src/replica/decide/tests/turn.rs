@@ -33,6 +33,27 @@ fn each_model_plans_its_turn_from_its_knobs() {
 }
 
 #[test]
+fn an_executor_beside_its_consumer_thinks_while_the_working_status_is_saved() {
+    use std::time::Duration;
+    let think = Duration::from_millis(40);
+    let sdk = turn_plan(&model("a2a-python-1.3-versioned"));
+    assert!(sdk.thinks_while_saving);
+    assert_eq!(think_left(&sdk, think, 7), Duration::from_millis(33));
+    assert_eq!(
+        think_left(&sdk, think, 55),
+        Duration::ZERO,
+        "saves longer than the think"
+    );
+    let reference = turn_plan(&model("reference"));
+    assert!(!reference.thinks_while_saving);
+    assert_eq!(
+        think_left(&reference, think, 7),
+        think,
+        "the saves come first"
+    );
+}
+
+#[test]
 fn after_its_think_a_turn_stops_asks_for_authorisation_fences_or_acts() {
     let never = || -> bool { panic!("authorisation is asked only of a turn that needs it") };
     let fenced = turn_plan(&model("reference"));
