@@ -86,19 +86,16 @@ pub struct Outcome {
 
 /// The agent's timing in a live run of `script`, which its simulated twin takes: every
 /// preset peer thinks the scenario's `think-ms` (a range: its midpoint; else
-/// [`live::peer::THINK_MS_DEFAULT`]) and composes [`live::peer::COMPOSE_MS_DEFAULT`], the same for
+/// [`live::THINK_MS_DEFAULT`]) and composes [`live::COMPOSE_MS_DEFAULT`], the same for
 /// every turn. The simulation alone draws each turn's times from a range; compared with a
 /// real peer, two turns racing on two replicas would then finish in an order the real ones
 /// never take (a2a-python-1.3-plain's generated seed 136: a 33 ms and a 59 ms think where
 /// both real agents thought 40, and the other turn's whole-task save landed last).
 pub fn live_timing(script: &Script) -> Timing {
-    let think = live::think_ms(script).unwrap_or(live::peer::THINK_MS_DEFAULT);
+    let think = live::think_ms(script).unwrap_or(live::THINK_MS_DEFAULT);
     Timing {
         think_ms: (think, think),
-        compose_ms: (
-            live::peer::COMPOSE_MS_DEFAULT,
-            live::peer::COMPOSE_MS_DEFAULT,
-        ),
+        compose_ms: (live::COMPOSE_MS_DEFAULT, live::COMPOSE_MS_DEFAULT),
         ..Timing::default()
     }
 }

@@ -235,6 +235,14 @@ pub fn validate(
     walk(&script.steps, origin, allow_loopback_push)
 }
 
+/// The think time every preset peer uses unless told (`--think-ms`), ms: the midpoint of
+/// the simulation's default 20-60 ms.
+pub const THINK_MS_DEFAULT: u64 = 40;
+
+/// The time every preset peer takes to compose its reply after the effect unless told
+/// (`--compose-ms`), ms: the midpoint of the simulation's default 5-15 ms.
+pub const COMPOSE_MS_DEFAULT: u64 = 10;
+
 /// The think time a live run gives the peers for `script`: its `think-ms`, the midpoint of
 /// a range (a preset takes one value; the simulation draws each turn's from the range).
 pub(crate) fn think_ms(script: &Script) -> Option<u64> {

@@ -74,14 +74,6 @@ pub const PRESET_MASTRA: &str = "mastra";
 /// The @a2a-js/sdk test peer's preset name.
 pub const PRESET_A2A_JS: &str = "a2a-js";
 
-/// The think time every preset peer uses unless told (`--think-ms`), ms: the midpoint of
-/// the simulation's default 20-60 ms.
-pub const THINK_MS_DEFAULT: u64 = 40;
-
-/// The time every preset peer takes to compose its reply after the effect unless told
-/// (`--compose-ms`), ms: the midpoint of the simulation's default 5-15 ms.
-pub const COMPOSE_MS_DEFAULT: u64 = 10;
-
 /// Every preset, for messages.
 pub const PRESETS: [&str; 3] = [PRESET_A2A_PYTHON, PRESET_MASTRA, PRESET_A2A_JS];
 
@@ -470,7 +462,7 @@ impl Fleet {
     /// The think time a command's `{think-ms}` and `A2A_CHAOS_THINK_MS` say: the
     /// scenario's, else the presets' default.
     fn think_ms_or_default(&self) -> u64 {
-        self.think_ms.unwrap_or(THINK_MS_DEFAULT)
+        self.think_ms.unwrap_or(super::THINK_MS_DEFAULT)
     }
 
     /// What replica `index` on `port` finds in its environment besides `live`'s own: what

@@ -296,7 +296,7 @@ impl Pool {
                 ),
             ));
         }
-        let default = peer::THINK_MS_DEFAULT;
+        let default = super::THINK_MS_DEFAULT;
         if super::think_ms(script).unwrap_or(default) != self.options.think_ms.unwrap_or(default) {
             return Err(InputError::new(
                 &origin,
