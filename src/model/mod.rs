@@ -400,7 +400,8 @@ pub struct HandlerKnobs {
     /// the client is answered with the error, but the executor goes on to its effect, and
     /// the events it emits after are dropped unsaved. Its think (the model call) begins as
     /// the request reaches it, while the consumer saves the user message and the working
-    /// status. Unset: a failed save before the effect ends the turn there, with no effect,
+    /// status (in the model, the effect still follows the working save: saves slower than
+    /// the think delay it). Unset: a failed save before the effect ends the turn there, with no effect,
     /// and the think begins once the working status is saved.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub executor_outlives_consumer: bool,

@@ -19,7 +19,8 @@
 //! The same happens to a turn whose ActiveTask's TaskManager holds another context than
 //! the task's (`handler.task_only_context = "generate"`: a follow-up that names only its
 //! task on a replica that never ran it, or any turn after such a run here): the consumer
-//! fails on its first save.
+//! fails on its first save, the user message's; a message the task already holds is not
+//! saved again, so that turn runs.
 //!
 //! Knobs read: `handler.blocking_stops_consumer`, `handler.executor_outlives_consumer`,
 //! `handler.task_only_context`.
@@ -165,7 +166,9 @@ impl Replica {
     /// the next request starts a new one with its own (a2a-sdk 1.3.0 `active_task.py`:
     /// the consumer's end sets `_is_finished`, and `_maybe_cleanup` removes the ActiveTask;
     /// seen live, generation 4's seed 161: a task-only follow-up to the replica that had
-    /// canceled the task failed `-32602`).
+    /// canceled the task failed `-32602`). A message `task` already holds (the copy read at
+    /// the request's start, or on a model with `handler.cache_snapshot` the ActiveTask's
+    /// cached copy, as a2a-sdk 1.1 keeps one) is not saved again, and nothing compares.
     pub(super) fn failing_manager_context(&self, message: &Message, task: &Task) -> Option<String> {
         let request = self.reply_context(message, task);
         let active = self.active(&task.id);

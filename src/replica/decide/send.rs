@@ -130,7 +130,8 @@ pub(in crate::replica) fn foreign_context(message: &Message, task_context: &str)
 /// the stored task (`task`'s context): when the TaskManager's context is another, that
 /// save fails ("Context in event doesn't match TaskManager"), the client gets `-32602`
 /// and the executor runs on. So a task-only follow-up fails on a replica that never ran
-/// the task, and any turn fails on a replica whose last run was a task-only one. Seen
+/// the task, and any turn fails on a replica whose last run was a task-only one, unless
+/// its message is already saved (below). Seen
 /// live: tests/fidelity/task-only-follow-up-context-*.toml and generation 4's batch.
 ///
 /// A message the task read at the request's start already holds (`already_saved`: the

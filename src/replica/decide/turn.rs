@@ -67,8 +67,10 @@ pub(in crate::replica) fn turn_plan(profile: &Profile) -> TurnPlan {
 /// after the request reached the executor: all of it where the turn's saves come first;
 /// the rest where the executor thought beside them ([`TurnPlan::thinks_while_saving`]:
 /// a2a-sdk's executor emits its working event and goes on to its model call without
-/// waiting for the consumer to save it; a turn that saved the user message on its own
-/// reaches its effect no later than one that did not).
+/// waiting for the consumer to save it). While the saves take less than the think, a turn
+/// that saved the user message on its own reaches its effect when one that did not would;
+/// the effect still follows the working save, so saves slower than the think (a slow or
+/// held store) delay it where the real executor would not wait.
 pub(in crate::replica) fn think_left(plan: &TurnPlan, think: Duration, saving_ms: u64) -> Duration {
     if plan.thinks_while_saving {
         think.saturating_sub(Duration::from_millis(saving_ms))
