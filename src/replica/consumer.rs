@@ -166,10 +166,16 @@ impl Replica {
     /// the next request starts a new one with its own (a2a-sdk 1.3.0 `active_task.py`:
     /// the consumer's end sets `_is_finished`, and `_maybe_cleanup` removes the ActiveTask;
     /// seen live, generation 4's seed 161: a task-only follow-up to the replica that had
-    /// canceled the task failed `-32602`). A message `task` already holds (the copy read at
-    /// the request's start, or on a model with `handler.cache_snapshot` the ActiveTask's
-    /// cached copy, as a2a-sdk 1.1 keeps one) is not saved again, and nothing compares.
-    pub(super) fn failing_manager_context(&self, message: &Message, task: &Task) -> Option<String> {
+    /// canceled the task failed `-32602`). A message `task` already holds (`already_saved`;
+    /// `task` is the copy read at the request's start, or on a model with
+    /// `handler.cache_snapshot` the ActiveTask's cached copy, as a2a-sdk 1.1 keeps one) is
+    /// not saved again, and nothing compares.
+    pub(super) fn failing_manager_context(
+        &self,
+        message: &Message,
+        task: &Task,
+        already_saved: bool,
+    ) -> Option<String> {
         let request = self.reply_context(message, task);
         let active = self.active(&task.id);
         let manager = active
@@ -177,11 +183,6 @@ impl Replica {
             .replace(None)
             .filter(|_| active.in_registry())
             .unwrap_or_else(|| request.clone());
-        let already_saved = task
-            .history
-            .iter()
-            .flatten()
-            .any(|m| m.message_id == message.message_id);
         let fails = decide::send::manager_context_fails(
             &self.profile,
             Some(&manager),

@@ -368,7 +368,14 @@ impl Replica {
         let message = self.with_task_ids(message, &task);
         let user_message = message.clone();
         let reply_in = self.profile.handler.reply_in.unwrap_or(ReplyIn::History);
-        if let Some(manager) = self.failing_manager_context(&message, &task) {
+        // A message the task as read already holds (sent again) is not saved again: no
+        // context check, no save of its own.
+        let already_held = task
+            .history
+            .iter()
+            .flatten()
+            .any(|m| m.message_id == message.message_id);
+        if let Some(manager) = self.failing_manager_context(&message, &task, already_held) {
             return Err(self
                 .context_lost(
                     &info,
@@ -381,11 +388,6 @@ impl Replica {
                 .await);
         }
         let mut first_saved = None;
-        let already_held = task
-            .history
-            .iter()
-            .flatten()
-            .any(|m| m.message_id == message.message_id);
         let UserSave { own_save, appends } = decide::send::user_save(&self.profile, already_held);
         if own_save {
             // The user message is its own save, the state unchanged (on turn 1, the
