@@ -401,8 +401,10 @@ pub struct HandlerKnobs {
     /// the events it emits after are dropped unsaved. Its think (the model call) begins as
     /// the request reaches it, while the consumer saves the user message and the working
     /// status (in the model, the effect still follows the working save: saves slower than
-    /// the think delay it). Unset: a failed save before the effect ends the turn there, with no effect,
-    /// and the think begins once the working status is saved.
+    /// the think delay it). A save whose re-read finds the task terminal cancels the
+    /// executor, and one past its think has made its effect by then (the model makes it at
+    /// the re-read). Unset: a failed save before the effect ends the turn there, with no
+    /// effect, and the think begins once the working status is saved.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub executor_outlives_consumer: bool,
     /// A save before the turn's effect that conflicts, and whose re-read finds the task

@@ -32,7 +32,7 @@ use a2a::{Message, Task, TaskState};
 use super::decide::save::BeforeEffect;
 use super::decide::{self, Saved};
 use super::turn::release_claim;
-use super::{push_user_again, rpc, status, Refusal, Replica, TurnInfo};
+use super::{needs_auth, push_user_again, rpc, status, Refusal, Replica, TurnInfo};
 use crate::faults::KillPoint;
 use crate::ground::ledger::{self, EffectRequest};
 use crate::model::ReplyIn;
@@ -106,27 +106,53 @@ impl Replica {
     }
 
     async fn run_orphan(&self, orphan: Orphan) {
-        let Orphan {
-            info,
-            message,
-            task_id,
-            context_id,
-            began_ms,
-        } = orphan;
         let think = self.draw(self.timing.think_ms);
-        let until = began_ms + think.as_millis() as u64;
+        let until = orphan.began_ms + think.as_millis() as u64;
         let now = now_ms();
         if until > now {
             tokio::time::sleep(std::time::Duration::from_millis(until - now)).await;
         }
-        if super::needs_auth(&message) {
+        if needs_auth(&orphan.message) {
             // The executor asks for authorisation instead; nothing runs.
             return;
         }
         self.record(format!(
             "{}#{}: the executor runs on after its consumer failed",
-            info.conversation, info.turn
+            orphan.info.conversation, orphan.info.turn
         ));
+        self.orphan_effect(orphan).await;
+    }
+
+    /// A conflict's re-read found the task terminal, and the consumer cancels the executor
+    /// now (`handler.executor_outlives_consumer`; a2a-sdk 1.x `EventConsumer`): one that has
+    /// thought its think out, begun when the request reached it, made its effect already
+    /// ([`decide::turn::thought_before_cancel`]). The model makes it here, before the send
+    /// is answered: the ledger sees it at the cancel, no earlier, though the real executor
+    /// sent it as its think ended.
+    async fn executor_canceled(&self, orphan: Orphan) {
+        let elapsed = now_ms().saturating_sub(orphan.began_ms);
+        let range = self.timing.think_ms;
+        let draw = || self.draw(range).as_millis() as u64;
+        if !decide::turn::thought_before_cancel(range, elapsed, draw) || needs_auth(&orphan.message)
+        {
+            return;
+        }
+        self.record(format!(
+            "{}#{}: the executor is canceled {elapsed} ms in, past its think: its effect was made",
+            orphan.info.conversation, orphan.info.turn
+        ));
+        self.orphan_effect(orphan).await;
+    }
+
+    /// The effect of an executor whose consumer is gone: nothing it emits is saved.
+    async fn orphan_effect(&self, orphan: Orphan) {
+        let Orphan {
+            info,
+            message,
+            task_id,
+            context_id,
+            began_ms: _,
+        } = orphan;
         let effect = EffectRequest {
             task_id,
             context_id: context_id.clone(),
@@ -262,6 +288,14 @@ impl Replica {
         orphan: impl FnOnce() -> Option<Orphan>,
     ) -> Result<Before, Refusal> {
         let read = orphan();
+        let terminal = matches!(saved, Ok(Saved::Terminal(..)));
+        let read = match read {
+            Some(orphan) if terminal && self.profile.handler.executor_outlives_consumer => {
+                self.executor_canceled(orphan).await;
+                None
+            }
+            read => read,
+        };
         match decide::save::before_effect(&self.profile, saved, read.is_some()) {
             BeforeEffect::Landed(v) => Ok(Before::Version(v)),
             BeforeEffect::AnswerTerminal(t) => {

@@ -79,6 +79,25 @@ pub(in crate::replica) fn think_left(plan: &TurnPlan, think: Duration, saving_ms
     }
 }
 
+/// Whether an executor whose consumer cancels it `elapsed_ms` after the request reached
+/// it (a save's re-read found the task terminal) has thought its think out, drawn from
+/// `think_ms` (`draw`, asked only where the answer depends on it): then its effect was
+/// made before the cancel reached it (a2a-sdk's producer thinks beside the consumer's
+/// saves and does not wait for them).
+pub(in crate::replica) fn thought_before_cancel(
+    (lo, hi): (u64, u64),
+    elapsed_ms: u64,
+    draw: impl FnOnce() -> u64,
+) -> bool {
+    if elapsed_ms >= hi {
+        true
+    } else if elapsed_ms < lo {
+        false
+    } else {
+        draw() <= elapsed_ms
+    }
+}
+
 /// What a turn does once it has thought (its model call).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(in crate::replica) enum AfterThink {

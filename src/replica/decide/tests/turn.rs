@@ -54,6 +54,29 @@ fn an_executor_beside_its_consumer_thinks_while_the_working_status_is_saved() {
 }
 
 #[test]
+fn an_executor_canceled_past_its_think_made_its_effect() {
+    let never = || -> u64 { panic!("no draw where the think's bounds decide") };
+    assert!(
+        thought_before_cancel((20, 60), 60, never),
+        "past the longest think"
+    );
+    assert!(
+        !thought_before_cancel((20, 60), 19, never),
+        "before the shortest"
+    );
+    assert!(
+        thought_before_cancel((40, 40), 40, never),
+        "the peers' fixed think, over"
+    );
+    assert!(!thought_before_cancel((40, 40), 39, never));
+    assert!(
+        thought_before_cancel((20, 60), 30, || 30),
+        "a drawn think just over"
+    );
+    assert!(!thought_before_cancel((20, 60), 30, || 31));
+}
+
+#[test]
 fn after_its_think_a_turn_stops_asks_for_authorisation_fences_or_acts() {
     let never = || -> bool { panic!("authorisation is asked only of a turn that needs it") };
     let fenced = turn_plan(&model("reference"));
