@@ -14,7 +14,8 @@
 //! queue, but it does not cancel the producer: it awaits it (`ActiveTask._run_consumer`).
 //! The executor goes on to its business effect, and every event it enqueues after is
 //! dropped (`EventQueueSource.enqueue_event`: "Queue was closed during enqueuing. Event
-//! dropped."). Only a conflict whose re-read finds the task terminal cancels the producer.
+//! dropped."). Only a conflict whose re-read finds the task terminal cancels the producer;
+//! one whose think is over by then has made its effect (`Replica::executor_canceled`).
 //!
 //! The same happens to a turn whose ActiveTask's TaskManager holds another context than
 //! the task's (`handler.task_only_context = "generate"`: a follow-up that names only its
@@ -142,6 +143,22 @@ impl Replica {
             orphan.info.conversation, orphan.info.turn
         ));
         self.orphan_effect(orphan).await;
+    }
+
+    /// The consumer of a turn on `task_id` here ended before the turn's effect (its save
+    /// failed, or its re-read found the task terminal): the ActiveTask is finished, and a
+    /// task parked here, or registered by a subscription, is no longer held. a2a-sdk 1.3.0
+    /// sets `_is_finished` as its consumer ends, whatever ended it (`_run_consumer`), and
+    /// `ActiveTaskRegistry.get_or_create` replaces a finished ActiveTask, whose `start`
+    /// reads the stored task: a send to this replica next is refused on the task's FAILED
+    /// or CANCELED state, where the model ran it on the held ActiveTask (seen live,
+    /// generation 4 seeds 94, 176 and 220 of a2a-python-1.3-memory and -plain: `-32004`,
+    /// no effect, where the simulation ran the turn and failed it `-32602`).
+    fn consumer_ended(&self, task_id: &str) {
+        if let Some(active) = self.tasks.active.borrow().get(task_id) {
+            active.parked.set(false);
+            active.registered.set(false);
+        }
     }
 
     /// The effect of an executor whose consumer is gone: nothing it emits is saved.
@@ -288,9 +305,17 @@ impl Replica {
         orphan: impl FnOnce() -> Option<Orphan>,
     ) -> Result<Before, Refusal> {
         let read = orphan();
+        let producer_beside = self.profile.handler.executor_outlives_consumer;
+        if let (false, true, Some(orphan)) = (
+            matches!(saved, Ok(Saved::Version(_))),
+            producer_beside,
+            &read,
+        ) {
+            self.consumer_ended(&orphan.task_id);
+        }
         let terminal = matches!(saved, Ok(Saved::Terminal(..)));
         let read = match read {
-            Some(orphan) if terminal && self.profile.handler.executor_outlives_consumer => {
+            Some(orphan) if terminal && producer_beside => {
                 self.executor_canceled(orphan).await;
                 None
             }
