@@ -113,15 +113,8 @@ impl Replica {
         if until > now {
             tokio::time::sleep(std::time::Duration::from_millis(until - now)).await;
         }
-        if needs_auth(&orphan.message) {
-            // The executor asks for authorisation instead; nothing runs.
-            return;
-        }
-        self.record(format!(
-            "{}#{}: the executor runs on after its consumer failed",
-            orphan.info.conversation, orphan.info.turn
-        ));
-        self.orphan_effect(orphan).await;
+        self.orphan_effect(orphan, "the executor runs on after its consumer failed")
+            .await;
     }
 
     /// A conflict's re-read found the task terminal, and the consumer cancels the executor
@@ -134,15 +127,12 @@ impl Replica {
         let elapsed = now_ms().saturating_sub(orphan.began_ms);
         let range = self.timing.think_ms;
         let draw = || self.draw(range).as_millis() as u64;
-        if !decide::turn::thought_before_cancel(range, elapsed, draw) || needs_auth(&orphan.message)
-        {
-            return;
+        if decide::turn::thought_before_cancel(range, elapsed, draw) {
+            let why = format!(
+                "the executor is canceled {elapsed} ms in, past its think: its effect was made"
+            );
+            self.orphan_effect(orphan, &why).await;
         }
-        self.record(format!(
-            "{}#{}: the executor is canceled {elapsed} ms in, past its think: its effect was made",
-            orphan.info.conversation, orphan.info.turn
-        ));
-        self.orphan_effect(orphan).await;
     }
 
     /// The consumer of a turn on `task_id` here ended before the turn's effect (its save
@@ -161,8 +151,10 @@ impl Replica {
         }
     }
 
-    /// The effect of an executor whose consumer is gone: nothing it emits is saved.
-    async fn orphan_effect(&self, orphan: Orphan) {
+    /// The effect of an executor whose consumer is gone, recorded with `why`: nothing it
+    /// emits is saved. One whose message asks for authorisation asks instead, and nothing
+    /// runs.
+    async fn orphan_effect(&self, orphan: Orphan, why: &str) {
         let Orphan {
             info,
             message,
@@ -170,6 +162,10 @@ impl Replica {
             context_id,
             began_ms: _,
         } = orphan;
+        if needs_auth(&message) {
+            return;
+        }
+        self.record(format!("{}#{}: {why}", info.conversation, info.turn));
         let effect = EffectRequest {
             task_id,
             context_id: context_id.clone(),
@@ -304,22 +300,21 @@ impl Replica {
         dedup_key: &str,
         orphan: impl FnOnce() -> Option<Orphan>,
     ) -> Result<Before, Refusal> {
-        let read = orphan();
-        let producer_beside = self.profile.handler.executor_outlives_consumer;
-        if let (false, true, Some(orphan)) = (
-            matches!(saved, Ok(Saved::Version(_))),
-            producer_beside,
-            &read,
-        ) {
-            self.consumer_ended(&orphan.task_id);
-        }
-        let terminal = matches!(saved, Ok(Saved::Terminal(..)));
-        let read = match read {
-            Some(orphan) if terminal && producer_beside => {
-                self.executor_canceled(orphan).await;
-                None
+        // A save that did not land ended the consumer of a turn whose executor had started
+        // (`orphan` gives it once the request read the task; a new task is held nowhere).
+        let read = match (orphan(), &saved) {
+            (Some(orphan), Err(_) | Ok(Saved::Terminal(..)))
+                if self.profile.handler.executor_outlives_consumer =>
+            {
+                self.consumer_ended(&orphan.task_id);
+                if matches!(saved, Ok(Saved::Terminal(..))) {
+                    self.executor_canceled(orphan).await;
+                    None
+                } else {
+                    Some(orphan)
+                }
             }
-            read => read,
+            (read, _) => read,
         };
         match decide::save::before_effect(&self.profile, saved, read.is_some()) {
             BeforeEffect::Landed(v) => Ok(Before::Version(v)),
