@@ -383,6 +383,25 @@ pub struct Call {
     pub headers: Vec<(&'static str, String)>,
     pub body: Bytes,
     pub timeout: Duration,
+    /// How many round trips the call stands for (what a one-way cut does to it).
+    pub exchange: Exchange,
+}
+
+/// How many round trips a simulated call stands for, which decides what a one-way cut of
+/// its answers' way does to it ([`oneway`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Exchange {
+    /// One request, one answer (an HTTP call): the whole request is sent before any
+    /// answer, so with the answers' way cut it still arrives and takes effect, and only
+    /// its answer waits for the repair.
+    #[default]
+    RoundTrip,
+    /// A conversation of several round trips, each statement sent once the answer to the
+    /// last arrived: a SQL transaction (a2a-sdk's `DatabaseTaskStore.save` is a `session.merge`,
+    /// a SELECT before the INSERT or UPDATE, then the COMMIT). With either way cut it takes
+    /// no effect until the repair. Live: a one-way cut of PostgreSQL's answers to a replica
+    /// kept its save from the database until the repair (`tests/fidelity/faults/store-answers-cut-holds-the-save-*`).
+    Conversation,
 }
 
 impl Call {
@@ -402,6 +421,7 @@ impl Call {
             headers: Vec::new(),
             body: Bytes::from(body),
             timeout,
+            exchange: Exchange::RoundTrip,
         }
     }
 
@@ -526,7 +546,8 @@ async fn send_inner(call: &Call) -> Result<Streaming, CallError> {
 }
 
 /// Sends `call` over `stream`; `caller` (simulated calls only) waits out a one-way cut of
-/// the request's way before sending and of the answer's way before handing the answer over.
+/// the request's way before sending (of both ways, for a [`Exchange::Conversation`]) and of
+/// the answer's way before handing the answer over.
 async fn request_over<S>(
     stream: S,
     call: &Call,
@@ -555,6 +576,9 @@ where
         .body(Full::new(call.body.clone()))
         .map_err(|e| CallError::Broken(format!("request: {e}")))?;
     oneway::way_open(caller.as_ref(), &call.host, oneway::Way::Request).await;
+    if call.exchange == Exchange::Conversation {
+        oneway::both_ways_open(caller.as_ref(), &call.host).await;
+    }
     let response = sender
         .send_request(request)
         .await

@@ -93,6 +93,16 @@ pub struct CancelKnobs {
     /// stands and writes nothing, the run going on (the executor's cancel emits no event).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub writes_nothing: bool,
+    /// Whether a cancel on the replica where a turn of the task is starting (its consumer
+    /// saving the request's first events: the user message, the working status) stops that
+    /// turn and waits for those saves to end, then reads the task again before it writes
+    /// (and answers the task as it then stands if it ended terminal). a2a-sdk 1.3.0
+    /// `ActiveTask.cancel` cancels the executor, then awaits `_is_finished` while the
+    /// consumer drains what was queued; seen live on generation 4's seed 19 of
+    /// a2a-python-1.3-versioned: the cancel's write came after the starting turn's second
+    /// conflict. Unset: the cancel writes at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub waits_for_consumer: bool,
 }
 
 /// What a shared versioned store writes for a cancel (which skips the version check).

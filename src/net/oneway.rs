@@ -77,17 +77,36 @@ pub async fn way_open(caller: Option<&Caller>, host: &str, way: Way) {
     if CUTS.with(|c| c.borrow().is_empty()) {
         return;
     }
-    let caller = match caller {
-        Some(Caller::Addr(addr)) => turmoil::reverse_lookup(*addr),
-        Some(Caller::Host(name)) => Some(name.to_string()),
-        None => None,
-    };
-    let Some(caller) = caller else {
+    let Some(caller) = name_of(caller) else {
         return;
     };
     match way {
         Way::Request => open(&caller, host).await,
         Way::Answer => open(host, &caller).await,
+    }
+}
+
+/// Waits while either way between the calling host and `host` is cut: a conversation of
+/// several round trips ([`super::Exchange::Conversation`]) goes on only with both open.
+pub async fn both_ways_open(caller: Option<&Caller>, host: &str) {
+    if CUTS.with(|c| c.borrow().is_empty()) {
+        return;
+    }
+    let Some(me) = name_of(caller) else {
+        return;
+    };
+    while is_cut(&me, host) || is_cut(host, &me) {
+        open(&me, host).await;
+        open(host, &me).await;
+    }
+}
+
+/// The calling host's name.
+fn name_of(caller: Option<&Caller>) -> Option<String> {
+    match caller {
+        Some(Caller::Addr(addr)) => turmoil::reverse_lookup(*addr),
+        Some(Caller::Host(name)) => Some(name.to_string()),
+        None => None,
     }
 }
 
@@ -134,6 +153,36 @@ mod tests {
         });
         assert_eq!(order, "answer");
         assert!(!is_cut("router", "client"));
+        reset();
+    }
+
+    #[test]
+    fn a_conversation_waits_while_either_way_is_cut() {
+        reset();
+        cut("store", "replica-1");
+        let me = Caller::Host("replica-1".into());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let order = rt.block_on(async {
+            let conversation = async {
+                both_ways_open(Some(&me), "store").await;
+                "after the repair"
+            };
+            let round_trip = async {
+                // The request's way is whole: a one-round-trip call would go at once.
+                way_open(Some(&me), "store", Way::Request).await;
+                tokio::task::yield_now().await;
+                assert!(is_cut("store", "replica-1"), "the conversation went first");
+                repair("store", "replica-1");
+                std::future::pending::<&str>().await
+            };
+            tokio::select! {
+                a = conversation => a,
+                b = round_trip => b,
+            }
+        });
+        assert_eq!(order, "after the repair");
         reset();
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Knobs read: `cancel.second_cancel`, `cancel.stops_executor`, `cancel.fence_effects`,
 //! `cancel.parked_task`, `cancel.remote_write`, `cancel.store_write`, `cancel.keeps_task`,
-//! `cancel.writes_nothing`,
+//! `cancel.writes_nothing`, `cancel.waits_for_consumer`,
 //! `store.placement` and `store.versioned` (how the cancel is written),
 //! `handler.cache_snapshot` (what the replica keeps of a task it canceled).
 
@@ -28,6 +28,8 @@ impl Replica {
     /// With `fence_effects`, the cancel waits while an effect is pending and writes with CAS.
     pub async fn cancel(self: &Rc<Self>, caller: &Caller, task_id: &str) -> Result<Task, Refusal> {
         let deadline = now_ms() + CANCEL_WAIT_MS;
+        // Whether this cancel waited for a turn starting here (`cancel.waits_for_consumer`).
+        let mut waited = false;
         loop {
             let (stored, stored_version) = match self.load_for(caller, task_id).await {
                 Ok(Some(found)) => found,
@@ -56,6 +58,9 @@ impl Replica {
             };
             match decide::cancel::on_read(&self.profile, task_id, &task) {
                 OnRead::AlreadyCanceled => return Ok(task),
+                // a2a-sdk 1.3.0 checked the task before it waited: what the wait ended in
+                // is the answer (`ActiveTask.cancel` returns the terminal task it re-read).
+                OnRead::NotCancelable(_) if waited => return Ok(task),
                 OnRead::NotCancelable(refusal) => return Err(refusal),
                 OnRead::Unwritten => {
                     // a2a-python 1.1.0-1.1.3 (#1170): the executor's cancel emits nothing, so
@@ -67,6 +72,10 @@ impl Replica {
                     return Ok(task);
                 }
                 OnRead::Write => {}
+            }
+            if self.profile.cancel.waits_for_consumer && self.stop_starting_turns(task_id).await {
+                waited = true;
+                continue;
             }
             let local = self.holds(task_id);
             // Parked here: waiting for input, no turn running (the one that parked it done).
@@ -118,6 +127,30 @@ impl Replica {
                 }
                 OnSaved::Fail(refusal) => Err(refusal),
             };
+        }
+    }
+
+    /// Stops the turns of the task starting here (their consumer saving the request's first
+    /// events) and waits until each runs or ends; whether there was one. a2a-sdk 1.3.0
+    /// `ActiveTask.cancel` cancels the executor, then awaits `_is_finished`: the consumer
+    /// drains what was queued before the cancel's own read and write.
+    async fn stop_starting_turns(&self, task_id: &str) -> bool {
+        let Some(active) = self.tasks.active.borrow().get(task_id).cloned() else {
+            return false;
+        };
+        if active.starting.get() == 0 {
+            return false;
+        }
+        self.record(format!(
+            "cancel of {task_id}: waits for the turn starting here"
+        ));
+        loop {
+            let started = active.started.notified();
+            if active.starting.get() == 0 {
+                return true;
+            }
+            active.canceled.set(true);
+            started.await;
         }
     }
 

@@ -294,6 +294,32 @@ pub(super) struct ActiveTask {
     /// started, then each run's, whose events carry the request's context
     /// ([`super::decide::send::manager_context_fails`]).
     pub(super) manager_context: RefCell<Option<String>>,
+    /// Turns of this task starting here: their consumer saving the request's first events
+    /// (the user message, the working status). What a cancel here waits out
+    /// (`cancel.waits_for_consumer`, [`Starting`]).
+    pub(super) starting: Cell<u32>,
+    /// Wakes the cancels waiting for the turns starting here.
+    pub(super) started: tokio::sync::Notify,
+}
+
+/// A turn of the task starting on its ActiveTask, from the request's first save until the
+/// turn runs or ends ([`ActiveTask::starting`]).
+pub(super) struct Starting(Rc<ActiveTask>);
+
+impl Starting {
+    pub(super) fn new(active: &Rc<ActiveTask>) -> Self {
+        active.starting.set(active.starting.get() + 1);
+        // A cancel that reaches the turn from here on stops it ([`super::cancel`]).
+        active.canceled.set(false);
+        Starting(active.clone())
+    }
+}
+
+impl Drop for Starting {
+    fn drop(&mut self) {
+        self.0.starting.set(self.0.starting.get() - 1);
+        self.0.started.notify_waiters();
+    }
 }
 
 impl ActiveTask {

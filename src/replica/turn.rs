@@ -357,7 +357,7 @@ impl Replica {
     ) -> Result<Begun, Refusal> {
         // A message to a task that waits for authorisation answers that request (the
         // request is a marker in the task, so a takeover of the answer knows it too).
-        let began_ms = now_ms();
+        let (began_ms, _starting) = (now_ms(), super::state::Starting::new(&active));
         let answering_auth = auth_pending(&task);
         self.take_inline_push(&message.message_id, &task.id, caller)
             .await;
@@ -456,7 +456,6 @@ impl Replica {
             let first = decide::send::first_stream_event(&self.profile, &task, new_task);
             let _ = tx.send(first).await;
         }
-        active.canceled.set(false);
         active.context.replace(Some(task.context_id.clone()));
         active.running.set(true);
         active.streaming.set(sink.is_some());

@@ -121,7 +121,12 @@ impl TaskStore {
                     }
                 }
                 let body = serde_json::to_vec(&req).expect("store requests serialise");
-                let sent = net::send(&Call::post_json(HOST, PORT, "/", body, *timeout)).await;
+                // A database's transaction: each statement waits for the last one's answer.
+                let call = Call {
+                    exchange: net::Exchange::Conversation,
+                    ..Call::post_json(HOST, PORT, "/", body, *timeout)
+                };
+                let sent = net::send(&call).await;
                 if let Some(Pool(made_in)) = pool {
                     match &sent {
                         Ok(_) => made_in.set(Some(crate::net::crashed::life(HOST))),

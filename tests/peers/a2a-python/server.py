@@ -552,7 +552,14 @@ def main():
         help="length of a conversation of plain text messages (no a2a-chaos data part)",
     )
     args = parser.parse_args()
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    # A2A_CHAOS_PEER_LOG=DEBUG shows the SDK's own steps (its ActiveTask's producer,
+    # consumer and cancel), timed to the ms, in the run's replica-N.log.
+    logging.basicConfig(
+        level=os.environ.get("A2A_CHAOS_PEER_LOG", "WARNING"),
+        stream=sys.stderr,
+        format="%(asctime)s.%(msecs)03d %(name)s %(message)s",
+        datefmt="%H:%M:%S",
+    )
     if args.dump:
         asyncio.run(dump(args))
         return
