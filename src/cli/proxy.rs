@@ -82,7 +82,8 @@ pub struct ProxyArgs {
     #[arg(long)]
     pub sticky_cookie: bool,
     /// Relay the agent card as the upstream wrote it (by default its interface URLs are
-    /// rewritten to this proxy, so clients that follow the card come back through it).
+    /// rewritten to this proxy, at the well-known paths and in a JSON-RPC
+    /// GetExtendedAgentCard answer, so clients that follow the card come back through it).
     #[arg(long)]
     pub keep_card_urls: bool,
 }

@@ -127,6 +127,36 @@ pub fn rewrite_card(card: &mut Value, origin: &str, prefix: &str) -> usize {
     n
 }
 
+/// Points the URLs of the card a JSON-RPC `GetExtendedAgentCard` (0.3:
+/// `agent/getAuthenticatedExtendedCard`) answered at `http://{origin}`, as
+/// [`rewrite_card`] does for the well-known paths; whether `answer` was such a card.
+pub fn rewrite_extended_card(
+    request: &Value,
+    answer: &mut Value,
+    origin: &str,
+    prefix: &str,
+) -> bool {
+    let asks = request
+        .get("method")
+        .and_then(Value::as_str)
+        .is_some_and(|m| {
+            matches!(
+                m,
+                "GetExtendedAgentCard" | "agent/getAuthenticatedExtendedCard"
+            )
+        });
+    match answer
+        .get_mut("result")
+        .filter(|card| asks && card.is_object())
+    {
+        Some(card) => {
+            rewrite_card(card, origin, prefix);
+            true
+        }
+        None => false,
+    }
+}
+
 /// The upstream a request's `Cookie` header pins it to, by name.
 pub fn sticky_target(cookie_header: Option<&str>) -> Option<String> {
     cookie_header?.split(';').find_map(|pair| {
@@ -227,6 +257,34 @@ impl super::Proxy {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_extended_card_a_json_rpc_call_answers_points_at_the_proxy_too() {
+        let card = json!({"name": "desk", "supportedInterfaces": [
+            {"url": "http://127.0.0.1:9001/a2a", "protocolBinding": "JSONRPC"}]});
+        for method in ["GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard"] {
+            let request = json!({"jsonrpc": "2.0", "id": 1, "method": method});
+            let mut answer = json!({"jsonrpc": "2.0", "id": 1, "result": card.clone()});
+            assert!(rewrite_extended_card(
+                &request,
+                &mut answer,
+                "127.0.0.1:8080",
+                "/a2a"
+            ));
+            assert_eq!(
+                answer["result"]["supportedInterfaces"][0]["url"],
+                "http://127.0.0.1:8080/"
+            );
+        }
+        // Another method's result, or an error, is left as it came.
+        let get = json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask"});
+        let mut task = json!({"jsonrpc": "2.0", "id": 2, "result": {"url": "http://x:1/a"}});
+        assert!(!rewrite_extended_card(&get, &mut task, "p:1", ""));
+        assert_eq!(task["result"]["url"], "http://x:1/a");
+        let ask = json!({"jsonrpc": "2.0", "id": 3, "method": "GetExtendedAgentCard"});
+        let mut error = json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32007}});
+        assert!(!rewrite_extended_card(&ask, &mut error, "p:1", ""));
+    }
 
     #[test]
     fn every_interface_url_of_a_card_points_at_the_proxy() {

@@ -649,7 +649,21 @@ impl Proxy {
                 return Ok(bad_gateway(why));
             }
         };
-        let value = serde_json::from_slice::<Value>(&bytes).ok();
+        let mut value = serde_json::from_slice::<Value>(&bytes).ok();
+        let mut bytes = bytes;
+        if let Some(answer) = value
+            .as_mut()
+            .filter(|_| self.options.balancer.rewrite_card)
+        {
+            // The extended card comes back through the proxy too, as the well-known one does.
+            let origin = header("host").unwrap_or_else(|| self.options.listen.to_string());
+            let prefix = &self.upstreams[i].prefix;
+            if balancer::rewrite_extended_card(&json, answer, &origin, prefix) {
+                bytes = serde_json::to_vec(answer)
+                    .expect("JSON re-serialises")
+                    .into();
+            }
+        }
         if let Some(result) = value.as_ref().and_then(|v| v.get("result")) {
             self.learn(result, auth.as_deref());
         }
