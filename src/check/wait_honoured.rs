@@ -10,7 +10,9 @@
 //! alone, with no knob: a wait begins at a save that leaves the task input-required or
 //! auth-required, a message ends it (the next save's history is longer), and a save that
 //! makes the task FAILED with no new message in its history is the server giving up on the
-//! wait. Exercised: waits the server gave up on.
+//! wait. A save that only took the message in (the state unchanged, no new artifact: a2a-sdk
+//! saves a turn's user message on its own before the turn's events) begins no new wait.
+//! Exercised: waits the server gave up on.
 
 use std::collections::BTreeMap;
 
@@ -64,7 +66,9 @@ impl Checker for WaitHonoured {
             let mut wait: Option<(u64, usize)> = None;
             // The longest wait an answer ended, and when that answer came.
             let mut longest: Option<(u64, u64)> = None;
+            let mut before: Option<&SaveRecord> = None;
             for s in saves {
+                let previous = before.replace(s);
                 if let Some((since, len)) = wait {
                     if s.history.len() > len {
                         let took = s.at_ms.saturating_sub(since);
@@ -72,6 +76,15 @@ impl Checker for WaitHonoured {
                             longest = Some((took, s.at_ms));
                         }
                         wait = None;
+                        // A save that only took the message in (the state as it was, no
+                        // artifact of an answer: a2a-sdk saves the user message on its own
+                        // first) ends the wait without asking again: the turn runs, and a
+                        // FAILED save next is that turn failing, not the wait given up on.
+                        if previous
+                            .is_some_and(|p| p.state == s.state && p.artifacts == s.artifacts)
+                        {
+                            continue;
+                        }
                     } else if s.state == TaskState::Failed {
                         exercised += 1;
                         wait = None;
@@ -116,5 +129,76 @@ impl Checker for WaitHonoured {
             violations,
             exercised,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::SaveMode;
+
+    fn record() -> crate::world::RunRecord {
+        let text = "name = \"t\"\nmodel = \"reference\"\nreplicas = 1\n\
+                    [[step]]\nsend = { conversation = \"c1\", turn = 1 }\n";
+        let script = crate::scenario::Script::parse(text, "test").expect("a scenario");
+        let mut run = crate::sim::Sim::from_scenario(&script)
+            .expect("it builds")
+            .run();
+        run.saves.clear();
+        run
+    }
+
+    fn save(at_ms: u64, state: TaskState, artifacts: &[&str], history: &[&str]) -> SaveRecord {
+        SaveRecord {
+            at_ms,
+            task_id: "t1".into(),
+            context_id: "c".into(),
+            mode: SaveMode::Overwrite,
+            before: None,
+            based_on: None,
+            version: at_ms,
+            state,
+            replica: "replica-0".into(),
+            artifacts: artifacts.iter().map(|a| a.to_string()).collect(),
+            history: history.iter().map(|m| m.to_string()).collect(),
+        }
+    }
+
+    /// A turn answered after 500 ms of waiting, then a task failed 20 ms into the next wait:
+    /// a timeout the messages did not extend. The same failure right after a save that only
+    /// took a message in (a2a-sdk's own save of the user message) is that turn failing.
+    #[test]
+    fn a_failed_turn_after_its_message_save_is_no_timeout() {
+        use TaskState::{Failed, InputRequired as Ask, Working};
+        let asked = |at| save(at, Ask, &["a1"], &["m1"]);
+        let mut cut = record();
+        cut.saves = vec![
+            asked(0),
+            save(500, Working, &["a1"], &["m1", "m2"]),
+            save(600, Ask, &["a1", "a2"], &["m1", "m2"]),
+            save(620, Failed, &["a1", "a2"], &["m1", "m2"]),
+        ];
+        let found = WaitHonoured.check(&cut);
+        assert_eq!((found.violations.len(), found.exercised), (1, 1));
+
+        let mut turn_failed = record();
+        turn_failed.saves = vec![
+            asked(0),
+            // The user message saved on its own, the task still input-required.
+            save(500, Ask, &["a1"], &["m1", "m2"]),
+            save(502, Failed, &["a1"], &["m1", "m2"]),
+        ];
+        let found = WaitHonoured.check(&turn_failed);
+        assert_eq!((found.violations.len(), found.exercised), (0, 0));
+
+        // A save that answers and asks again at once (one save a turn) still begins a wait.
+        let mut whole_turns = record();
+        whole_turns.saves = vec![
+            asked(0),
+            save(500, Ask, &["a1", "a2"], &["m1", "m2"]),
+            save(520, Failed, &["a1", "a2"], &["m1", "m2"]),
+        ];
+        let found = WaitHonoured.check(&whole_turns);
+        assert_eq!((found.violations.len(), found.exercised), (1, 1));
     }
 }
