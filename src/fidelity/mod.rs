@@ -261,7 +261,10 @@ pub fn generated(model: &str, seed: u64) -> Script {
 /// (generation, model, seed), the same scenario, named `gen-<model>-<seed>` (generation 1)
 /// or `gen-g<N>-<model>-<seed>`.
 pub fn generated_by(model: &str, seed: u64, generation: Generation) -> Script {
-    let config = ScenarioConfig::live_generation(model, generation);
+    let config = ScenarioConfig {
+        store_link: store_link(model),
+        ..ScenarioConfig::live_generation(model, generation)
+    };
     let mut script = draw(&config, seed).0;
     script.file.name = format!("gen-{}{}-{seed}", tag(generation), model_slug(model));
     script.file.description = Some(format!(
@@ -269,6 +272,16 @@ pub fn generated_by(model: &str, seed: u64, generation: Generation) -> Script {
         reproduce_command(model, seed, generation)
     ));
     script
+}
+
+/// Whether `model`'s live counterpart (the peer its `[fidelity]` table names) reaches its
+/// store over a link a fault can cut: the a2a-python peer's PostgreSQL. Mastra's and
+/// a2a-js's peers keep their tasks in the process, so no store fault is drawn for them.
+fn store_link(model: &str) -> bool {
+    crate::model::Profile::load(model)
+        .ok()
+        .and_then(|p| p.fidelity)
+        .is_none_or(|f| crate::live::peer::PeerCommand(f.peer).carries_store_link())
 }
 
 /// The command that draws and compares the scenario of (`model`, `seed`) in `generation`.
@@ -298,6 +311,23 @@ pub fn model_slug(model: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fault on the store link is drawn only for a model whose live peer has one: the
+    /// Mastra peer keeps its tasks in the process, and a live run refuses such a step.
+    #[test]
+    fn no_store_fault_is_drawn_for_a_peer_without_a_store_link() {
+        let store_faults = |model: &str| {
+            (0..120)
+                .filter(|seed| {
+                    generated_by(model, *seed, Generation::Shapes)
+                        .to_toml()
+                        .contains("\"store\"")
+                })
+                .count()
+        };
+        assert_eq!(store_faults("mastra"), 0);
+        assert!(store_faults("a2a-python-1.3-versioned") > 0);
+    }
 
     #[test]
     fn a_generated_scenario_is_a_function_of_its_model_and_seed() {

@@ -106,7 +106,11 @@ pub(super) fn draft(config: &ScenarioConfig) -> BoxedStrategy<Draft> {
                 StepKind::Race => (conv.clone(), race::members())
                     .prop_map(|(c, m)| Draft::Race(c, m))
                     .boxed(),
-                StepKind::Fault => (conv.clone(), any::<Index>(), fault::faults())
+                StepKind::Fault => (
+                    conv.clone(),
+                    any::<Index>(),
+                    fault::faults(config.store_link),
+                )
                     .prop_map(|(c, r, f)| Draft::Fault(c, r, f))
                     .boxed(),
                 StepKind::TaskOnly => target().prop_map(|(c, t)| Draft::TaskOnly(c, t)).boxed(),

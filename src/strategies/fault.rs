@@ -64,9 +64,14 @@ fn window() -> BoxedStrategy<u64> {
     prop_oneof![Just(100u64), Just(300), Just(800)].boxed()
 }
 
-/// Draws one fault.
-pub(super) fn faults() -> BoxedStrategy<Fault> {
-    let link = prop_oneof![Just(Link::Store), Just(Link::Router), Just(Link::Ledger)];
+/// Draws one fault; a network fault on the replica's store link only if it has one
+/// (`store_link`: a live run's replicas reach a database over TCP).
+pub(super) fn faults(store_link: bool) -> BoxedStrategy<Fault> {
+    let link = if store_link {
+        prop_oneof![Just(Link::Store), Just(Link::Router), Just(Link::Ledger)].boxed()
+    } else {
+        prop_oneof![Just(Link::Router), Just(Link::Ledger)].boxed()
+    };
     let cut = prop_oneof![
         2 => Just(Cut::Partition),
         1 => Just(Cut::OneWayOut),

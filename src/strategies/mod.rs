@@ -266,6 +266,10 @@ pub struct ScenarioConfig {
     pub request_timeout_ms: u64,
     /// The longest an `await-effect` step waits, simulated ms. Default 10000.
     pub await_effect_ms: u64,
+    /// Whether the replicas reach their store over a link a fault can cut (a live run's
+    /// PostgreSQL): generation 3's network faults are drawn on that link only then.
+    /// Default `true`.
+    pub store_link: bool,
 }
 
 impl Default for ScenarioConfig {
@@ -280,6 +284,7 @@ impl Default for ScenarioConfig {
             seeds: 0..=0,
             request_timeout_ms: 1500,
             await_effect_ms: crate::scenario::default_await_effect(),
+            store_link: true,
         }
     }
 }
