@@ -275,13 +275,15 @@ pub fn generated_by(model: &str, seed: u64, generation: Generation) -> Script {
 }
 
 /// Whether `model`'s live counterpart (the peer its `[fidelity]` table names) reaches its
-/// store over a link a fault can cut: the a2a-python peer's PostgreSQL. Mastra's and
-/// a2a-js's peers keep their tasks in the process, so no store fault is drawn for them.
+/// store over TCP, a link a fault can cut: the a2a-python preset's PostgreSQL, or a user's
+/// command. The Mastra and a2a-js presets keep their tasks in the process, so no store
+/// fault is drawn for them.
 fn store_link(model: &str) -> bool {
     crate::model::Profile::load(model)
         .ok()
         .and_then(|p| p.fidelity)
-        .is_none_or(|f| crate::live::peer::PeerCommand(f.peer).carries_store_link())
+        .map(|f| crate::live::peer::PeerCommand(f.peer))
+        .is_none_or(|peer| peer.is_a2a_python() || !peer.is_preset())
 }
 
 /// The command that draws and compares the scenario of (`model`, `seed`) in `generation`.

@@ -97,13 +97,6 @@ impl PeerCommand {
         self.0 == PRESET_A2A_JS
     }
 
-    /// Whether the replicas reach their task store over TCP, a link a fault can cut: the
-    /// `a2a-python` preset (PostgreSQL by default); the other presets keep their tasks in the
-    /// process. A user's command is taken to have one.
-    pub fn carries_store_link(&self) -> bool {
-        self.is_a2a_python() || !self.is_preset()
-    }
-
     /// Whether this is one of the repository's own peers, whose reports (effects and saves)
     /// and final-task reads are known; any other command is the user's server.
     pub fn is_preset(&self) -> bool {
