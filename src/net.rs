@@ -575,10 +575,11 @@ where
     let request = builder
         .body(Full::new(call.body.clone()))
         .map_err(|e| CallError::Broken(format!("request: {e}")))?;
-    oneway::way_open(caller.as_ref(), &call.host, oneway::Way::Request).await;
-    if call.exchange == Exchange::Conversation {
-        oneway::both_ways_open(caller.as_ref(), &call.host).await;
-    }
+    let before = match call.exchange {
+        Exchange::RoundTrip => oneway::Way::Request,
+        Exchange::Conversation => oneway::Way::Both,
+    };
+    oneway::way_open(caller.as_ref(), &call.host, before).await;
     let response = sender
         .send_request(request)
         .await

@@ -28,6 +28,22 @@ mod terminal_final;
 pub mod versions;
 mod wait_honoured;
 
+/// Records for the checkers' unit tests to edit.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use crate::world::RunRecord;
+
+    /// The record of a real one-turn run of the reference model.
+    pub(crate) fn one_turn_record() -> RunRecord {
+        let text = "name = \"t\"\nmodel = \"reference\"\nreplicas = 1\n\
+                    [[step]]\nsend = { conversation = \"c1\", turn = 1 }\n";
+        let script = crate::scenario::Script::parse(text, "test").expect("a scenario");
+        crate::sim::Sim::from_scenario(&script)
+            .expect("it builds")
+            .run()
+    }
+}
+
 use std::collections::BTreeMap;
 use std::fmt;
 

@@ -138,12 +138,7 @@ mod tests {
     use crate::store::SaveMode;
 
     fn record() -> crate::world::RunRecord {
-        let text = "name = \"t\"\nmodel = \"reference\"\nreplicas = 1\n\
-                    [[step]]\nsend = { conversation = \"c1\", turn = 1 }\n";
-        let script = crate::scenario::Script::parse(text, "test").expect("a scenario");
-        let mut run = crate::sim::Sim::from_scenario(&script)
-            .expect("it builds")
-            .run();
+        let mut run = crate::check::fixtures::one_turn_record();
         run.saves.clear();
         run
     }

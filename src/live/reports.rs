@@ -180,12 +180,7 @@ mod tests {
     }
 
     fn empty_record() -> RunRecord {
-        let text = "name = \"t\"\nmodel = \"reference\"\nreplicas = 1\n\
-                    [[step]]\nsend = { conversation = \"c1\", turn = 1 }\n";
-        let script = crate::scenario::Script::parse(text, "test").expect("a scenario");
-        crate::sim::Sim::from_scenario(&script)
-            .expect("it builds")
-            .run()
+        crate::check::fixtures::one_turn_record()
     }
 
     #[test]

@@ -69,6 +69,9 @@ pub enum Way {
     Request,
     /// From the called host back to the caller: the answer's.
     Answer,
+    /// Both at once: a conversation of several round trips
+    /// ([`super::Exchange::Conversation`]) goes on only with both open.
+    Both,
 }
 
 /// Waits while `way` between the calling host (by its address) and `host` is cut. The
@@ -77,36 +80,23 @@ pub async fn way_open(caller: Option<&Caller>, host: &str, way: Way) {
     if CUTS.with(|c| c.borrow().is_empty()) {
         return;
     }
-    let Some(caller) = name_of(caller) else {
+    let caller = match caller {
+        Some(Caller::Addr(addr)) => turmoil::reverse_lookup(*addr),
+        Some(Caller::Host(name)) => Some(name.to_string()),
+        None => None,
+    };
+    let Some(caller) = caller else {
         return;
     };
     match way {
         Way::Request => open(&caller, host).await,
         Way::Answer => open(host, &caller).await,
-    }
-}
-
-/// Waits while either way between the calling host and `host` is cut: a conversation of
-/// several round trips ([`super::Exchange::Conversation`]) goes on only with both open.
-pub async fn both_ways_open(caller: Option<&Caller>, host: &str) {
-    if CUTS.with(|c| c.borrow().is_empty()) {
-        return;
-    }
-    let Some(me) = name_of(caller) else {
-        return;
-    };
-    while is_cut(&me, host) || is_cut(host, &me) {
-        open(&me, host).await;
-        open(host, &me).await;
-    }
-}
-
-/// The calling host's name.
-fn name_of(caller: Option<&Caller>) -> Option<String> {
-    match caller {
-        Some(Caller::Addr(addr)) => turmoil::reverse_lookup(*addr),
-        Some(Caller::Host(name)) => Some(name.to_string()),
-        None => None,
+        Way::Both => {
+            while is_cut(&caller, host) || is_cut(host, &caller) {
+                open(&caller, host).await;
+                open(host, &caller).await;
+            }
+        }
     }
 }
 
@@ -126,16 +116,20 @@ pub async fn open(from: &str, to: &str) {
 mod tests {
     use super::*;
 
+    fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
     #[test]
     fn a_cut_direction_waits_for_its_repair_and_the_other_flows() {
         reset();
         cut("router", "client");
         assert!(is_cut("router", "client"));
         assert!(!is_cut("client", "router"));
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let order = rt.block_on(async {
+        let order = block_on(async {
             let waiting = async {
                 open("router", "client").await;
                 "answer"
@@ -161,12 +155,9 @@ mod tests {
         reset();
         cut("store", "replica-1");
         let me = Caller::Host("replica-1".into());
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let order = rt.block_on(async {
+        let order = block_on(async {
             let conversation = async {
-                both_ways_open(Some(&me), "store").await;
+                way_open(Some(&me), "store", Way::Both).await;
                 "after the repair"
             };
             let round_trip = async {

@@ -149,6 +149,7 @@ impl Replica {
             if active.starting.get() == 0 {
                 return true;
             }
+            // Again each time: a turn that began starting meanwhile cleared it.
             active.canceled.set(true);
             started.await;
         }

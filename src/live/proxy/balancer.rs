@@ -127,16 +127,11 @@ pub fn rewrite_card(card: &mut Value, origin: &str, prefix: &str) -> usize {
     n
 }
 
-/// Points the URLs of the card a JSON-RPC `GetExtendedAgentCard` (0.3:
-/// `agent/getAuthenticatedExtendedCard`) answered at `http://{origin}`, as
-/// [`rewrite_card`] does for the well-known paths; whether `answer` was such a card.
-pub fn rewrite_extended_card(
-    request: &Value,
-    answer: &mut Value,
-    origin: &str,
-    prefix: &str,
-) -> bool {
-    let asks = request
+/// Whether a JSON-RPC `request` asks for the extended agent card (1.0's
+/// `GetExtendedAgentCard` or 0.3's `agent/getAuthenticatedExtendedCard`), whose answer
+/// [`rewrite_extended_card`] points at the proxy as [`rewrite_card`] does the well-known one.
+pub fn is_card_method(request: &Value) -> bool {
+    request
         .get("method")
         .and_then(Value::as_str)
         .is_some_and(|m| {
@@ -144,11 +139,13 @@ pub fn rewrite_extended_card(
                 m,
                 "GetExtendedAgentCard" | "agent/getAuthenticatedExtendedCard"
             )
-        });
-    match answer
-        .get_mut("result")
-        .filter(|card| asks && card.is_object())
-    {
+        })
+}
+
+/// Points the URLs of the card in a JSON-RPC `answer`'s result at `http://{origin}`
+/// ([`rewrite_card`]); whether it held a card (an error holds none).
+pub fn rewrite_extended_card(answer: &mut Value, origin: &str, prefix: &str) -> bool {
+    match answer.get_mut("result").filter(|card| card.is_object()) {
         Some(card) => {
             rewrite_card(card, origin, prefix);
             true
@@ -264,26 +261,23 @@ mod tests {
             {"url": "http://127.0.0.1:9001/a2a", "protocolBinding": "JSONRPC"}]});
         for method in ["GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard"] {
             let request = json!({"jsonrpc": "2.0", "id": 1, "method": method});
+            assert!(is_card_method(&request));
             let mut answer = json!({"jsonrpc": "2.0", "id": 1, "result": card.clone()});
-            assert!(rewrite_extended_card(
-                &request,
-                &mut answer,
-                "127.0.0.1:8080",
-                "/a2a"
-            ));
+            assert!(rewrite_extended_card(&mut answer, "127.0.0.1:8080", "/a2a"));
             assert_eq!(
                 answer["result"]["supportedInterfaces"][0]["url"],
                 "http://127.0.0.1:8080/"
             );
         }
-        // Another method's result, or an error, is left as it came.
+        // Another method's result is left as it came; an error holds no card.
         let get = json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask"});
-        let mut task = json!({"jsonrpc": "2.0", "id": 2, "result": {"url": "http://x:1/a"}});
-        assert!(!rewrite_extended_card(&get, &mut task, "p:1", ""));
-        assert_eq!(task["result"]["url"], "http://x:1/a");
-        let ask = json!({"jsonrpc": "2.0", "id": 3, "method": "GetExtendedAgentCard"});
+        assert!(!is_card_method(&get));
         let mut error = json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32007}});
-        assert!(!rewrite_extended_card(&ask, &mut error, "p:1", ""));
+        assert!(!rewrite_extended_card(&mut error, "p:1", ""));
+        assert_eq!(
+            error,
+            json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32007}})
+        );
     }
 
     #[test]

@@ -631,7 +631,7 @@ impl Proxy {
             return Ok(head.body(out).expect("upstream response parts are valid"));
         }
         let answer = net::read_body(upstream.body, net::BODY_BYTES_MAX).await;
-        let bytes = match answer {
+        let mut bytes = match answer {
             Ok(b) => b,
             Err(e) => {
                 let why = format!("{}: {e}", self.upstreams[i].name);
@@ -650,18 +650,16 @@ impl Proxy {
             }
         };
         let mut value = serde_json::from_slice::<Value>(&bytes).ok();
-        let mut bytes = bytes;
-        if let Some(answer) = value
-            .as_mut()
-            .filter(|_| self.options.balancer.rewrite_card)
-        {
+        if self.options.balancer.rewrite_card && balancer::is_card_method(&json) {
             // The extended card comes back through the proxy too, as the well-known one does.
-            let origin = header("host").unwrap_or_else(|| self.options.listen.to_string());
-            let prefix = &self.upstreams[i].prefix;
-            if balancer::rewrite_extended_card(&json, answer, &origin, prefix) {
-                bytes = serde_json::to_vec(answer)
-                    .expect("JSON re-serialises")
-                    .into();
+            if let Some(answer) = value.as_mut() {
+                let origin = header("host").unwrap_or_else(|| self.options.listen.to_string());
+                let prefix = &self.upstreams[i].prefix;
+                if balancer::rewrite_extended_card(answer, &origin, prefix) {
+                    bytes = serde_json::to_vec(answer)
+                        .expect("JSON re-serialises")
+                        .into();
+                }
             }
         }
         if let Some(result) = value.as_ref().and_then(|v| v.get("result")) {
