@@ -23,6 +23,18 @@ pub fn derive_seed(seed: u64, stream: &str, index: u64) -> u64 {
     z
 }
 
+/// The seed of a run's timing for draw `draw` of `seed` (see
+/// [`crate::sim::Builder::timing_draw`]): the seed itself for draw 0, so nothing changes;
+/// otherwise a seed of its own, for the engine's scheduler and network and the replicas'
+/// drawn durations, while everything else (ids, the fault plan, routing) keeps `seed`.
+pub fn timing_seed(seed: u64, draw: u64) -> u64 {
+    if draw == 0 {
+        seed
+    } else {
+        derive_seed(seed, "timing", draw)
+    }
+}
+
 /// A generator of its own for draw `draw` of `seed`'s stream `stream`, for a part of a run
 /// that can be simulated under other draws of its timing (kill delays, slowed links); draw
 /// 0 is `None`: the part keeps drawing from its owner's generator, so nothing changes.

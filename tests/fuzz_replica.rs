@@ -233,7 +233,7 @@ fn run_world(profile: &str, seed: u64, batch: &[Req]) -> Vec<Seen> {
             let r = Rc::new(Replica::new(
                 0,
                 b,
-                seed,
+                seed.into(),
                 Wiring {
                     profile: profile.clone(),
                     timing,

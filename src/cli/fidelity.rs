@@ -45,7 +45,9 @@ pub struct GenerateArgs {
     pub models: Vec<String>,
     /// Where the results go; default `results/fidelity-generated` for generator 1,
     /// `results/fidelity-concurrent` for generator 2, `results/fidelity-faults` for 3,
-    /// `results/fidelity-shapes` for 4.
+    /// `results/fidelity-shapes` for 4. Rows already there are kept: a (model, seed) run
+    /// again replaces its row, as `--merge` does, so a one-seed rerun (a reproduce
+    /// command) updates that seed's row and never drops the others.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Which generation of the scenario generator draws (a seed names a scenario only
@@ -475,6 +477,11 @@ pub fn cmd_generate(
         check_peer(&profile, &options, &format!("--model {model}"))?;
         profiles.push((model.clone(), profile));
     }
+    // The rows a batch finds in --out stay; its own replace those of the same seeds.
+    let earlier = match out.join("runs.csv") {
+        csv if csv.is_file() => report::read_runs_csv(&csv)?,
+        _ => Vec::new(),
+    };
     let found_dir = suite_dir.join("found");
     let total = n * profiles.len() as u64;
     let mut rows = Vec::new();
@@ -540,7 +547,8 @@ pub fn cmd_generate(
             }
             rows.push(row);
             // The results so far, so a long batch cut short keeps what it measured.
-            report::write_results(&out, &rows)?;
+            let kept = report::merge_rows(vec![earlier.clone(), rows.clone()]);
+            report::write_results(&out, &kept)?;
         }
     }
     let summary = report::summarise(&rows);
@@ -548,7 +556,14 @@ pub fn cmd_generate(
     for r in rows.iter().filter(|r| r.status == "DISAGREE") {
         println!("DISAGREE {} seed {}: {}", r.model, r.seed, r.differences);
     }
-    println!("results: {}", out.display());
+    match earlier.len() {
+        0 => println!("results: {}", out.display()),
+        n => println!(
+            "results: {} (this batch's {} rows merged with the {n} already there)",
+            out.display(),
+            rows.len()
+        ),
+    }
     Ok(if summary.values().all(|s| s.disagree == 0) {
         0
     } else {

@@ -144,7 +144,7 @@ pub fn cmd_serve(args: ServeArgs) -> Result<i32, InputError> {
     let replica = Rc::new(Replica::new(
         0,
         0,
-        args.seed,
+        args.seed.into(),
         Wiring {
             profile: profile.clone(),
             timing,

@@ -163,6 +163,19 @@ pub const ORDERS_MAX: usize = 150;
 /// - a simulated kill point's crash lands 0-12 ms after the point, drawn, so an effect's
 ///   request may reach the ledger first; live the ledger kills the replica as the request
 ///   arrives, before applying it (seed 65: the simulated effect applied, the real one not).
+///
+/// A scenario with a race is also simulated under [`TIMING_DRAWS`] other draws of its
+/// timing (as drawn and settled; appended after the fault draws). A stagger fixes when each
+/// call is sent, not what happens to calls sent together: which of two reads of one task
+/// returns first, whose save the store takes first. Those are the engine's network
+/// latencies and scheduling and the replicas' drawn durations, which another draw of the
+/// timing redraws ([`crate::sim::Builder::timing_draw`]) while the calls, ids and faults
+/// stay as they are. 1.3-versioned seed 240: a streaming follow-up, a cancel (both on
+/// replica-1) and a follow-up on replica-0 sent together. Live the streaming turn took its
+/// saves first, the cancel waited for them, and replica-0's follow-up met a second conflict
+/// (`-32603`) after its effect; the scenario as drawn wrote the cancel first, and no stagger
+/// moved the reads apart enough, yet 48 of 300 draws of its timing took the real order, to
+/// the same answers, effects and final tasks.
 pub fn order_variants(script: &Script) -> Vec<Script> {
     let (drawn, settled) = race_orders(script);
     // Each other draw of the faults' timing is for the scenario as drawn and, with races,
@@ -173,6 +186,7 @@ pub fn order_variants(script: &Script) -> Vec<Script> {
         .chain(settled.first())
         .cloned()
         .collect();
+    let races = !settled.is_empty();
     let mut variants = drawn;
     variants.extend(settled);
     if draws_faults(&script.steps) {
@@ -184,8 +198,21 @@ pub fn order_variants(script: &Script) -> Vec<Script> {
             }
         }
     }
+    if races {
+        for draw in 1..=TIMING_DRAWS {
+            for first in &firsts {
+                let mut redrawn = first.clone();
+                redrawn.file.timing_draw = draw;
+                variants.push(redrawn);
+            }
+        }
+    }
     variants
 }
+
+/// How many other draws of its timing a scenario with a race is simulated under
+/// ([`order_variants`]).
+pub const TIMING_DRAWS: u64 = 16;
 
 /// How many other draws of its faults' timing a scenario with a `latency` or `kill-at`
 /// step is simulated under ([`order_variants`]).
@@ -411,7 +438,21 @@ concurrent = [
         // then the same orders settled.
         let variants = order_variants(&s);
         let per_race = 1 + 2 * STAGGERS_MS.len();
-        assert_eq!(variants.len(), 2 * per_race * per_race);
+        let orders = 2 * per_race * per_race;
+        assert_eq!(variants.len(), orders + 2 * TIMING_DRAWS as usize);
+        // Then other draws of the timing of the scenario as drawn and settled, alternately:
+        // the same calls, the same faults.
+        let timing = &variants[orders..];
+        assert!(timing.iter().all(|v| v.file.fault_draw == 0));
+        assert_eq!(timing[0].steps, s.steps);
+        assert_eq!(timing[1].steps, variants[orders / 2].steps);
+        assert_eq!(
+            timing
+                .iter()
+                .map(|v| v.file.timing_draw)
+                .collect::<Vec<_>>(),
+            (1..=TIMING_DRAWS).flat_map(|d| [d, d]).collect::<Vec<_>>()
+        );
         assert_eq!(variants[0].steps, s.steps);
         // A settled order waits after each race; its calls are the ordered one's.
         let settle = Step::WaitMs(settle_ms(&s));
@@ -454,6 +495,37 @@ concurrent = [
         assert_eq!(kinds(&s), ["send", "held"]);
         assert_eq!(patterns(&s), ["held:cancel"]);
         assert_eq!(order_variants(&s).len(), 1);
+    }
+
+    #[test]
+    fn a_race_is_simulated_under_other_draws_of_its_timing() {
+        let s = script(
+            r#"
+[[step]]
+send = { conversation = "c1", turn = 1 }
+[[step]]
+concurrent = [
+  { send = { conversation = "c1", turn = 2, to = "replica-0" } },
+  { send = { conversation = "c1", turn = 2, to = "replica-1" } },
+]
+"#,
+        );
+        let run = |s: &Script| crate::sim::Sim::from_scenario(s).unwrap().run();
+        let drawn = run(&s);
+        let mut again = s.clone();
+        again.file.timing_draw = 0;
+        assert_eq!(run(&again).trace_hash, drawn.trace_hash);
+        // Other draws take other timings of the same calls: the same tasks, another trace.
+        let redrawn: Vec<_> = (1..=TIMING_DRAWS)
+            .map(|d| {
+                let mut v = s.clone();
+                v.file.timing_draw = d;
+                run(&v)
+            })
+            .collect();
+        assert!(redrawn.iter().any(|r| r.trace_hash != drawn.trace_hash));
+        let tasks = |r: &crate::world::RunRecord| r.final_tasks.keys().cloned().collect::<Vec<_>>();
+        assert!(redrawn.iter().all(|r| tasks(r) == tasks(&drawn)));
     }
 
     #[test]

@@ -46,11 +46,10 @@ impl Replica {
             }
             // The stored task (read above for the owner check either way), or this
             // replica's own copy of a task parked here.
-            let copy = self.parked_copy(task_id);
-            let parked = self.is_parked(task_id);
+            let copy = self.held_copy(task_id);
             let stored_terminal = stored.status.state.is_terminal();
             let (task, version) = match (
-                decide::cancel::reads(&self.profile, parked, copy.is_some(), stored_terminal),
+                decide::cancel::reads(&self.profile, copy.is_some(), stored_terminal),
                 copy,
             ) {
                 (CancelReads::Parked, Some(copy)) => copy,
@@ -207,8 +206,31 @@ impl Replica {
             .is_some_and(|a| a.parked.get())
     }
 
-    /// The task as this replica last saved it, and that save's version: what a cancel
-    /// reads of a task parked here, where the model says so ([`CancelReads::Parked`]).
+    /// The copy of the task this replica's ActiveTask holds, which a cancel reads where the
+    /// model says so ([`CancelReads::Parked`]): the task as this replica last saved it, when
+    /// it is parked here; with `subscribe.keeps_task`, the task as a subscription here read
+    /// it, when no turn of it runs here. a2a-sdk 1.1.5: a subscription's ActiveTask stays in
+    /// the registry after the subscriber leaves, and `ActiveTask.cancel` reads its
+    /// TaskManager's copy, so a task another replica failed since is canceled over
+    /// (a2a-python-1.1 seed 228 of generation 4, live: the second cancel answered `ok
+    /// Canceled` and the FAILED task became CANCELED).
+    fn held_copy(&self, task_id: &str) -> Option<(Task, u64)> {
+        if self.is_parked(task_id) {
+            return self.parked_copy(task_id);
+        }
+        if !self.profile.subscribe.keeps_task {
+            return None;
+        }
+        let active = self.tasks.active.borrow();
+        let active = active.get(task_id)?;
+        if active.running.get() || active.finished_kept.get() {
+            return None;
+        }
+        let cached = active.cached.borrow();
+        cached.clone()
+    }
+
+    /// The task as this replica last saved it, and that save's version.
     fn parked_copy(&self, task_id: &str) -> Option<(Task, u64)> {
         let events = self.tasks.events.borrow();
         let (version, task) = events.get(task_id)?.last()?;

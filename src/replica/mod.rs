@@ -104,7 +104,7 @@ mod wire03;
 pub use crate::protocol::{agent_card, parse_http_url};
 pub use auth::{ask_for_authorised_action, needs_auth, Caller, NEEDS_AUTH_KEY};
 pub use rpc::Refusal;
-pub use state::Replica;
+pub use state::{Replica, Seeds};
 
 use state::{ActiveTask, TaskLock};
 

@@ -103,9 +103,31 @@ pub(super) struct FaultHooks {
     pub drain: Rc<DrainSignal>,
 }
 
+/// What a replica draws from: its ids from the run's seed, its durations (think and
+/// compose times) from the seed of the run's timing draw ([`crate::seed::timing_seed`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Seeds {
+    pub ids: u64,
+    pub timing: u64,
+}
+
+impl From<u64> for Seeds {
+    /// Both from one seed (timing draw 0).
+    fn from(seed: u64) -> Seeds {
+        Seeds {
+            ids: seed,
+            timing: seed,
+        }
+    }
+}
+
 impl Replica {
     /// A replica process. `boot` counts its restarts, so ids never repeat across boots.
-    pub fn new(index: usize, boot: u32, seed: u64, wiring: Wiring) -> Self {
+    pub fn new(index: usize, boot: u32, seeds: Seeds, wiring: Wiring) -> Self {
+        let Seeds {
+            ids: seed,
+            timing: timing_seed,
+        } = seeds;
         let Wiring {
             profile,
             timing,
@@ -118,8 +140,11 @@ impl Replica {
             drain,
         } = wiring;
         drain.boot(boot);
-        let stream =
-            crate::trace::derive_seed(seed, "replica", ((index as u64) << 32) | u64::from(boot));
+        let stream = crate::trace::derive_seed(
+            timing_seed,
+            "replica",
+            ((index as u64) << 32) | u64::from(boot),
+        );
         Replica {
             name: format!("replica-{index}"),
             profile,

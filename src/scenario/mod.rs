@@ -148,6 +148,12 @@ pub struct ScenarioFile {
     /// on its own.
     #[serde(skip)]
     pub fault_draw: u64,
+    /// Which draw of its timing the run takes (the engine's scheduling and network
+    /// latencies, the replicas' drawn durations): 0, the seed's own. Not a key of the
+    /// file: the fidelity comparison simulates a race under several draws
+    /// ([`crate::fidelity::patterns::order_variants`]).
+    #[serde(skip)]
+    pub timing_draw: u64,
 }
 
 fn two() -> usize {

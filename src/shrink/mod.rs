@@ -266,6 +266,7 @@ fn base_file(
         step: Vec::new(),
         expect: Expect::default(),
         fault_draw: 0,
+        timing_draw: 0,
     }
 }
 

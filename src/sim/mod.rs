@@ -133,6 +133,7 @@ pub struct Builder {
     engine: Engine,
     settle: bool,
     fault_draw: u64,
+    timing_draw: u64,
     timing: Timing,
     webhook: WebhookMode,
     checkers: Vec<Arc<dyn Checker + Send>>,
@@ -155,6 +156,7 @@ impl Default for Builder {
             engine: Engine::default(),
             settle: true,
             fault_draw: 0,
+            timing_draw: 0,
             timing: Timing::default(),
             webhook: WebhookMode::Ok,
             checkers: Vec::new(),
@@ -248,6 +250,18 @@ impl Builder {
     /// draws as it was.
     pub fn fault_draw(&mut self, draw: u64) -> &mut Self {
         self.fault_draw = draw;
+        self
+    }
+
+    /// Which draw of its timing the run takes (default 0, the seed's own): another draw
+    /// gives the event engine's scheduler and network latencies and the replicas' drawn
+    /// think and compose times a generator of their own ([`crate::seed::timing_seed`]), and
+    /// leaves the ids, the fault plan and the routing as the seed draws them. It is how the
+    /// fidelity comparison asks whether a real run's order of calls that arrived together
+    /// is one the model takes ([`crate::fidelity::patterns::order_variants`]). On turmoil
+    /// only the replicas' durations are redrawn.
+    pub fn timing_draw(&mut self, draw: u64) -> &mut Self {
+        self.timing_draw = draw;
         self
     }
 
@@ -370,6 +384,7 @@ impl Builder {
             engine: self.engine,
             settle: self.settle,
             fault_draw: self.fault_draw,
+            timing_draw: self.timing_draw,
             table: self.table.clone(),
         };
         world::check_card_profile(&spec)?;
@@ -434,6 +449,7 @@ impl Sim {
             .routing(&script.file.routing)
             .seed(script.file.seed)
             .fault_draw(script.file.fault_draw)
+            .timing_draw(script.file.timing_draw)
             .script(script.clone());
         if let Some([lo, hi]) = script.file.think_ms {
             b.timing(Timing {

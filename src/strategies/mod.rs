@@ -436,6 +436,7 @@ fn base(config: &ScenarioConfig, replicas: usize, seed: u64) -> ScenarioFile {
         step: Vec::new(),
         expect: Expect::default(),
         fault_draw: 0,
+        timing_draw: 0,
     }
 }
 

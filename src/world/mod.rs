@@ -155,6 +155,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     }
     let mut memory_slots: Vec<Rc<RefCell<Option<SharedState>>>> = Vec::new();
     let mut drains = Vec::new();
+    let timing_seed = crate::seed::timing_seed(seed, spec.timing_draw);
     for i in 0..spec.replicas {
         let slot: Rc<RefCell<Option<SharedState>>> = Rc::default();
         memory_slots.push(slot.clone());
@@ -182,7 +183,10 @@ pub fn run(spec: &RunSpec) -> RunRecord {
             let replica = Rc::new(Replica::new(
                 i,
                 b,
-                seed,
+                crate::replica::Seeds {
+                    ids: seed,
+                    timing: timing_seed,
+                },
                 Wiring {
                     profile: profile.clone(),
                     timing: timing.clone(),

@@ -52,6 +52,9 @@ pub struct RunSpec {
     /// Which draw of its faults' timing the run takes (0: the seed's own; see
     /// [`crate::sim::Builder::fault_draw`]).
     pub fault_draw: u64,
+    /// Which draw of its timing the run takes (0: the seed's own; see
+    /// [`crate::sim::Builder::timing_draw`]).
+    pub timing_draw: u64,
     /// The task table of every store in the run (the shared one, each pod's memory);
     /// `None`: the built-in [`crate::store::VersionedTable`].
     pub table: Option<TableFactory>,

@@ -24,12 +24,11 @@ pub(in crate::replica) enum CancelReads {
     Parked,
 }
 
-/// [`CancelReads`]: `parked_here`, the task is parked on this replica; `has_copy`, this
-/// replica saved a copy of it; `stored_terminal`, the stored task is terminal.
+/// [`CancelReads`]: `held_here`, this replica's ActiveTask holds a copy of the task (parked
+/// here, or read by a subscription here); `stored_terminal`, the stored task is terminal.
 pub(in crate::replica) fn reads(
     profile: &Profile,
-    parked_here: bool,
-    has_copy: bool,
+    held_here: bool,
     stored_terminal: bool,
 ) -> CancelReads {
     let parked_copy = match profile.cancel.parked_task {
@@ -39,7 +38,7 @@ pub(in crate::replica) fn reads(
         // The store decides whether the task is cancelable: a terminal one is refused.
         Some(ParkedCancel::CachedAfterCheck) => !stored_terminal,
     };
-    if parked_copy && parked_here && has_copy {
+    if parked_copy && held_here {
         CancelReads::Parked
     } else {
         CancelReads::Stored

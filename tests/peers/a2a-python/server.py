@@ -65,6 +65,7 @@ Usage: server.py --port P --name replica-0 --ledger http://127.0.0.1:L --db URL
 
 import argparse
 import asyncio
+import gc
 import importlib
 import inspect
 import json
@@ -574,9 +575,46 @@ def main():
     asyncio.run(serve(args))
 
 
+def watch_stalls():
+    """A2A_CHAOS_PEER_STALLS=1: names what holds the event loop, in the replica's log.
+
+    asyncio's debug mode logs every callback that runs longer than 10 ms with the
+    coroutine it belongs to, and each garbage collection longer than 5 ms is logged with
+    its generation, so a gap in the SDK's own steps (A2A_CHAOS_PEER_LOG=DEBUG) reads as
+    the code that ran in it, or as a replica that was not running at all (no entry)."""
+    if os.environ.get("A2A_CHAOS_PEER_STALLS") != "1":
+        return
+    import time
+
+    loop = asyncio.get_running_loop()
+    loop.set_debug(True)
+    loop.slow_callback_duration = 0.010
+    logging.getLogger("asyncio").setLevel(logging.WARNING)
+    started = {}
+
+    def on_gc(phase, info):
+        if phase == "start":
+            started["at"] = time.perf_counter()
+        elif "at" in started:
+            took = (time.perf_counter() - started.pop("at")) * 1000
+            if took > 5:
+                LOG.warning("gc generation %s took %.1f ms", info.get("generation"), took)
+
+    gc.callbacks.append(on_gc)
+
+
 async def serve(args):
     # One event loop for the database engine and the server.
+    watch_stalls()
     app = await build(args)
+    # The heap the imports and the build made is moved out of the collector's reach, as
+    # pre-fork Python servers do (gc.freeze). Without it the process's first full
+    # collection walks all of it and holds the event loop 45-65 ms (measured with
+    # A2A_CHAOS_PEER_STALLS=1) at a moment set by allocation counts, not by the scenario:
+    # in a race the stall decides the order (1.3-versioned seed 240, docs/FIDELITY.md).
+    # A stall a scenario wants is a fault it asks for.
+    gc.collect()
+    gc.freeze()
     config = uvicorn.Config(
         app, host="127.0.0.1", port=args.port, log_level="warning", lifespan="off"
     )

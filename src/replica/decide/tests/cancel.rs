@@ -46,22 +46,18 @@ fn a_cancel_that_writes_nothing_answers_the_task_as_it_stands() {
 }
 
 #[test]
-fn a_cancel_reads_the_copy_parked_here_where_the_model_says_so() {
-    // cancel.parked_task = "cached" (a2a-sdk 1.1.5): the parked copy, whatever the store.
+fn a_cancel_reads_the_copy_held_here_where_the_model_says_so() {
+    // cancel.parked_task = "cached" (a2a-sdk 1.1.5): the copy held here, whatever the store.
     let cached = model("a2a-python-1.1");
-    assert_eq!(reads(&cached, true, true, true), CancelReads::Parked);
-    assert_eq!(reads(&cached, true, true, false), CancelReads::Parked);
+    assert_eq!(reads(&cached, true, true), CancelReads::Parked);
+    assert_eq!(reads(&cached, true, false), CancelReads::Parked);
     // "cached-after-check" (a2a-sdk 1.3): the store decides whether it is cancelable.
     let checked = model("a2a-python-1.3-plain");
-    assert_eq!(reads(&checked, true, true, false), CancelReads::Parked);
-    assert_eq!(reads(&checked, true, true, true), CancelReads::Stored);
-    // Not parked here, or no copy here, or a model that reads the store.
-    assert_eq!(reads(&cached, false, true, false), CancelReads::Stored);
-    assert_eq!(reads(&cached, true, false, false), CancelReads::Stored);
-    assert_eq!(
-        reads(&model("reference"), true, true, false),
-        CancelReads::Stored
-    );
+    assert_eq!(reads(&checked, true, false), CancelReads::Parked);
+    assert_eq!(reads(&checked, true, true), CancelReads::Stored);
+    // No copy held here, or a model that reads the store.
+    assert_eq!(reads(&cached, false, false), CancelReads::Stored);
+    assert_eq!(reads(&model("reference"), true, false), CancelReads::Stored);
 }
 
 #[test]
