@@ -480,6 +480,12 @@ impl Target for Applying<'_> {
             .chaos
             .borrow_mut()
             .set_kill_at(point, probability);
+        if probability > 0.0 {
+            // Armed anew: the stability window of an earlier point kill spares nobody
+            // (a scenario's `kill-at` with probability 1 gets its kill, in both worlds:
+            // `live::kill_points::Points::arm`).
+            self.driver.next_point_kill_ms = 0;
+        }
     }
 
     fn card(&mut self, change: &CardChange) {
