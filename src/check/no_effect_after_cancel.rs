@@ -58,10 +58,15 @@ impl Checker for NoEffectAfterCancel {
             } else {
                 format!("was told canceled, the answer showing it {:?}", view.state)
             };
+            // A send of the task in flight while the cancel was: sent before the cancel was
+            // answered, answered after it was sent. One answered in the very ms the client
+            // then sent the cancel, or sent in the ms the cancel was answered, is a script's
+            // step before or after it: counting those made the verdict hang on how a ms
+            // rounds (found-a2a-python-1.1-114 in CI: `unknown` live once).
             let racing = run.history.iter().any(|o| {
                 matches!(&o.kind, OpKind::Send { conversation: c, .. } if c == conversation)
-                    && o.invoke_ms <= cancel.complete_ms
-                    && o.complete_ms >= cancel.invoke_ms
+                    && o.invoke_ms < cancel.complete_ms
+                    && o.complete_ms > cancel.invoke_ms
             });
             let effects: Vec<_> = run
                 .effects
@@ -114,5 +119,52 @@ impl Checker for NoEffectAfterCancel {
             violations,
             exercised,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A real run of the reference model: a turn that parks the task, a cancel, and the
+    /// next turn, refused.
+    fn turn_then_cancel() -> RunRecord {
+        let text = "name = \"t\"\nmodel = \"reference\"\nreplicas = 1\n\
+                    [[step]]\nsend = { conversation = \"c1\", turn = 1 }\n\
+                    [[step]]\ncancel = { conversation = \"c1\" }\n\
+                    [[step]]\nsend = { conversation = \"c1\", turn = 2 }\n";
+        let script = crate::scenario::Script::parse(text, "test").expect("a scenario");
+        crate::sim::Sim::from_scenario(&script)
+            .expect("it builds")
+            .run()
+    }
+
+    fn times(run: &mut RunRecord, send_done: u64, cancel_sent: u64) {
+        for op in &mut run.history {
+            match op.kind {
+                OpKind::Send { turn: 1, .. } => op.complete_ms = send_done,
+                OpKind::Cancel { .. } => op.invoke_ms = cancel_sent,
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn a_cancel_sent_after_the_turn_was_answered_tests_nothing() {
+        let mut run = turn_then_cancel();
+        let cancel = run
+            .history
+            .iter()
+            .find(|o| matches!(o.kind, OpKind::Cancel { .. }))
+            .expect("a cancel")
+            .clone();
+        assert_eq!(cancel.outcome, Outcome::Ok);
+        // Answered in the ms the cancel was sent: over before it, whatever the rounding.
+        times(&mut run, cancel.invoke_ms, cancel.invoke_ms);
+        let finding = NoEffectAfterCancel.check(&run);
+        assert_eq!((finding.exercised, finding.violations.len()), (0, 0));
+        // Still unanswered when the cancel was sent: the two raced.
+        times(&mut run, cancel.invoke_ms + 1, cancel.invoke_ms);
+        assert_eq!(NoEffectAfterCancel.check(&run).exercised, 1);
     }
 }
