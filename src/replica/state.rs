@@ -107,7 +107,9 @@ pub(super) struct FaultHooks {
 /// compose times) from the seed of the run's timing draw ([`crate::seed::timing_seed`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Seeds {
+    /// The run's seed: the replica's ids.
     pub ids: u64,
+    /// The seed of the run's timing draw: the replica's drawn durations.
     pub timing: u64,
 }
 
