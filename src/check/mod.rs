@@ -33,14 +33,19 @@ mod wait_honoured;
 pub(crate) mod fixtures {
     use crate::world::RunRecord;
 
-    /// The record of a real one-turn run of the reference model.
-    pub(crate) fn one_turn_record() -> RunRecord {
-        let text = "name = \"t\"\nmodel = \"reference\"\nreplicas = 1\n\
-                    [[step]]\nsend = { conversation = \"c1\", turn = 1 }\n";
-        let script = crate::scenario::Script::parse(text, "test").expect("a scenario");
+    /// The record of a real run of the reference model on one replica taking `steps`
+    /// (the `[[step]]` tables of a scenario file).
+    pub(crate) fn record_of(steps: &str) -> RunRecord {
+        let text = format!("name = \"t\"\nmodel = \"reference\"\nreplicas = 1\n{steps}");
+        let script = crate::scenario::Script::parse(&text, "test").expect("a scenario");
         crate::sim::Sim::from_scenario(&script)
             .expect("it builds")
             .run()
+    }
+
+    /// The record of a real one-turn run of the reference model.
+    pub(crate) fn one_turn_record() -> RunRecord {
+        record_of("[[step]]\nsend = { conversation = \"c1\", turn = 1 }\n")
     }
 }
 

@@ -129,14 +129,11 @@ mod tests {
     /// A real run of the reference model: a turn that parks the task, a cancel, and the
     /// next turn, refused.
     fn turn_then_cancel() -> RunRecord {
-        let text = "name = \"t\"\nmodel = \"reference\"\nreplicas = 1\n\
-                    [[step]]\nsend = { conversation = \"c1\", turn = 1 }\n\
-                    [[step]]\ncancel = { conversation = \"c1\" }\n\
-                    [[step]]\nsend = { conversation = \"c1\", turn = 2 }\n";
-        let script = crate::scenario::Script::parse(text, "test").expect("a scenario");
-        crate::sim::Sim::from_scenario(&script)
-            .expect("it builds")
-            .run()
+        crate::check::fixtures::record_of(
+            "[[step]]\nsend = { conversation = \"c1\", turn = 1 }\n\
+             [[step]]\ncancel = { conversation = \"c1\" }\n\
+             [[step]]\nsend = { conversation = \"c1\", turn = 2 }\n",
+        )
     }
 
     fn times(run: &mut RunRecord, send_done: u64, cancel_sent: u64) {

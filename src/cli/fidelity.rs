@@ -478,10 +478,11 @@ pub fn cmd_generate(
         profiles.push((model.clone(), profile));
     }
     // The rows a batch finds in --out stay; its own replace those of the same seeds.
-    let earlier = match out.join("runs.csv") {
+    let mut kept = match out.join("runs.csv") {
         csv if csv.is_file() => report::read_runs_csv(&csv)?,
         _ => Vec::new(),
     };
+    let earlier = kept.len();
     let found_dir = suite_dir.join("found");
     let total = n * profiles.len() as u64;
     let mut rows = Vec::new();
@@ -545,10 +546,10 @@ pub fn cmd_generate(
                     row.found = Some(path.display().to_string());
                 }
             }
-            rows.push(row);
             // The results so far, so a long batch cut short keeps what it measured.
-            let kept = report::merge_rows(vec![earlier.clone(), rows.clone()]);
+            kept = report::merge_rows(vec![std::mem::take(&mut kept), vec![row.clone()]]);
             report::write_results(&out, &kept)?;
+            rows.push(row);
         }
     }
     let summary = report::summarise(&rows);
@@ -556,7 +557,7 @@ pub fn cmd_generate(
     for r in rows.iter().filter(|r| r.status == "DISAGREE") {
         println!("DISAGREE {} seed {}: {}", r.model, r.seed, r.differences);
     }
-    match earlier.len() {
+    match earlier {
         0 => println!("results: {}", out.display()),
         n => println!(
             "results: {} (this batch's {} rows merged with the {n} already there)",

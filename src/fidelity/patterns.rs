@@ -189,23 +189,21 @@ pub fn order_variants(script: &Script) -> Vec<Script> {
     let races = !settled.is_empty();
     let mut variants = drawn;
     variants.extend(settled);
-    if draws_faults(&script.steps) {
-        for draw in 1..=FAULT_DRAWS {
+    // Draws 1..=n of one part of the timing, each for every script of `firsts`.
+    let mut redraw = |n: u64, set: fn(&mut Script, u64)| {
+        for draw in 1..=n {
             for first in &firsts {
                 let mut redrawn = first.clone();
-                redrawn.file.fault_draw = draw;
+                set(&mut redrawn, draw);
                 variants.push(redrawn);
             }
         }
+    };
+    if draws_faults(&script.steps) {
+        redraw(FAULT_DRAWS, |s, d| s.file.fault_draw = d);
     }
     if races {
-        for draw in 1..=TIMING_DRAWS {
-            for first in &firsts {
-                let mut redrawn = first.clone();
-                redrawn.file.timing_draw = draw;
-                variants.push(redrawn);
-            }
-        }
+        redraw(TIMING_DRAWS, |s, d| s.file.timing_draw = d);
     }
     variants
 }

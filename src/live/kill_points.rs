@@ -13,8 +13,8 @@
 //! `stream` is refused live: no report marks a stream. As in the simulation, a point fires
 //! with its probability (drawn from the run's seed, in the order the points are reached),
 //! no point kill lands within [`crate::faults::KILL_POINT_STABILITY_MS`] of the last one
-//! unless a `kill-at` step armed a point since, and the replica restarts after a down time drawn from
-//! [`crate::faults::kill_point::DOWN_MS`].
+//! unless a `kill-at` step armed a point since, and the replica restarts after a down time
+//! drawn from [`crate::faults::kill_point::DOWN_MS`].
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -136,15 +136,15 @@ mod tests {
         (points, kills)
     }
 
+    /// Whether replica `replica` is killed on reaching `point` at run time `at_ms`.
+    fn reaches(points: &SharedPoints, replica: usize, point: KillPoint, at_ms: u64) -> bool {
+        Points::reached(points, &Host::Replica(replica), point, at_ms)
+    }
+
     #[test]
     fn an_unarmed_point_never_kills() {
         let (points, kills) = counting();
-        assert!(!Points::reached(
-            &points,
-            &Host::Replica(0),
-            KillPoint::Effect,
-            10
-        ));
+        assert!(!reaches(&points, 0, KillPoint::Effect, 10));
         assert_eq!(kills.get(), 0);
     }
 
@@ -152,55 +152,25 @@ mod tests {
     fn an_armed_point_kills_once_per_stability_window() {
         let (points, kills) = counting();
         points.borrow_mut().arm(KillPoint::AfterEffect, 1.0);
-        assert!(Points::reached(
-            &points,
-            &Host::Replica(0),
-            KillPoint::AfterEffect,
-            10
-        ));
-        assert!(!Points::reached(
-            &points,
-            &Host::Replica(1),
-            KillPoint::AfterEffect,
-            20
-        ));
+        assert!(reaches(&points, 0, KillPoint::AfterEffect, 10));
+        assert!(!reaches(&points, 1, KillPoint::AfterEffect, 20));
         let later = 10 + crate::faults::KILL_POINT_STABILITY_MS;
-        assert!(Points::reached(
-            &points,
-            &Host::Replica(1),
-            KillPoint::AfterEffect,
-            later
-        ));
+        assert!(reaches(&points, 1, KillPoint::AfterEffect, later));
         assert_eq!(kills.get(), 2);
         assert_eq!(points.borrow().fired()["kill-at:after-effect"], 2);
         points.borrow_mut().disarm_all();
-        assert!(!Points::reached(
-            &points,
-            &Host::Replica(0),
-            KillPoint::AfterEffect,
-            10_000
-        ));
+        assert!(!reaches(&points, 0, KillPoint::AfterEffect, 10_000));
     }
 
     #[test]
     fn a_point_armed_again_kills_inside_the_window() {
         let (points, kills) = counting();
         points.borrow_mut().arm(KillPoint::AfterEffect, 1.0);
-        assert!(Points::reached(
-            &points,
-            &Host::Replica(0),
-            KillPoint::AfterEffect,
-            10
-        ));
+        assert!(reaches(&points, 0, KillPoint::AfterEffect, 10));
         // A later step arms a point: the window of the first kill spares nobody.
         points.borrow_mut().arm(KillPoint::AfterEffect, 0.0);
         points.borrow_mut().arm(KillPoint::Effect, 1.0);
-        assert!(Points::reached(
-            &points,
-            &Host::Replica(0),
-            KillPoint::Effect,
-            20
-        ));
+        assert!(reaches(&points, 0, KillPoint::Effect, 20));
         assert_eq!(kills.get(), 2);
     }
 }

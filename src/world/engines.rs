@@ -85,8 +85,7 @@ pub(super) fn run_events(
     client: Pin<Box<dyn Future<Output = turmoil::Result>>>,
     driver: &mut Driver,
 ) -> Ended {
-    let timing = crate::seed::timing_seed(spec.seed, spec.timing_draw);
-    crate::engine::run(timing, |core| async move {
+    crate::engine::run(spec.timing_seed(), |core| async move {
         super::configure_event_net(&core);
         core.net.redraw(spec.seed, spec.fault_draw);
         for (name, software) in hosts.0 {

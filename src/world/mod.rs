@@ -155,7 +155,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
     }
     let mut memory_slots: Vec<Rc<RefCell<Option<SharedState>>>> = Vec::new();
     let mut drains = Vec::new();
-    let timing_seed = crate::seed::timing_seed(seed, spec.timing_draw);
+    let timing_seed = spec.timing_seed();
     for i in 0..spec.replicas {
         let slot: Rc<RefCell<Option<SharedState>>> = Rc::default();
         memory_slots.push(slot.clone());

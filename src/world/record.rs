@@ -60,6 +60,14 @@ pub struct RunSpec {
     pub table: Option<TableFactory>,
 }
 
+impl RunSpec {
+    /// The seed of this run's timing: the engine's scheduler and network, the replicas'
+    /// drawn durations ([`crate::seed::timing_seed`] of the seed and the timing draw).
+    pub fn timing_seed(&self) -> u64 {
+        crate::seed::timing_seed(self.seed, self.timing_draw)
+    }
+}
+
 /// What a run leaves behind for the checkers and the report.
 #[derive(Debug, Clone)]
 pub struct RunRecord {
