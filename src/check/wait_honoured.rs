@@ -11,14 +11,20 @@
 //! auth-required, a message ends it (the next save's history is longer), and a save that
 //! makes the task FAILED with no new message in its history is the server giving up on the
 //! wait. A save that only took the message in (the state unchanged, no new artifact: a2a-sdk
-//! saves a turn's user message on its own before the turn's events) begins no new wait.
-//! Exercised: waits the server gave up on.
+//! saves a turn's user message on its own before the turn's events) begins no new wait. A
+//! FAILED save that holds a message the client sent during the wait, one the wait's first
+//! save did not hold, is that message's turn failing, not the wait given up on, even when
+//! its history is no longer (built on an older copy, it lacks what others saved since:
+//! a2a-sdk 1.1.5 fails a task-only follow-up whose TaskManager holds another context, seen
+//! live in fidelity --generate seed 176 of a2a-python-1.1). A timeout saves no message the
+//! server never took in, so it cannot look like one. Exercised: waits the server gave up on.
 
 use std::collections::BTreeMap;
 
 use a2a::TaskState;
 
 use crate::check::{Checker, Finding, Invariant, Violation, ViolationKind};
+use crate::client::history::OpKind;
 use crate::store::SaveRecord;
 use crate::world::RunRecord;
 
@@ -59,18 +65,25 @@ impl Checker for WaitHonoured {
             .iter()
             .map(|(c, t)| (t.as_str(), c.as_str()))
             .collect();
+        // When the client sent each message (the first send of it).
+        let mut sent_at: BTreeMap<&str, u64> = BTreeMap::new();
+        for op in &run.history {
+            if let OpKind::Send { message_id, .. } = &op.kind {
+                sent_at.entry(message_id).or_insert(op.invoke_ms);
+            }
+        }
         let mut violations = Vec::new();
         let mut exercised = 0;
         for (task, saves) in by_task {
-            // The wait in progress: when it began and how long the history was then.
-            let mut wait: Option<(u64, usize)> = None;
+            // The wait in progress: when it began and the history it began with.
+            let mut wait: Option<(u64, &[String])> = None;
             // The longest wait an answer ended, and when that answer came.
             let mut longest: Option<(u64, u64)> = None;
             let mut before: Option<&SaveRecord> = None;
             for s in saves {
                 let previous = before.replace(s);
-                if let Some((since, len)) = wait {
-                    if s.history.len() > len {
+                if let Some((since, held)) = wait {
+                    if s.history.len() > held.len() {
                         let took = s.at_ms.saturating_sub(since);
                         if longest.is_none_or(|(l, _)| took > l) {
                             longest = Some((took, s.at_ms));
@@ -86,8 +99,15 @@ impl Checker for WaitHonoured {
                             continue;
                         }
                     } else if s.state == TaskState::Failed {
-                        exercised += 1;
                         wait = None;
+                        let answered = s.history.iter().any(|m| {
+                            !held.contains(m)
+                                && sent_at.get(m.as_str()).is_some_and(|&at| at >= since)
+                        });
+                        if answered {
+                            continue;
+                        }
+                        exercised += 1;
                         let idle = s.at_ms.saturating_sub(since);
                         let Some((survived, answered_at)) = longest.filter(|(l, _)| idle < *l)
                         else {
@@ -120,7 +140,7 @@ impl Checker for WaitHonoured {
                     }
                 }
                 if waiting(&s.state) {
-                    wait = Some((s.at_ms, s.history.len()));
+                    wait = Some((s.at_ms, &s.history));
                 }
             }
         }
@@ -194,6 +214,41 @@ mod tests {
             save(520, Failed, &["a1", "a2"], &["m1", "m2"]),
         ];
         let found = WaitHonoured.check(&whole_turns);
+        assert_eq!((found.violations.len(), found.exercised), (1, 1));
+    }
+
+    /// A FAILED save built on an older copy (no longer than the history the wait began
+    /// with) that holds a message the client sent during the wait is that message's turn
+    /// failing (a2a-sdk 1.1.5's context check, fidelity seed 176 of a2a-python-1.1). A
+    /// message sent before the wait began, back in an old copy, answers nothing.
+    #[test]
+    fn a_failed_save_that_holds_a_message_sent_during_the_wait_is_no_timeout() {
+        use TaskState::{Failed, InputRequired as Ask};
+        let with_sends = |sends: &[(&str, u64)]| {
+            let mut run = record();
+            let template = run.history[0].clone();
+            run.history = sends
+                .iter()
+                .map(|&(id, at)| {
+                    let mut op = template.clone();
+                    if let OpKind::Send { message_id, .. } = &mut op.kind {
+                        *message_id = id.to_string();
+                    }
+                    op.invoke_ms = at;
+                    op
+                })
+                .collect();
+            run.saves = vec![
+                save(0, Ask, &["a1"], &["m1"]),
+                save(500, Ask, &["a1", "a2"], &["m1", "m2"]),
+                // Built on the first copy, with m3 in place of m2.
+                save(520, Failed, &["a1"], &["m1", "m3"]),
+            ];
+            run
+        };
+        let found = WaitHonoured.check(&with_sends(&[("m1", 0), ("m2", 400), ("m3", 510)]));
+        assert_eq!((found.violations.len(), found.exercised), (0, 0));
+        let found = WaitHonoured.check(&with_sends(&[("m1", 0), ("m3", 10), ("m2", 400)]));
         assert_eq!((found.violations.len(), found.exercised), (1, 1));
     }
 }

@@ -280,9 +280,12 @@ impl Replica {
             .await
             .err()
             .unwrap_or(refusal);
-        // Every request that joined the ActiveTask meanwhile hears the consumer's error
-        // (seen live: the same turn sent twice at once to that replica, both -32602).
-        self.active(&task.id).announce_end(Err(refusal.clone()));
+        // The consumer's end finishes the ActiveTask, which leaves the registry with the
+        // copy it cached (a2a-sdk 1.1.5 `_run_consumer`'s `finally`; seen live, 1.1 seed
+        // 176: the next send to that replica read the FAILED task and was refused), and
+        // every request that joined it meanwhile hears the consumer's error (seen live:
+        // the same turn sent twice at once to that replica, both -32602).
+        self.end_turn(&self.active(&task.id), &Err(refusal.clone()));
         refusal
     }
 

@@ -146,10 +146,22 @@ impl Replica {
     ) -> Result<Task, Refusal> {
         let active = turn.active.clone();
         let ended = self.clone().finish_turn(turn, sink).await;
+        self.end_turn(&active, &ended);
+        ended
+    }
+
+    /// A turn of the task ended here as `ended` ([`decide::send::turn_ended`]): its
+    /// ActiveTask parks, or finishes and leaves the registry with what it cached, and the
+    /// requests that joined the turn are told how it ended.
+    pub(super) fn end_turn(
+        self: &Rc<Self>,
+        active: &Rc<ActiveTask>,
+        ended: &Result<Task, Refusal>,
+    ) {
         let TurnEnded {
             parked,
             forget_cache,
-        } = decide::send::turn_ended(&self.profile, &ended, active.finished_kept.get());
+        } = decide::send::turn_ended(&self.profile, ended, active.finished_kept.get());
         active.parked.set(parked);
         // The turn ran on the ActiveTask a subscription may have registered: from now on
         // the turn's end says whether it stays.
@@ -162,9 +174,8 @@ impl Replica {
             *active.cached.borrow_mut() = None;
         }
         active.announce_end(ended.clone());
-        if let (true, Ok(task)) = (parked, &ended) {
-            self.schedule_release(&task.id, &active);
+        if let (true, Ok(task)) = (parked, ended) {
+            self.schedule_release(&task.id, active);
         }
-        ended
     }
 }
