@@ -5,10 +5,14 @@
 //! when any attempt was acknowledged (an `ok` whose answer shows the turn's artifact); none
 //! when every attempt was refused (`fail`: the client was told it did not happen, so it may
 //! do it again); zero or one when the outcome was unknown (`info`, or an `ok` that does not
-//! show the turn: a non-blocking answer or a task canceled under it). Exercised: turns that were retried, duplicated, refused or left
-//! unknown, where double or phantom effects could happen.
+//! show the turn: a non-blocking answer or a task canceled under it). A `reply` (a step's
+//! answer with text of its own and a messageId of its own) is an operation of its own: two
+//! different answers to one wait, sent at once as the seeds' "A and B continue the same task
+//! at once", may each take effect once. A reply to a turn that asked for authorisation is
+//! not: it grants that turn's action, which still takes effect once. Exercised: turns that were retried, duplicated,
+//! refused or left unknown, where double or phantom effects could happen.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::check::{turn_label, Checker, Finding, Invariant, Violation, ViolationKind};
 use crate::client::history::{OpKind, Outcome};
@@ -35,6 +39,25 @@ impl ViolationKind {
 /// The exactly-once-effects checker.
 pub struct ExactlyOnce;
 
+/// One logical operation: a turn of a conversation, whatever messageIds carried it, or one
+/// reply to it (its messageId).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Operation {
+    conversation: String,
+    turn: u32,
+    reply: Option<String>,
+}
+
+impl Operation {
+    fn label(&self) -> String {
+        let turn = turn_label(&self.conversation, self.turn);
+        match &self.reply {
+            Some(id) => format!("the reply {id} to {turn}"),
+            None => turn,
+        }
+    }
+}
+
 impl Checker for ExactlyOnce {
     fn name(&self) -> Invariant {
         Invariant::EXACTLY_ONCE_EFFECTS
@@ -51,10 +74,47 @@ impl Checker for ExactlyOnce {
         let unacknowledged = Outcome::Info {
             why: "answered without the turn's artifact".into(),
         };
-        let mut attempts: BTreeMap<(String, u32), Vec<&Outcome>> = BTreeMap::new();
+        // Turns that asked for authorisation: a reply to one grants the turn's own action.
+        let asking: BTreeSet<(&str, u32)> = run
+            .history
+            .iter()
+            .filter_map(|op| match &op.kind {
+                OpKind::Send {
+                    conversation,
+                    turn,
+                    needs_auth: true,
+                    ..
+                } => Some((conversation.as_str(), *turn)),
+                _ => None,
+            })
+            .collect();
+        // The messageIds of the other replies: each names an operation of its own.
+        let replies: BTreeSet<&str> = run
+            .history
+            .iter()
+            .filter_map(|op| match &op.kind {
+                OpKind::Send {
+                    conversation,
+                    turn,
+                    message_id,
+                    reply: Some(_),
+                    ..
+                } if !asking.contains(&(conversation.as_str(), *turn)) => Some(message_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let operation = |conversation: &str, turn: u32, message_id: &str| Operation {
+            conversation: conversation.to_string(),
+            turn,
+            reply: replies.get(message_id).map(|id| id.to_string()),
+        };
+        let mut attempts: BTreeMap<Operation, Vec<&Outcome>> = BTreeMap::new();
         for op in &run.history {
             if let OpKind::Send {
-                conversation, turn, ..
+                conversation,
+                turn,
+                message_id,
+                ..
             } = &op.kind
             {
                 let acknowledged = op
@@ -65,15 +125,16 @@ impl Checker for ExactlyOnce {
                     other => other,
                 };
                 attempts
-                    .entry((conversation.clone(), *turn))
+                    .entry(operation(conversation, *turn, message_id))
                     .or_default()
                     .push(outcome);
             }
         }
-        let mut effects: BTreeMap<(String, u32), Vec<(&str, u64)>> = BTreeMap::new();
+        let mut effects: BTreeMap<Operation, Vec<(&str, u64)>> = BTreeMap::new();
         for e in run.effects.iter().filter(|e| e.applied) {
+            let r = &e.request;
             effects
-                .entry((e.request.conversation.clone(), e.request.turn))
+                .entry(operation(&r.conversation, r.turn, &r.message_id))
                 .or_default()
                 .push((e.request.replica.as_str(), e.at_ms));
         }
@@ -92,9 +153,9 @@ impl Checker for ExactlyOnce {
         };
         let mut violations = Vec::new();
         let mut exercised = 0;
-        for ((conversation, turn), outcomes) in &attempts {
-            let what = turn_label(conversation, *turn);
-            let done = effects.get(&(conversation.clone(), *turn));
+        for (op, outcomes) in &attempts {
+            let (conversation, turn, what) = (&op.conversation, &op.turn, op.label());
+            let done = effects.get(op);
             let n = done.map_or(0, Vec::len);
             let ok = outcomes.iter().any(|o| matches!(o, Outcome::Ok));
             let info = outcomes.iter().any(|o| matches!(o, Outcome::Info { .. }));
@@ -142,17 +203,17 @@ impl Checker for ExactlyOnce {
             }
         }
         // Effects no client operation accounts for (a turn the client never sent).
-        for ((conversation, turn), list) in &effects {
-            if !attempts.contains_key(&(conversation.clone(), *turn)) {
+        for (op, list) in &effects {
+            if !attempts.contains_key(op) {
                 let v = Violation::new(
                     ViolationKind::EFFECT_NEVER_SENT,
                     format!(
                         "{} took effect ({}) but the client never sent it",
-                        turn_label(conversation, *turn),
+                        op.label(),
                         listed(list)
                     ),
                 )
-                .about(conversation, *turn);
+                .about(&op.conversation, op.turn);
                 violations.push(anchored(v, list));
             }
         }
@@ -161,5 +222,43 @@ impl Checker for ExactlyOnce {
             violations,
             exercised,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::fixtures::record_of;
+
+    /// Two different answers to one wait (the turn's own message and a `reply`) are two
+    /// operations: each takes effect once, and that is no double effect. The same turn sent
+    /// again with its own messageId is the same operation.
+    #[test]
+    fn a_reply_is_an_operation_of_its_own() {
+        let turn = |extra: &str| {
+            format!("[[step]]\nsend = {{ conversation = \"c1\", turn = 2{extra} }}\n")
+        };
+        // Three turns, so that the task still waits for input after turn 2.
+        let (first, last) = (
+            "[[step]]\nsend = { conversation = \"c1\", turn = 1 }\n",
+            "[[step]]\nsend = { conversation = \"c1\", turn = 3 }\n",
+        );
+        let answers = record_of(&format!(
+            "{first}{}{}{last}",
+            turn(""),
+            turn(", reply = \"other\"")
+        ));
+        assert_eq!(answers.effects.iter().filter(|e| e.applied).count(), 4);
+        let found = ExactlyOnce.check(&answers);
+        assert!(found.violations.is_empty(), "{:?}", found.violations);
+
+        // The same turn again with a messageId of its own (a client that makes a new one
+        // for a retry) is the same operation: its second effect is a double effect.
+        let retried = turn(", message_id = \"a-new-id-for-the-retry\"");
+        let twice = record_of(&format!("{first}{}{retried}{last}", turn("")));
+        assert_eq!(twice.effects.iter().filter(|e| e.applied).count(), 4);
+        let found = ExactlyOnce.check(&twice);
+        assert_eq!(found.violations.len(), 1);
+        assert_eq!(found.violations[0].kind, ViolationKind::DOUBLE_EFFECT);
     }
 }
