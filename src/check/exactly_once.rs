@@ -130,11 +130,41 @@ impl Checker for ExactlyOnce {
                     .push(outcome);
             }
         }
+        // An effect belongs to the operation of the message that carried it: the agent's own
+        // count of turns and name for the conversation (a message without the scripted data
+        // part, numbered from the task's history) are its, not the client's. A messageId sent
+        // for several turns goes by the turn the effect names.
+        let mut sent: BTreeMap<&str, Vec<Operation>> = BTreeMap::new();
+        for op in &run.history {
+            if let OpKind::Send {
+                conversation,
+                turn,
+                message_id,
+                ..
+            } = &op.kind
+            {
+                let ops = sent.entry(message_id).or_default();
+                let this = operation(conversation, *turn, message_id);
+                if !ops.contains(&this) {
+                    ops.push(this);
+                }
+            }
+        }
         let mut effects: BTreeMap<Operation, Vec<(&str, u64)>> = BTreeMap::new();
         for e in run.effects.iter().filter(|e| e.applied) {
             let r = &e.request;
+            let own = operation(&r.conversation, r.turn, &r.message_id);
+            let carried = match sent.get(r.message_id.as_str()).map(Vec::as_slice) {
+                Some([only]) => only.clone(),
+                Some(several) => several
+                    .iter()
+                    .find(|o| o.turn == r.turn)
+                    .unwrap_or(&several[0])
+                    .clone(),
+                None => own,
+            };
             effects
-                .entry(operation(&r.conversation, r.turn, &r.message_id))
+                .entry(carried)
                 .or_default()
                 .push((e.request.replica.as_str(), e.at_ms));
         }
@@ -260,5 +290,23 @@ mod tests {
         let found = ExactlyOnce.check(&twice);
         assert_eq!(found.violations.len(), 1);
         assert_eq!(found.violations[0].kind, ViolationKind::DOUBLE_EFFECT);
+    }
+
+    /// A message without the scripted data part is numbered and named by the agent (from
+    /// the task's history and the contextId): its effect still belongs to the client's
+    /// operation, by the messageId that carried it.
+    #[test]
+    fn an_effect_belongs_to_the_message_that_carried_it() {
+        let plain = |turn: u32| {
+            format!(
+                "[[step]]\nsend = {{ conversation = \"c1\", turn = {turn}, parts = \"text\" }}\n"
+            )
+        };
+        let run = record_of(&format!("{}{}", plain(1), plain(2)));
+        let applied: Vec<_> = run.effects.iter().filter(|e| e.applied).collect();
+        assert_eq!(applied.len(), 2);
+        assert!(applied.iter().all(|e| e.request.conversation != "c1"));
+        let found = ExactlyOnce.check(&run);
+        assert!(found.violations.is_empty(), "{:?}", found.violations);
     }
 }

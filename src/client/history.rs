@@ -9,6 +9,7 @@ use std::rc::Rc;
 
 use a2a::{Task, TaskState};
 
+use crate::client::Parts;
 use crate::host::Host;
 
 /// What an operation asked for.
@@ -33,6 +34,8 @@ pub enum OpKind {
         /// An answer on the turn's task with this text instead of the turn's own message
         /// (its messageId is the turn's with `-replyN`).
         reply: Option<String>,
+        /// What the message carried besides its text.
+        parts: Parts,
     },
     /// GetTask of the conversation's task.
     Get { conversation: String },

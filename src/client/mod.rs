@@ -24,7 +24,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use a2a::{Message, Part, Role, Task, TaskState};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::auth::{Grants, DEFAULT_PRINCIPAL};
@@ -60,6 +60,36 @@ pub enum Dialect {
     /// A2A 0.3: slash methods, no version header, `kind`-tagged shapes.
     #[serde(rename = "0.3")]
     V03,
+}
+
+/// What a `send`'s message carries besides its text (`parts`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Parts {
+    /// The scripted data part `{conversation, turn, turns}`: the agent reads its turn there.
+    Data,
+    /// The text alone.
+    Text,
+    /// The text and a small file (inline bytes, `text/plain`).
+    File,
+}
+
+impl Parts {
+    /// `message` (a turn's, as [`Client::turn_message`] builds it) with these parts: its
+    /// text, then the data part, nothing, or a file.
+    pub fn apply(self, message: &mut Message) {
+        match self {
+            Parts::Data => {}
+            Parts::Text => message.parts.truncate(1),
+            Parts::File => {
+                message.parts.truncate(1);
+                let mut file = Part::raw(b"notes for this turn\n".to_vec());
+                file.filename = Some("notes.txt".into());
+                file.media_type = Some("text/plain".into());
+                message.parts.push(file);
+            }
+        }
+    }
 }
 
 /// How to reach the cluster.

@@ -768,6 +768,7 @@ mod tests {
                 named_task: false,
                 needs_auth: false,
                 reply: None,
+                parts: crate::client::Parts::Data,
             },
             invoke_ms: 100,
             complete_ms: 145,

@@ -15,7 +15,7 @@ use serde_json::json;
 
 use crate::auth::DEFAULT_PRINCIPAL;
 use crate::client::history::{OpKind, Outcome};
-use crate::client::Client;
+use crate::client::{Client, Parts};
 use crate::faults::Action;
 use crate::host::Host;
 use crate::replica::TurnInfo;
@@ -128,6 +128,8 @@ fn run_step<'a>(
                 if let Some(text) = &s.reply {
                     message.parts[0] = a2a::Part::text(text.clone());
                 }
+                let parts = s.parts.unwrap_or(Parts::Data);
+                parts.apply(&mut message);
                 if s.needs_auth == Some(true) {
                     crate::replica::ask_for_authorised_action(&mut message);
                 }
@@ -146,6 +148,7 @@ fn run_step<'a>(
                     named_task: s.task_id.is_some(),
                     needs_auth: s.needs_auth == Some(true),
                     reply: s.reply.clone(),
+                    parts,
                 };
                 let answer = if s.streaming.unwrap_or(false) {
                     client

@@ -15,6 +15,7 @@ use serde::de::Error as _;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub use crate::client::Parts;
 use crate::faults::{Action, ActionError};
 use crate::host::Host;
 
@@ -64,6 +65,32 @@ pub struct SendStep {
     /// a2aproject/A2A#1249). Not with `context_id`, nor on turn 1 without `task_id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub omit_context_id: Option<bool>,
+    /// What the message carries besides its text: the scripted data part (the default), or
+    /// nothing (`text`) or a file (`file`), as clients that know nothing of a2a-chaos send;
+    /// the agent then counts its turn from the task's history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parts: Option<Parts>,
+}
+
+impl SendStep {
+    /// Turn `turn` of `conversation`, every option unset.
+    pub fn new(conversation: impl Into<String>, turn: u32) -> SendStep {
+        SendStep {
+            conversation: conversation.into(),
+            turn,
+            to: None,
+            message_id: None,
+            blocking: None,
+            streaming: None,
+            principal: None,
+            context_id: None,
+            needs_auth: None,
+            reply: None,
+            task_id: None,
+            omit_context_id: None,
+            parts: None,
+        }
+    }
 }
 
 /// A step aimed at a conversation's task.

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::auth::DEFAULT_PRINCIPAL;
 use crate::client::history::{OpKind, Outcome};
+use crate::client::Parts;
 use crate::faults::{lost_reply, Action};
 use crate::host::Host;
 use crate::scenario::{SendStep, Step, TaskStep};
@@ -154,6 +155,7 @@ pub fn convert(record: &RunRecord) -> Conversion {
                 omitted_context,
                 needs_auth,
                 reply,
+                parts,
                 ..
             } => {
                 // A reply's messageId is the turn's with `-replyN`, which the script derives
@@ -179,6 +181,7 @@ pub fn convert(record: &RunRecord) -> Conversion {
                     reply: reply.clone(),
                     task_id: None,
                     omit_context_id: omitted_context.then_some(true),
+                    parts: (*parts != Parts::Data).then_some(*parts),
                 })
             }
             OpKind::Get { .. } => Step::Get(task(conversation.clone())),

@@ -432,22 +432,7 @@ mod tests {
 
     #[test]
     fn renumbering_starts_conversations_and_turns_at_one() {
-        let send = |c: &str, t: u32| {
-            Step::Send(SendStep {
-                conversation: c.into(),
-                turn: t,
-                to: None,
-                message_id: None,
-                blocking: None,
-                streaming: None,
-                principal: None,
-                context_id: None,
-                needs_auth: None,
-                reply: None,
-                task_id: None,
-                omit_context_id: None,
-            })
-        };
+        let send = |c: &str, t: u32| Step::Send(SendStep::new(c, t));
         let out = renumbered(&[send("c7", 3), send("c2", 2), send("c7", 4)], true, true);
         assert_eq!(out, vec![send("c1", 1), send("c2", 1), send("c1", 2)]);
     }

@@ -103,22 +103,7 @@ mod tests {
 
     #[test]
     fn lanes_keep_each_conversation_in_order_and_duplicates_apart() {
-        let send = |c: &str, t: u32| {
-            Step::Send(SendStep {
-                conversation: c.into(),
-                turn: t,
-                to: None,
-                message_id: None,
-                blocking: None,
-                streaming: None,
-                principal: None,
-                context_id: None,
-                needs_auth: None,
-                reply: None,
-                task_id: None,
-                omit_context_id: None,
-            })
-        };
+        let send = |c: &str, t: u32| Step::Send(SendStep::new(c, t));
         let events = vec![
             Timed {
                 at_ms: 10,

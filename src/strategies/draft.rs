@@ -160,18 +160,8 @@ pub(super) fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
             *last += 1;
         }
         SendStep {
-            conversation: name(c),
-            turn: *last,
             to: to(t),
-            message_id: None,
-            blocking: None,
-            streaming: None,
-            principal: None,
-            context_id: None,
-            needs_auth: None,
-            reply: None,
-            task_id: None,
-            omit_context_id: None,
+            ..SendStep::new(name(c), *last)
         }
     };
     let task = |c: u32, t: &Option<Index>| TaskStep {

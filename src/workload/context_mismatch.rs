@@ -17,7 +17,7 @@ use serde_json::json;
 
 use super::{context_id, message_id, Behaviour, Conversation, Hook, Plan, WorkloadSpec};
 use crate::client::history::OpKind;
-use crate::client::Client;
+use crate::client::{Client, Parts};
 use crate::replica::TurnInfo;
 
 /// The `context-mismatch` behaviour.
@@ -72,6 +72,7 @@ async fn mismatched_send(conv: &Conversation, turn: u32, task_id: String) {
         named_task: false,
         needs_auth: false,
         reply: None,
+        parts: Parts::Data,
     };
     conv.client
         .unary(

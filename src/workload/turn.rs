@@ -20,7 +20,7 @@ use serde_json::json;
 
 use super::{message_id, Answered, WorkloadSpec};
 use crate::client::history::{OpKind, Outcome};
-use crate::client::Client;
+use crate::client::{Client, Parts};
 use crate::replica::TurnInfo;
 
 /// One turn's request, ready to send (and resend).
@@ -63,6 +63,7 @@ impl Turn {
                 named_task: false,
                 needs_auth: false,
                 reply: None,
+                parts: Parts::Data,
             },
             params,
             ctx: ctx.to_string(),

@@ -7,6 +7,7 @@ use a2a::TaskState;
 use serde_json::{json, Value};
 
 use crate::client::history::{Op, OpKind, Outcome, TaskView};
+use crate::client::Parts;
 use crate::host::Host;
 
 use super::Exchange;
@@ -170,6 +171,7 @@ impl Builder {
                         named_task: false,
                         needs_auth: false,
                         reply: None,
+                        parts: parts_of(m),
                     }
                 }
                 Method::Other => continue,
@@ -504,4 +506,21 @@ fn task_of(v: &TaskView) -> a2a::Task {
         "artifacts": artifacts, "history": history,
     }))
     .expect("a task built from a view reads back")
+}
+
+/// What a recorded message carried besides its text: the scripted data part (a data part
+/// naming its turn), a file (raw bytes or a URL), or nothing else.
+fn parts_of(message: &Value) -> Parts {
+    let parts = message.get("parts").and_then(Value::as_array);
+    let has = |key: &str| parts.is_some_and(|ps| ps.iter().any(|p| p.get(key).is_some()));
+    if parts.is_some_and(|ps| {
+        ps.iter()
+            .any(|p| p.pointer("/data/turn").is_some_and(Value::is_u64))
+    }) {
+        Parts::Data
+    } else if has("raw") || has("url") || has("file") {
+        Parts::File
+    } else {
+        Parts::Text
+    }
 }
