@@ -45,7 +45,7 @@ pub struct GenerateArgs {
     pub models: Vec<String>,
     /// Where the results go; default `results/fidelity-generated` for generator 1,
     /// `results/fidelity-concurrent` for generator 2, `results/fidelity-faults` for 3,
-    /// `results/fidelity-shapes` for 4. Rows already there are kept: a (model, seed) run
+    /// `results/fidelity-shapes` for 4, `results/fidelity-clients` for 5. Rows already there are kept: a (model, seed) run
     /// again replaces its row, as `--merge` does, so a one-seed rerun (a reproduce
     /// command) updates that seed's row and never drops the others.
     #[arg(long)]
@@ -55,7 +55,9 @@ pub struct GenerateArgs {
     /// races: two or three calls on one task at once; 3, which adds faults around turns:
     /// partitions, holds and latency of a replica's links, pauses, kills at a point; 4,
     /// which adds the request shapes official clients send: a follow-up with its taskId
-    /// and no contextId (default: 2, until generation 3 has a committed batch).
+    /// and no contextId; 5, which adds what clients that know nothing of a2a-chaos send:
+    /// messages with no scripted data part, and two different answers of one wait at once
+    /// (default: 2, until generation 3 has a committed batch).
     #[arg(long, default_value_t = crate::strategies::Generation::LATEST.number())]
     pub generator: u32,
     /// Report disagreements without shrinking them into the suite's found/.
@@ -135,7 +137,10 @@ impl GenerateArgs {
         Generation::from_number(self.generator).ok_or_else(|| {
             InputError::new(
                 "--generator",
-                format!("no generator {}; there are 1, 2, 3 and 4", self.generator),
+                format!(
+                    "no generator {}; there are 1, 2, 3, 4 and 5",
+                    self.generator
+                ),
             )
         })
     }
@@ -149,6 +154,7 @@ impl GenerateArgs {
                 Generation::Concurrent => "results/fidelity-concurrent",
                 Generation::Faults => "results/fidelity-faults",
                 Generation::Shapes => "results/fidelity-shapes",
+                Generation::Clients => "results/fidelity-clients",
             }),
         })
     }

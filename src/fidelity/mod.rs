@@ -403,4 +403,26 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn the_clients_generation_draws_plain_messages_and_two_answers() {
+        let mut kinds = std::collections::BTreeSet::new();
+        for seed in 0..100 {
+            let s = generated_by("a2a-python-1.3-versioned", seed, Generation::Clients);
+            assert!(s.file.name.starts_with("gen-g5-"), "{}", s.file.name);
+            live::validate(&s, "generated", false).unwrap();
+            kinds.extend(patterns::kinds(&s));
+        }
+        for want in ["plain", "file", "answers", "task-only", "race"] {
+            assert!(kinds.contains(want), "no {want} in 100 seeds: {kinds:?}");
+        }
+        // Generation 4 draws neither.
+        for seed in 0..64 {
+            let text = generated_by("a2a-python-1.3-versioned", seed, Generation::Shapes).to_toml();
+            assert!(
+                !text.contains("parts = \"") && !text.contains(" reply = \""),
+                "{text}"
+            );
+        }
+    }
 }

@@ -19,7 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::host::Host;
-use crate::scenario::{EffectGate, Script, Step};
+use crate::scenario::{EffectGate, Parts, Script, Step};
 
 /// The stagger steps of [`order_variants`], in simulated ms.
 pub const STAGGERS_MS: [u64; 5] = [2, 5, 10, 20, 40];
@@ -40,6 +40,11 @@ pub fn kinds(script: &Script) -> Vec<String> {
                     "streaming"
                 } else if s.omit_context_id == Some(true) {
                     "task-only"
+                } else if let Some(parts @ (Parts::Text | Parts::File)) = s.parts {
+                    match parts {
+                        Parts::File => "file",
+                        _ => "plain",
+                    }
                 } else {
                     "send"
                 }
@@ -62,6 +67,11 @@ pub fn kinds(script: &Script) -> Vec<String> {
                 note_sends(v, &mut sent);
                 if held(v) {
                     "held".to_string()
+                } else if v
+                    .iter()
+                    .any(|c| matches!(c, Step::Send(s) if s.reply.is_some()))
+                {
+                    "answers".to_string()
                 } else {
                     "race".to_string()
                 }

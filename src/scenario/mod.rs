@@ -46,7 +46,7 @@ use crate::host::Host;
 
 pub use calls::{CallExpect, CallMethod, CallOutcome, TaskExpect};
 pub use run::{run_script, ApplyNow, DriverLink, AWAIT_EFFECT_MAX};
-pub use step::{EffectGate, PushStep, SendStep, Step, StepError, TaskStep, TurnStep};
+pub use step::{EffectGate, Parts, PushStep, SendStep, Step, StepError, TaskStep, TurnStep};
 
 /// What a scenario expects.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -12,7 +12,7 @@ use proptest::strategy::{BoxedStrategy, Union};
 use super::{fault, race, ScenarioConfig, StepKind, SETTLE_MS};
 use crate::faults::{heal, kill, lost_reply, partition};
 use crate::host::Host;
-use crate::scenario::{EffectGate, SendStep, Step, TaskStep, TurnStep};
+use crate::scenario::{EffectGate, Parts, SendStep, Step, TaskStep, TurnStep};
 
 /// One abstract step: conversation and replica numbers, not names.
 #[derive(Debug, Clone)]
@@ -37,6 +37,9 @@ pub(super) enum Draft {
     Race(u32, Vec<(race::Member, Option<Index>)>),
     Fault(u32, Index, fault::Fault),
     TaskOnly(u32, Option<Index>),
+    /// A plain turn: `true` with a file.
+    Plain(u32, Option<Index>, bool),
+    Answers(u32, [Option<Index>; 2]),
 }
 
 /// What races a held turn (see [`StepKind::Held`]); the turn itself goes to a named replica.
@@ -114,6 +117,12 @@ pub(super) fn draft(config: &ScenarioConfig) -> BoxedStrategy<Draft> {
                     .prop_map(|(c, r, f)| Draft::Fault(c, r, f))
                     .boxed(),
                 StepKind::TaskOnly => target().prop_map(|(c, t)| Draft::TaskOnly(c, t)).boxed(),
+                StepKind::Plain => (conv.clone(), to(), any::<bool>())
+                    .prop_map(|(c, t, file)| Draft::Plain(c, t, file))
+                    .boxed(),
+                StepKind::Answers => (conv.clone(), to(), to())
+                    .prop_map(|(c, a, b)| Draft::Answers(c, [a, b]))
+                    .boxed(),
             };
             (kind.weight(), s)
         })
@@ -146,6 +155,8 @@ pub(super) fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
             | Draft::Held(c, _, _)
             | Draft::Fault(c, _, _)
             | Draft::TaskOnly(c, _)
+            | Draft::Plain(c, _, _)
+            | Draft::Answers(c, _)
             | Draft::Race(c, _) => note(*c),
             Draft::Concurrent(list) => list.iter().for_each(|(c, _)| note(*c)),
             _ => {}
@@ -207,6 +218,23 @@ pub(super) fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
                     omit_context_id: (s.turn > 1).then_some(true),
                     ..s
                 })
+            }
+            Draft::Plain(c, t, file) => Step::Send(SendStep {
+                parts: Some(if *file { Parts::File } else { Parts::Text }),
+                ..send(*c, t, false)
+            }),
+            Draft::Answers(c, [a, b]) => {
+                // Two answers need a wait: the conversation's first turn goes first.
+                if last_turn.borrow().get(c).is_none_or(|t| *t == 0) {
+                    steps.push(Step::Send(send(*c, &None, false)));
+                }
+                let own = send(*c, a, false);
+                let other = SendStep {
+                    to: to(b),
+                    reply: Some("another answer".into()),
+                    ..own.clone()
+                };
+                Step::Concurrent(vec![Step::Send(own), Step::Send(other)])
             }
             Draft::Duplicate(c, [a, b]) => {
                 let first = send(*c, a, false);

@@ -98,6 +98,15 @@ pub enum StepKind {
     /// clients send follow-ups (A2A 1.0 §3.4.3: the server infers the context); a first
     /// turn, or one whose task the client does not know, is sent as usual.
     TaskOnly,
+    /// The next turn of a conversation as clients that know nothing of a2a-chaos send it:
+    /// its text alone or with a small file, no scripted data part, so the agent counts the
+    /// turn from the task's history (and completes from it).
+    Plain,
+    /// Two different answers of one wait at the same instant: the conversation's next turn
+    /// and a `reply` to the same wait with text and a messageId of its own, each to its own
+    /// replica or the router (the seeds' "A and B continue the same task at once"; the
+    /// conversation's first turn goes before them when its task does not exist yet).
+    Answers,
 }
 
 impl StepKind {
@@ -180,6 +189,7 @@ impl StepKind {
             StepKind::Race | StepKind::Fault => 3,
             // Generation 4 is about this shape: most of its follow-ups take it.
             StepKind::TaskOnly => 6,
+            StepKind::Plain | StepKind::Answers => 3,
             StepKind::Get | StepKind::Retry | StepKind::Concurrent | StepKind::Held => 2,
             _ => 1,
         }
@@ -201,6 +211,10 @@ pub enum Generation {
     /// Generation 3 and the request shapes the official clients send
     /// ([`StepKind::TaskOnly`]: a follow-up that names its task and no contextId).
     Shapes = 4,
+    /// Generation 4 and what clients that know nothing of a2a-chaos send: messages with no
+    /// scripted data part ([`StepKind::Plain`]) and two different answers of one wait at
+    /// once ([`StepKind::Answers`]).
+    Clients = 5,
 }
 
 impl Generation {
@@ -214,6 +228,7 @@ impl Generation {
             2 => Some(Generation::Concurrent),
             3 => Some(Generation::Faults),
             4 => Some(Generation::Shapes),
+            5 => Some(Generation::Clients),
             _ => None,
         }
     }
@@ -231,6 +246,13 @@ impl Generation {
             Generation::Concurrent => &[StepKind::Race],
             Generation::Faults => &[StepKind::Race, StepKind::Fault],
             Generation::Shapes => &[StepKind::Race, StepKind::Fault, StepKind::TaskOnly],
+            Generation::Clients => &[
+                StepKind::Race,
+                StepKind::Fault,
+                StepKind::TaskOnly,
+                StepKind::Plain,
+                StepKind::Answers,
+            ],
         };
         StepKind::LIVE.iter().chain(added).copied().collect()
     }
