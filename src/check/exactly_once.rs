@@ -9,8 +9,10 @@
 //! answer with text of its own and a messageId of its own) is an operation of its own: two
 //! different answers to one wait, sent at once as the seeds' "A and B continue the same task
 //! at once", may each take effect once. A reply to a turn that asked for authorisation is
-//! not: it grants that turn's action, which still takes effect once. Exercised: turns that were retried, duplicated,
-//! refused or left unknown, where double or phantom effects could happen.
+//! not: it grants that turn's action, which still takes effect once. An effect belongs to
+//! the operation of the message that carried it (by messageId), whatever turn the agent
+//! numbered it. Exercised: turns that were retried, duplicated, refused or left unknown,
+//! where double or phantom effects could happen.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -109,31 +111,11 @@ impl Checker for ExactlyOnce {
             reply: replies.get(message_id).map(|id| id.to_string()),
         };
         let mut attempts: BTreeMap<Operation, Vec<&Outcome>> = BTreeMap::new();
-        for op in &run.history {
-            if let OpKind::Send {
-                conversation,
-                turn,
-                message_id,
-                ..
-            } = &op.kind
-            {
-                let acknowledged = op
-                    .acknowledged()
-                    .is_some_and(|t| t.artifacts.contains(&format!("turn-{turn}")));
-                let outcome = match &op.outcome {
-                    Outcome::Ok if !acknowledged => &unacknowledged,
-                    other => other,
-                };
-                attempts
-                    .entry(operation(conversation, *turn, message_id))
-                    .or_default()
-                    .push(outcome);
-            }
-        }
-        // An effect belongs to the operation of the message that carried it: the agent's own
-        // count of turns and name for the conversation (a message without the scripted data
-        // part, numbered from the task's history) are its, not the client's. A messageId sent
-        // for several turns goes by the turn the effect names.
+        // The operations each messageId was sent for: an effect belongs to the operation of
+        // the message that carried it, so the agent's own count of turns and name for the
+        // conversation (a message without the scripted data part is numbered from the
+        // task's history) are its business, not the client's. A messageId sent for several
+        // turns goes by the turn the effect names.
         let mut sent: BTreeMap<&str, Vec<Operation>> = BTreeMap::new();
         for op in &run.history {
             if let OpKind::Send {
@@ -143,11 +125,19 @@ impl Checker for ExactlyOnce {
                 ..
             } = &op.kind
             {
-                let ops = sent.entry(message_id).or_default();
                 let this = operation(conversation, *turn, message_id);
+                let ops = sent.entry(message_id).or_default();
                 if !ops.contains(&this) {
-                    ops.push(this);
+                    ops.push(this.clone());
                 }
+                let acknowledged = op
+                    .acknowledged()
+                    .is_some_and(|t| t.artifacts.contains(&format!("turn-{turn}")));
+                let outcome = match &op.outcome {
+                    Outcome::Ok if !acknowledged => &unacknowledged,
+                    other => other,
+                };
+                attempts.entry(this).or_default().push(outcome);
             }
         }
         let mut effects: BTreeMap<Operation, Vec<(&str, u64)>> = BTreeMap::new();

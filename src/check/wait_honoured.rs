@@ -65,11 +65,12 @@ impl Checker for WaitHonoured {
             .iter()
             .map(|(c, t)| (t.as_str(), c.as_str()))
             .collect();
-        // When the client sent each message (the first send of it).
+        // When the client last sent each message (a retry during a wait answers it too).
         let mut sent_at: BTreeMap<&str, u64> = BTreeMap::new();
         for op in &run.history {
             if let OpKind::Send { message_id, .. } = &op.kind {
-                sent_at.entry(message_id).or_insert(op.invoke_ms);
+                let at = sent_at.entry(message_id).or_insert(op.invoke_ms);
+                *at = (*at).max(op.invoke_ms);
             }
         }
         let mut violations = Vec::new();

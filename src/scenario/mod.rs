@@ -543,6 +543,12 @@ fn check_step(
                     ));
                 }
             }
+            if s.needs_auth == Some(true) && matches!(s.parts, Some(Parts::Text | Parts::File)) {
+                return Err(InputError::new(
+                    origin,
+                    "send: needs_auth asks in the scripted data part, which parts = \"text\" or \"file\" leaves out",
+                ));
+            }
         }
         Step::Cancel(s) | Step::Get(s) | Step::Subscribe(s) => {
             check_to(&s.to, replicas, origin)?;
@@ -691,6 +697,22 @@ violations = ["no-lost-writes"]
         let bad = ok.replace("turn = 2 }\n", "turn = 0 }\n");
         let err = Script::parse(&bad, "x").unwrap_err().message;
         assert!(err.contains("hold-effect: turn starts at 1"), "{err}");
+    }
+
+    #[test]
+    fn parts_read_and_a_question_needs_the_data_part() {
+        let text = ABA.replace("turn = 2, to", "turn = 2, parts = \"file\", to");
+        let s = Script::parse(&text, "x").unwrap();
+        assert!(matches!(&s.steps[1], Step::Send(x) if x.parts == Some(Parts::File)));
+        let bad = ABA.replace(
+            "turn = 2, to",
+            "turn = 2, parts = \"text\", needs_auth = true, to",
+        );
+        let err = Script::parse(&bad, "x").unwrap_err().message;
+        assert!(
+            err.contains("needs_auth asks in the scripted data part"),
+            "{err}"
+        );
     }
 
     #[test]
