@@ -76,34 +76,32 @@ impl Checker for ExactlyOnce {
         let unacknowledged = Outcome::Info {
             why: "answered without the turn's artifact".into(),
         };
-        // Turns that asked for authorisation: a reply to one grants the turn's own action.
-        let asking: BTreeSet<(&str, u32)> = run
-            .history
-            .iter()
-            .filter_map(|op| match &op.kind {
-                OpKind::Send {
-                    conversation,
-                    turn,
-                    needs_auth: true,
-                    ..
-                } => Some((conversation.as_str(), *turn)),
-                _ => None,
-            })
-            .collect();
-        // The messageIds of the other replies: each names an operation of its own.
-        let replies: BTreeSet<&str> = run
-            .history
-            .iter()
-            .filter_map(|op| match &op.kind {
-                OpKind::Send {
-                    conversation,
-                    turn,
-                    message_id,
-                    reply: Some(_),
-                    ..
-                } if !asking.contains(&(conversation.as_str(), *turn)) => Some(message_id.as_str()),
-                _ => None,
-            })
+        // Turns that asked for authorisation (a reply to one grants the turn's own action),
+        // and the other replies, each an operation of its own (by its messageId).
+        let mut asking: BTreeSet<(&str, u32)> = BTreeSet::new();
+        let mut answers: Vec<(&str, u32, &str)> = Vec::new();
+        for op in &run.history {
+            if let OpKind::Send {
+                conversation,
+                turn,
+                message_id,
+                needs_auth,
+                reply,
+                ..
+            } = &op.kind
+            {
+                if *needs_auth {
+                    asking.insert((conversation, *turn));
+                }
+                if reply.is_some() {
+                    answers.push((conversation, *turn, message_id));
+                }
+            }
+        }
+        let replies: BTreeSet<&str> = answers
+            .into_iter()
+            .filter(|(c, t, _)| !asking.contains(&(*c, *t)))
+            .map(|(_, _, id)| id)
             .collect();
         let operation = |conversation: &str, turn: u32, message_id: &str| Operation {
             conversation: conversation.to_string(),

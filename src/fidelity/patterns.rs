@@ -40,11 +40,10 @@ pub fn kinds(script: &Script) -> Vec<String> {
                     "streaming"
                 } else if s.omit_context_id == Some(true) {
                     "task-only"
-                } else if let Some(parts @ (Parts::Text | Parts::File)) = s.parts {
-                    match parts {
-                        Parts::File => "file",
-                        _ => "plain",
-                    }
+                } else if s.parts == Some(Parts::Text) {
+                    "plain"
+                } else if s.parts == Some(Parts::File) {
+                    "file"
                 } else {
                     "send"
                 }

@@ -164,22 +164,25 @@ impl TurnInfo {
     /// an integral value (`1`, `1.0`, `1e0`): JSON does not tell them apart, and
     /// protobuf-based clients (a2a-sdk's `Struct`) send every number as a double.
     pub fn from_message(message: &Message) -> Option<TurnInfo> {
-        let of = |v: &Value| {
-            Some(TurnInfo {
-                conversation: v.get("conversation")?.as_str()?.to_string(),
-                turn: integral(v.get("turn")?)?,
-                turns: integral(v.get("turns")?)?,
-            })
-        };
         let data = message.parts.iter().find_map(|p| match &p.content {
-            PartContent::Data(v) => of(v),
+            PartContent::Data(v) => TurnInfo::from_data(v),
             _ => None,
         });
         data.or_else(|| {
             message.parts.iter().find_map(|p| match &p.content {
-                PartContent::Text(t) => of(&turn_in_text(t)?),
+                PartContent::Text(t) => TurnInfo::from_data(&turn_in_text(t)?),
                 _ => None,
             })
+        })
+    }
+
+    /// Reads the turn from the scripted data part's object `{conversation, turn, turns}`
+    /// (numbers as [`TurnInfo::from_message`] reads them).
+    pub fn from_data(v: &Value) -> Option<TurnInfo> {
+        Some(TurnInfo {
+            conversation: v.get("conversation")?.as_str()?.to_string(),
+            turn: integral(v.get("turn")?)?,
+            turns: integral(v.get("turns")?)?,
         })
     }
 

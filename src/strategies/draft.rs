@@ -181,6 +181,13 @@ pub(super) fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
         principal: None,
         task_id: None,
     };
+    // A step that needs its conversation's task: the conversation's first turn goes first
+    // when its task does not exist yet.
+    let first_turn_if_new = |c: u32, steps: &mut Vec<Step>| {
+        if last_turn.borrow().get(&c).is_none_or(|t| *t == 0) {
+            steps.push(Step::Send(send(c, &None, false)));
+        }
+    };
     let mut steps = Vec::new();
     for d in drafts {
         let step = match d {
@@ -224,10 +231,8 @@ pub(super) fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
                 ..send(*c, t, false)
             }),
             Draft::Answers(c, [a, b]) => {
-                // Two answers need a wait: the conversation's first turn goes first.
-                if last_turn.borrow().get(c).is_none_or(|t| *t == 0) {
-                    steps.push(Step::Send(send(*c, &None, false)));
-                }
+                // Two answers need a wait to answer.
+                first_turn_if_new(*c, &mut steps);
                 let own = send(*c, a, false);
                 let other = SendStep {
                     to: to(b),
@@ -251,10 +256,7 @@ pub(super) fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
             Draft::Race(c, members) => {
                 use race::Member;
                 // A race needs its task: the conversation's first turn goes first.
-                let fresh = last_turn.borrow().get(c).is_none_or(|t| *t == 0);
-                if fresh {
-                    steps.push(Step::Send(send(*c, &None, false)));
-                }
+                first_turn_if_new(*c, &mut steps);
                 let mut first: Option<SendStep> = None;
                 let mut calls = Vec::new();
                 for (member, t) in members {

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use crate::client::history::{Op, OpKind, Outcome, TaskView};
 use crate::client::Parts;
 use crate::host::Host;
+use crate::replica::TurnInfo;
 
 use super::Exchange;
 use crate::live::wire::{self, Item, Method, WireTask};
@@ -508,15 +509,20 @@ fn task_of(v: &TaskView) -> a2a::Task {
     .expect("a task built from a view reads back")
 }
 
-/// What a recorded message carried besides its text: the scripted data part (a data part
-/// naming its turn), a file (raw bytes or a URL), or nothing else.
+/// What a recorded message carried besides its text, in either wire: the scripted data
+/// part (read as the replicas read it, [`TurnInfo::from_data`]), a file (1.0's `raw` or
+/// `url`, 0.3's `file`), or nothing else.
 fn parts_of(message: &Value) -> Parts {
-    let parts = message.get("parts").and_then(Value::as_array);
-    let has = |key: &str| parts.is_some_and(|ps| ps.iter().any(|p| p.get(key).is_some()));
-    if parts.is_some_and(|ps| {
-        ps.iter()
-            .any(|p| p.pointer("/data/turn").is_some_and(Value::is_u64))
-    }) {
+    let parts = message
+        .get("parts")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let has = |key: &str| parts.iter().any(|p| p.get(key).is_some());
+    if parts
+        .iter()
+        .any(|p| p.get("data").and_then(TurnInfo::from_data).is_some())
+    {
         Parts::Data
     } else if has("raw") || has("url") || has("file") {
         Parts::File
