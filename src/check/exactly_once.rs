@@ -115,11 +115,15 @@ impl Checker for ExactlyOnce {
         // task's history) are its business, not the client's. A messageId sent for several
         // turns goes by the turn the effect names.
         let mut sent: BTreeMap<&str, Vec<Operation>> = BTreeMap::new();
+        // Operations whose turn asked the agent for no effect (`effect = false`): none is
+        // owed, and one made anyway is reported as such.
+        let mut effectless: BTreeSet<Operation> = BTreeSet::new();
         for op in &run.history {
             if let OpKind::Send {
                 conversation,
                 turn,
                 message_id,
+                shape,
                 ..
             } = &op.kind
             {
@@ -127,6 +131,10 @@ impl Checker for ExactlyOnce {
                 let ops = sent.entry(message_id).or_default();
                 if !ops.contains(&this) {
                     ops.push(this.clone());
+                }
+                if !shape.effect {
+                    effectless.insert(this);
+                    continue;
                 }
                 let acknowledged = op
                     .acknowledged()
@@ -223,13 +231,14 @@ impl Checker for ExactlyOnce {
         // Effects no client operation accounts for (a turn the client never sent).
         for (op, list) in &effects {
             if !attempts.contains_key(op) {
+                let why = if effectless.contains(op) {
+                    "its turn asked for no effect"
+                } else {
+                    "the client never sent it"
+                };
                 let v = Violation::new(
                     ViolationKind::EFFECT_NEVER_SENT,
-                    format!(
-                        "{} took effect ({}) but the client never sent it",
-                        op.label(),
-                        listed(list)
-                    ),
+                    format!("{} took effect ({}) but {why}", op.label(), listed(list)),
                 )
                 .about(&op.conversation, op.turn);
                 violations.push(anchored(v, list));
@@ -278,6 +287,23 @@ mod tests {
         let found = ExactlyOnce.check(&twice);
         assert_eq!(found.violations.len(), 1);
         assert_eq!(found.violations[0].kind, ViolationKind::DOUBLE_EFFECT);
+    }
+
+    /// A turn that asks the agent for no effect (`effect = false`) owes none: acknowledged
+    /// ok with no effect at the ledger, it is no violation, and the other turns are still
+    /// judged.
+    #[test]
+    fn a_turn_without_an_effect_owes_none() {
+        let run = record_of(
+            "[[step]]\nsend = { conversation = \"c1\", turn = 1, effect = false }\n\
+             [[step]]\nsend = { conversation = \"c1\", turn = 2 }\n\
+             [[step]]\nsend = { conversation = \"c1\", turn = 2 }\n",
+        );
+        let applied: Vec<_> = run.effects.iter().filter(|e| e.applied).collect();
+        assert_eq!(applied.len(), 1, "only turn 2's first send runs an effect");
+        assert_eq!(applied[0].request.turn, 2);
+        let found = ExactlyOnce.check(&run);
+        assert!(found.violations.is_empty(), "{:?}", found.violations);
     }
 
     /// A message without the scripted data part is numbered and named by the agent (from

@@ -45,7 +45,8 @@ pub struct GenerateArgs {
     pub models: Vec<String>,
     /// Where the results go; default `results/fidelity-generated` for generator 1,
     /// `results/fidelity-concurrent` for generator 2, `results/fidelity-faults` for 3,
-    /// `results/fidelity-shapes` for 4, `results/fidelity-clients` for 5. Rows already there are kept: a (model, seed) run
+    /// `results/fidelity-shapes` for 4, `results/fidelity-clients` for 5,
+    /// `results/fidelity-agents` for 6. Rows already there are kept: a (model, seed) run
     /// again replaces its row, as `--merge` does, so a one-seed rerun (a reproduce
     /// command) updates that seed's row and never drops the others.
     #[arg(long)]
@@ -56,8 +57,10 @@ pub struct GenerateArgs {
     /// partitions, holds and latency of a replica's links, pauses, kills at a point; 4,
     /// which adds the request shapes official clients send: a follow-up with its taskId
     /// and no contextId; 5, which adds what clients that know nothing of a2a-chaos send:
-    /// messages with no scripted data part, and two different answers of one wait at once
-    /// (default: 2, until generation 3 has a committed batch).
+    /// messages with no scripted data part, and two different answers of one wait at once;
+    /// 6, which adds agents of other shapes: progress updates, no effect, a cancel
+    /// mid-think, every turn thinking 200 ms (default: 2, until generation 3 has a
+    /// committed batch).
     #[arg(long, default_value_t = crate::strategies::Generation::LATEST.number())]
     pub generator: u32,
     /// Report disagreements without shrinking them into the suite's found/.
@@ -137,10 +140,7 @@ impl GenerateArgs {
         Generation::from_number(self.generator).ok_or_else(|| {
             InputError::new(
                 "--generator",
-                format!(
-                    "no generator {}; there are 1, 2, 3, 4 and 5",
-                    self.generator
-                ),
+                format!("no generator {}; there are 1 to 6", self.generator),
             )
         })
     }
@@ -155,6 +155,7 @@ impl GenerateArgs {
                 Generation::Faults => "results/fidelity-faults",
                 Generation::Shapes => "results/fidelity-shapes",
                 Generation::Clients => "results/fidelity-clients",
+                Generation::Agents => "results/fidelity-agents",
             }),
         })
     }

@@ -11,6 +11,7 @@ use a2a::{Task, TaskState};
 
 use crate::client::Parts;
 use crate::host::Host;
+use crate::replica::AgentShape;
 
 /// What an operation asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +37,9 @@ pub enum OpKind {
         reply: Option<String>,
         /// What the message carried besides its text.
         parts: Parts,
+        /// What the message asked of the agent: its business effect or none, and its
+        /// progress updates ([`AgentShape`]).
+        shape: AgentShape,
     },
     /// GetTask of the conversation's task.
     Get { conversation: String },

@@ -425,4 +425,29 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn the_agents_generation_draws_progress_no_effect_and_cancels_mid_think() {
+        let mut kinds = std::collections::BTreeSet::new();
+        for seed in 0..100 {
+            let s = generated_by("a2a-python-1.3-versioned", seed, Generation::Agents);
+            assert!(s.file.name.starts_with("gen-g6-"), "{}", s.file.name);
+            assert_eq!(s.file.think_ms, Some([200, 200]));
+            live::validate(&s, "generated", false).unwrap();
+            kinds.extend(patterns::kinds(&s));
+        }
+        for want in ["progress", "no-effect", "cancel-mid-think", "plain", "race"] {
+            assert!(kinds.contains(want), "no {want} in 100 seeds: {kinds:?}");
+        }
+        // Generation 5 draws no agent shape, and thinks as the model does.
+        for seed in 0..64 {
+            let s = generated_by("a2a-python-1.3-versioned", seed, Generation::Clients);
+            let text = s.to_toml();
+            assert!(
+                !text.contains("progress =") && !text.contains("effect = false"),
+                "{text}"
+            );
+            assert_eq!(s.file.think_ms, None);
+        }
+    }
 }

@@ -44,6 +44,10 @@ pub fn kinds(script: &Script) -> Vec<String> {
                     "plain"
                 } else if s.parts == Some(Parts::File) {
                     "file"
+                } else if s.progress.is_some_and(|n| n > 0) {
+                    "progress"
+                } else if s.effect == Some(false) {
+                    "no-effect"
                 } else {
                     "send"
                 }
@@ -55,6 +59,13 @@ pub fn kinds(script: &Script) -> Vec<String> {
                     "non-blocking".to_string()
                 }
                 [Step::Cancel(_), Step::Cancel(_)] => "cancel-twice".to_string(),
+                // A turn of another agent shape, canceled mid-think (generation 6).
+                [Step::Send(s), Step::WaitMs(_), Step::Cancel(_), Step::WaitMs(_)]
+                    if s.blocking == Some(false) =>
+                {
+                    sent.insert((s.conversation.clone(), s.turn));
+                    "cancel-mid-think".to_string()
+                }
                 // A fault around a turn (generation 3): the fault's step key.
                 [fault @ Step::Fault(_), Step::Concurrent(inner)] => {
                     note_sends(inner, &mut sent);

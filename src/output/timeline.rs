@@ -769,6 +769,7 @@ mod tests {
                 needs_auth: false,
                 reply: None,
                 parts: crate::client::Parts::Data,
+                shape: crate::replica::AgentShape::default(),
             },
             invoke_ms: 100,
             complete_ms: 145,

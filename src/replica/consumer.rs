@@ -33,7 +33,7 @@ use a2a::{Message, Task, TaskState};
 use super::decide::save::BeforeEffect;
 use super::decide::{self, Saved};
 use super::turn::release_claim;
-use super::{needs_auth, push_user_again, rpc, status, Refusal, Replica, TurnInfo};
+use super::{needs_auth, push_user_again, rpc, status, AgentShape, Refusal, Replica, TurnInfo};
 use crate::faults::KillPoint;
 use crate::ground::ledger::{self, EffectRequest};
 use crate::model::ReplyIn;
@@ -153,7 +153,7 @@ impl Replica {
 
     /// The effect of an executor whose consumer is gone, recorded with `why`: nothing it
     /// emits is saved. One whose message asks for authorisation asks instead, and nothing
-    /// runs.
+    /// runs; one whose message asks for no effect ([`AgentShape`]) makes none.
     async fn orphan_effect(&self, orphan: Orphan, why: &str) {
         let Orphan {
             info,
@@ -162,7 +162,7 @@ impl Replica {
             context_id,
             began_ms: _,
         } = orphan;
-        if needs_auth(&message) {
+        if needs_auth(&message) || !AgentShape::of(&message).effect {
             return;
         }
         self.record(format!("{}#{}: {why}", info.conversation, info.turn));

@@ -78,6 +78,7 @@ use crate::trace::{Event, Tone, Trace};
 
 pub use drain::DrainSignal;
 
+mod agent;
 mod artifact;
 mod auth;
 mod busy;
@@ -94,6 +95,7 @@ mod queue;
 mod recovery;
 mod rpc;
 mod save;
+mod shape;
 mod state;
 mod subscribe;
 mod tap;
@@ -104,6 +106,7 @@ mod wire03;
 pub use crate::protocol::{agent_card, parse_http_url};
 pub use auth::{ask_for_authorised_action, needs_auth, Caller, NEEDS_AUTH_KEY};
 pub use rpc::Refusal;
+pub use shape::{AgentShape, EFFECT_KEY, MAX_PROGRESS, PROGRESS_KEY};
 pub use state::{Replica, Seeds};
 
 use state::{ActiveTask, TaskLock};

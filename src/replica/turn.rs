@@ -27,15 +27,13 @@ use super::decide::send::{DedupAt, OnClaim, OnTask, SendAnswer, TaskRead, UserSa
 use super::decide::turn::{AfterThink, TurnSaved};
 use super::follow_up;
 use super::{
-    decide, needs_auth, push_user_again, reply_with, rpc, set_marker, status, ActiveTask, Caller,
-    Refusal, Replica, TurnInfo,
+    decide, needs_auth, push_user_again, reply_with, rpc, set_marker, status, ActiveTask,
+    AgentShape, Caller, Refusal, Replica, TurnInfo,
 };
 use crate::faults::{KillPoint, Point};
-use crate::ground::ledger::{self, EffectRequest};
 use crate::model::ReplyIn;
 use crate::net::BoxBody;
 use crate::store::TaskStore;
-use crate::trace::event::failure_tone;
 use crate::trace::{now_ms, Tone};
 
 impl Replica {
@@ -527,10 +525,27 @@ impl Replica {
         let plan = decide::turn::turn_plan(&self.profile);
         let run = follow_up::run_of(self, task, info);
 
-        // Think (the model call), or what is left of it after the saves it ran beside.
+        let shape = AgentShape::of(message);
+
+        // Think (the model call), or what is left of it after the saves it ran beside,
+        // saving the progress updates the turn asks for on the way.
         let think = self.draw(self.timing.think_ms);
         let saving_ms = now_ms().saturating_sub(began_ms);
-        tokio::time::sleep(decide::turn::think_left(&plan, think, saving_ms)).await;
+        let left = decide::turn::think_left(&plan, think, saving_ms);
+        let turn = (info, message);
+        if let Some(stopped) = self
+            .think_with_progress(
+                turn,
+                task,
+                (&mut version, began_ms),
+                (think, left),
+                active,
+                sink,
+            )
+            .await
+        {
+            return stopped;
+        }
         // The action may need the user's authorisation (the turn asked for one, or the task
         // waits for one): without it, the task asks for it and nothing runs.
         let asks_auth = needs_auth(message) || answering_auth;
@@ -544,6 +559,8 @@ impl Replica {
                     .ask_for_auth(info, message, task, (version, active), sink)
                     .await;
             }
+            // A turn that performs no effect goes straight to its reply.
+            AfterThink::Fence | AfterThink::Effect if !shape.effect => {}
             AfterThink::Fence => {
                 // Record the effect intent with CAS, so a cancel that landed first stops
                 // the effect, and a cancel that lands later waits for it.
@@ -569,49 +586,9 @@ impl Replica {
             }
             AfterThink::Effect => {}
         }
-
-        // The business effect (the tool call).
-        let effect = EffectRequest {
-            task_id: task.id.clone(),
-            context_id: task.context_id.clone(),
-            conversation: info.conversation.clone(),
-            turn: info.turn,
-            message_id: message.message_id.clone(),
-            replica: self.name.clone(),
-            key: decide::turn::effect_key(&self.profile, &task.context_id, &message.message_id),
-            sent_ms: now_ms(),
-        };
-        self.faults
-            .chaos
-            .borrow_mut()
-            .reached(&self.name, KillPoint::Effect);
-        if let Err(e) = ledger::perform(&effect, self.timing.ledger_timeout).await {
-            self.record_as(
-                failure_tone(&e.to_string()),
-                format!(
-                    "{}#{}: effect outcome unknown: {e}",
-                    info.conversation, info.turn
-                ),
-            );
-            if plan.fails_task {
-                // The executor raised: the task is failed (best effort).
-                task.status = status(TaskState::Failed);
-                let saved = self
-                    .persist(task, self.save_mode(Some(version)), Some(version))
-                    .await;
-                if let (Ok(v), true) = (saved, plan.caches) {
-                    // The ActiveTask's copy follows every save it makes, this one too
-                    // (a queued message then finds the task failed, as a2a-sdk 1.1.5 does).
-                    *active.cached.borrow_mut() = Some((task.clone(), v));
-                }
-            }
-            return Err(decide::turn::effect_failed(&self.profile, &e.to_string()));
+        if shape.effect {
+            self.effect(turn, task, version, &plan, active).await?;
         }
-
-        self.faults
-            .chaos
-            .borrow_mut()
-            .reached(&self.name, KillPoint::AfterEffect);
 
         // Compose the reply: a step between the effect and the save.
         tokio::time::sleep(self.draw(self.timing.compose_ms)).await;

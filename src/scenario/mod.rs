@@ -549,6 +549,22 @@ fn check_step(
                     "send: needs_auth asks in the scripted data part, which parts = \"text\" or \"file\" leaves out",
                 ));
             }
+            let shaped = s.effect == Some(false) || s.progress.is_some_and(|n| n > 0);
+            if shaped && matches!(s.parts, Some(Parts::Text | Parts::File)) {
+                return Err(InputError::new(
+                    origin,
+                    "send: effect and progress ask in the scripted data part, which parts = \"text\" or \"file\" leaves out",
+                ));
+            }
+            if s.progress.is_some_and(|n| n > crate::replica::MAX_PROGRESS) {
+                return Err(InputError::new(
+                    origin,
+                    format!(
+                        "send: progress must be 0..={} updates",
+                        crate::replica::MAX_PROGRESS
+                    ),
+                ));
+            }
         }
         Step::Cancel(s) | Step::Get(s) | Step::Subscribe(s) => {
             check_to(&s.to, replicas, origin)?;
@@ -632,147 +648,4 @@ fn check_calls(expect: &Expect, origin: &str) -> Result<(), InputError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const ABA: &str = r#"
-name = "aba"
-model = "a2a-python-1.1"
-replicas = 2
-[[step]]
-send = { conversation = "c1", turn = 1, to = "replica-0" }
-[[step]]
-send = { conversation = "c1", turn = 2, to = "replica-1" }
-[expect]
-violations = ["no-lost-writes"]
-"#;
-
-    #[test]
-    fn the_contract_example_parses() {
-        let s = Script::parse(ABA, "aba.toml").unwrap();
-        assert_eq!(s.steps.len(), 2);
-        assert_eq!(s.turns["c1"], 2);
-    }
-
-    #[test]
-    fn a_script_waits_its_wait_steps_and_its_latest_until() {
-        let s = Script::parse(
-            &ABA.replace(
-                "[expect]",
-                "[[step]]\nwait-ms = 600000\n[[step]]\nconcurrent = [{ wait-ms = 5 }, { until-ms = 40 }]\n[[step]]\nuntil-ms = 30\n[expect]",
-            ),
-            "aba.toml",
-        )
-        .unwrap();
-        assert_eq!(s.waits_ms(), 600_005 + 40);
-        assert_eq!(Script::parse(ABA, "aba.toml").unwrap().waits_ms(), 0);
-    }
-
-    #[test]
-    fn an_unknown_key_names_the_line() {
-        let bad = ABA.replace("replicas = 2", "replicas = 2\nreplics = 3");
-        let err = Script::parse(&bad, "aba.toml").unwrap_err().to_string();
-        assert!(err.starts_with("aba.toml:5:"), "{err}");
-        assert!(err.contains("replics"), "{err}");
-    }
-
-    #[test]
-    fn a_step_with_two_keys_is_refused() {
-        let bad = format!("{ABA}\n[[step]]\nkill = \"replica-0\"\nwait-ms = 5\n");
-        assert!(Script::parse(&bad, "x")
-            .unwrap_err()
-            .message
-            .contains("more than one key"));
-    }
-
-    #[test]
-    fn effect_steps_name_a_turn_from_1() {
-        let ok = format!("{ABA}\n[[step]]\nhold-effect = {{ conversation = \"c1\", turn = 2 }}\n");
-        let s = Script::parse(
-            &ok.replace("[expect]\nviolations = [\"no-lost-writes\"]\n", ""),
-            "x",
-        )
-        .unwrap();
-        assert!(matches!(&s.steps[2], Step::Effect(EffectGate::Hold, t) if t.turn == 2));
-        let bad = ok.replace("turn = 2 }\n", "turn = 0 }\n");
-        let err = Script::parse(&bad, "x").unwrap_err().message;
-        assert!(err.contains("hold-effect: turn starts at 1"), "{err}");
-    }
-
-    #[test]
-    fn parts_read_and_a_question_needs_the_data_part() {
-        let text = ABA.replace("turn = 2, to", "turn = 2, parts = \"file\", to");
-        let s = Script::parse(&text, "x").unwrap();
-        assert!(matches!(&s.steps[1], Step::Send(x) if x.parts == Some(Parts::File)));
-        let bad = ABA.replace(
-            "turn = 2, to",
-            "turn = 2, parts = \"text\", needs_auth = true, to",
-        );
-        let err = Script::parse(&bad, "x").unwrap_err().message;
-        assert!(
-            err.contains("needs_auth asks in the scripted data part"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn an_unknown_replica_is_refused() {
-        let bad = ABA.replace("to = \"replica-1\"", "to = \"replica-7\"");
-        assert!(Script::parse(&bad, "x")
-            .unwrap_err()
-            .message
-            .contains("replica-7"));
-    }
-    #[test]
-    fn a_scenario_written_back_parses_to_the_same_steps() {
-        let text = format!(
-            "{}\n{}",
-            ABA.replace("[expect]\nviolations = [\"no-lost-writes\"]\n", ""),
-            r#"
-[[step]]
-concurrent = [
-  { send = { conversation = "c1", turn = 3, to = "replica-0", message_id = "m \"x\"" } },
-  { sequence = [{ until-ms = 40 }, { kill = "replica-1" }] },
-]
-[[step]]
-partition-oneway = ["replica-0", "store"]
-[[step]]
-repair = ["replica-0", "store"]
-[[step]]
-latency = { between = ["replica-1", "store"], max-ms = 200 }
-[[step]]
-latency = { between = ["replica-1", "store"] }
-[[step]]
-drop-reply = true
-[[step]]
-hold-effect = { conversation = "c1", turn = 2 }
-[[step]]
-concurrent = [{ await-effect = { conversation = "c1", turn = 2 } }, { release-effect = { conversation = "c1", turn = 2 } }]
-[[step]]
-get = { conversation = "c1" }
-[expect]
-violations = ["no-lost-writes"]
-"#
-        );
-        let s = Script::parse(&text, "x.toml").unwrap();
-        assert_eq!(s.step_count(), 14);
-        let back = Script::parse(&s.to_toml(), "back.toml").unwrap_or_else(|e| {
-            panic!("{e}\n{}", s.to_toml());
-        });
-        assert_eq!(back.steps, s.steps);
-        assert_eq!(back.file, s.file);
-        let again = Script::from_steps(&s.file, &s.steps).unwrap();
-        assert_eq!(again.file, s.file);
-    }
-
-    #[test]
-    fn a_latency_longer_than_an_hour_is_refused() {
-        let bad = format!(
-            "{ABA}\n[[step]]\nlatency = {{ between = [\"replica-0\", \"store\"], max-ms = 99999999 }}\n"
-        );
-        assert!(Script::parse(&bad, "x")
-            .unwrap_err()
-            .message
-            .contains("max-ms"));
-    }
-}
+mod tests;

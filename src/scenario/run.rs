@@ -18,7 +18,7 @@ use crate::client::history::{OpKind, Outcome};
 use crate::client::{Client, Parts};
 use crate::faults::Action;
 use crate::host::Host;
-use crate::replica::TurnInfo;
+use crate::replica::{AgentShape, TurnInfo};
 use crate::trace::Event;
 use crate::workload;
 
@@ -133,6 +133,11 @@ fn run_step<'a>(
                 if s.needs_auth == Some(true) {
                     crate::replica::ask_for_authorised_action(&mut message);
                 }
+                let shape = AgentShape {
+                    effect: s.effect != Some(false),
+                    progress: s.progress.unwrap_or(0),
+                };
+                shape.apply(&mut message);
                 let blocking = s.blocking.unwrap_or(true);
                 let mut params = json!({ "message": message });
                 if !blocking {
@@ -149,6 +154,7 @@ fn run_step<'a>(
                     needs_auth: s.needs_auth == Some(true),
                     reply: s.reply.clone(),
                     parts,
+                    shape,
                 };
                 let answer = if s.streaming.unwrap_or(false) {
                     client

@@ -70,6 +70,15 @@ pub struct SendStep {
     /// the agent then counts its turn from the task's history.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parts: Option<Parts>,
+    /// `false`: the agent performs no business effect on this turn (a question answered,
+    /// nothing booked): exactly-once-effects then expects none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<bool>,
+    /// The agent saves this many progress updates (its task set working again) while it
+    /// thinks, at most [`crate::replica::MAX_PROGRESS`]: more saves, each one more moment
+    /// a save can meet a conflict, a cancel or a terminal task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<u32>,
 }
 
 impl SendStep {
@@ -89,6 +98,8 @@ impl SendStep {
             task_id: None,
             omit_context_id: None,
             parts: None,
+            effect: None,
+            progress: None,
         }
     }
 }

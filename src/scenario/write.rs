@@ -63,6 +63,15 @@ pub fn to_toml(file: &ScenarioFile) -> String {
     if file.tick_ms != default_tick_ms() {
         doc["tick-ms"] = value(file.tick_ms as i64);
     }
+    if let Some([lo, hi]) = file.think_ms {
+        doc["think-ms"] = value(Array::from_iter([lo as i64, hi as i64]));
+    }
+    if let Some(wire) = file.client_wire {
+        doc["client-wire"] = value(match wire {
+            crate::client::Dialect::V1 => "1.0",
+            crate::client::Dialect::V03 => "0.3",
+        });
+    }
     if let Some(c) = &file.card {
         let mut card = Table::new();
         card["max-age-s"] = value(c.max_age_s as i64);

@@ -156,6 +156,7 @@ pub fn convert(record: &RunRecord) -> Conversion {
                 needs_auth,
                 reply,
                 parts,
+                shape,
                 ..
             } => {
                 // A reply's messageId is the turn's with `-replyN`, which the script derives
@@ -182,6 +183,8 @@ pub fn convert(record: &RunRecord) -> Conversion {
                     task_id: None,
                     omit_context_id: omitted_context.then_some(true),
                     parts: (*parts != Parts::Data).then_some(*parts),
+                    effect: (!shape.effect).then_some(false),
+                    progress: (shape.progress > 0).then_some(shape.progress),
                 })
             }
             OpKind::Get { .. } => Step::Get(task(conversation.clone())),

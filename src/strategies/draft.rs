@@ -40,6 +40,10 @@ pub(super) enum Draft {
     /// A plain turn: `true` with a file.
     Plain(u32, Option<Index>, bool),
     Answers(u32, [Option<Index>; 2]),
+    /// A turn of another agent shape: progress updates (0-3), whether it performs its
+    /// effect (never both the default), and a cancel mid-think (ms after the non-blocking
+    /// answer, where to).
+    Agent(u32, Option<Index>, u32, bool, Option<(u64, Option<Index>)>),
 }
 
 /// What races a held turn (see [`StepKind::Held`]); the turn itself goes to a named replica.
@@ -123,6 +127,17 @@ pub(super) fn draft(config: &ScenarioConfig) -> BoxedStrategy<Draft> {
                 StepKind::Answers => (conv.clone(), to(), to())
                     .prop_map(|(c, a, b)| Draft::Answers(c, [a, b]))
                     .boxed(),
+                StepKind::Agent => (
+                    conv.clone(),
+                    to(),
+                    0u32..=3,
+                    any::<bool>(),
+                    proptest::option::of((50u64..=150, to())),
+                )
+                    .prop_map(|(c, t, progress, effect, cancel)| {
+                        Draft::Agent(c, t, progress, effect, cancel)
+                    })
+                    .boxed(),
             };
             (kind.weight(), s)
         })
@@ -157,6 +172,7 @@ pub(super) fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
             | Draft::TaskOnly(c, _)
             | Draft::Plain(c, _, _)
             | Draft::Answers(c, _)
+            | Draft::Agent(c, ..)
             | Draft::Race(c, _) => note(*c),
             Draft::Concurrent(list) => list.iter().for_each(|(c, _)| note(*c)),
             _ => {}
@@ -240,6 +256,31 @@ pub(super) fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
                     ..own.clone()
                 };
                 Step::Concurrent(vec![Step::Send(own), Step::Send(other)])
+            }
+            Draft::Agent(c, t, progress, effect, cancel) => {
+                // Never the default shape: a turn with its effect saves a progress update.
+                let progress = if *effect {
+                    (*progress).max(1)
+                } else {
+                    *progress
+                };
+                let shaped = SendStep {
+                    effect: (!effect).then_some(false),
+                    progress: (progress > 0).then_some(progress),
+                    ..send(*c, t, false)
+                };
+                match cancel {
+                    None => Step::Send(shaped),
+                    Some((after_ms, ct)) => Step::Sequence(vec![
+                        Step::Send(SendStep {
+                            blocking: Some(false),
+                            ..shaped
+                        }),
+                        Step::WaitMs(*after_ms),
+                        Step::Cancel(task(*c, ct)),
+                        Step::WaitMs(SETTLE_MS),
+                    ]),
+                }
             }
             Draft::Duplicate(c, [a, b]) => {
                 let first = send(*c, a, false);

@@ -107,6 +107,12 @@ pub enum StepKind {
     /// replica or the router (the seeds' "A and B continue the same task at once"; the
     /// conversation's first turn goes before them when its task does not exist yet).
     Answers,
+    /// The next turn of a conversation from an agent of another shape
+    /// ([`crate::replica::AgentShape`]): one that saves 1 to 3 progress updates while it
+    /// thinks, performs no effect, or both; half of them sent non-blocking and canceled
+    /// 50-150 ms later, mid-think, on a replica of their own or through the router, then a
+    /// pause of [`SETTLE_MS`].
+    Agent,
 }
 
 impl StepKind {
@@ -190,6 +196,8 @@ impl StepKind {
             // Generation 4 is about this shape: most of its follow-ups take it.
             StepKind::TaskOnly => 6,
             StepKind::Plain | StepKind::Answers => 3,
+            // Generation 6 is about this shape.
+            StepKind::Agent => 8,
             StepKind::Get | StepKind::Retry | StepKind::Concurrent | StepKind::Held => 2,
             _ => 1,
         }
@@ -215,7 +223,16 @@ pub enum Generation {
     /// scripted data part ([`StepKind::Plain`]) and two different answers of one wait at
     /// once ([`StepKind::Answers`]).
     Clients = 5,
+    /// Generation 5 and agents of other shapes ([`StepKind::Agent`]: progress updates, no
+    /// effect, a cancel mid-think), every turn thinking [`AGENT_THINK_MS`] as a model call
+    /// does, so that a cancel and a progress update fall inside it in both worlds.
+    Agents = 6,
 }
+
+/// The think of every turn of generation 6 ([`Generation::Agents`]), ms: long enough for a
+/// cancel drawn 50-150 ms after a non-blocking answer to land inside it, and for three
+/// progress updates to be 50 ms apart.
+pub const AGENT_THINK_MS: u64 = 200;
 
 impl Generation {
     /// The newest generation: what `fidelity --generate` draws by default.
@@ -229,6 +246,7 @@ impl Generation {
             3 => Some(Generation::Faults),
             4 => Some(Generation::Shapes),
             5 => Some(Generation::Clients),
+            6 => Some(Generation::Agents),
             _ => None,
         }
     }
@@ -252,6 +270,14 @@ impl Generation {
                 StepKind::TaskOnly,
                 StepKind::Plain,
                 StepKind::Answers,
+            ],
+            Generation::Agents => &[
+                StepKind::Race,
+                StepKind::Fault,
+                StepKind::TaskOnly,
+                StepKind::Plain,
+                StepKind::Answers,
+                StepKind::Agent,
             ],
         };
         StepKind::LIVE.iter().chain(added).copied().collect()
@@ -292,6 +318,9 @@ pub struct ScenarioConfig {
     /// PostgreSQL): generation 3's network faults are drawn on that link only then.
     /// Default `true`.
     pub store_link: bool,
+    /// Every turn's think, ms (the scenario's `think-ms`), instead of the model's own draws.
+    /// Default `None`; generation 6 sets [`AGENT_THINK_MS`].
+    pub think_ms: Option<u64>,
 }
 
 impl Default for ScenarioConfig {
@@ -307,6 +336,7 @@ impl Default for ScenarioConfig {
             request_timeout_ms: 1500,
             await_effect_ms: crate::scenario::default_await_effect(),
             store_link: true,
+            think_ms: None,
         }
     }
 }
@@ -336,6 +366,7 @@ impl ScenarioConfig {
             max_steps: 10,
             kinds: generation.kinds(),
             await_effect_ms: 2000,
+            think_ms: (generation >= Generation::Agents).then_some(AGENT_THINK_MS),
             ..ScenarioConfig::default()
         }
     }
@@ -452,7 +483,7 @@ fn base(config: &ScenarioConfig, replicas: usize, seed: u64) -> ScenarioFile {
         request_timeout_ms: config.request_timeout_ms,
         await_effect_ms: config.await_effect_ms,
         tick_ms: crate::scenario::default_tick_ms(),
-        think_ms: None,
+        think_ms: config.think_ms.map(|ms| [ms, ms]),
         card: None,
         client_wire: None,
         step: Vec::new(),

@@ -73,6 +73,7 @@ async fn mismatched_send(conv: &Conversation, turn: u32, task_id: String) {
         needs_auth: false,
         reply: None,
         parts: Parts::Data,
+        shape: crate::replica::AgentShape::default(),
     };
     conv.client
         .unary(

@@ -64,6 +64,7 @@ impl Turn {
                 needs_auth: false,
                 reply: None,
                 parts: Parts::Data,
+                shape: crate::replica::AgentShape::default(),
             },
             params,
             ctx: ctx.to_string(),

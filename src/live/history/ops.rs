@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::client::history::{Op, OpKind, Outcome, TaskView};
 use crate::client::Parts;
 use crate::host::Host;
-use crate::replica::TurnInfo;
+use crate::replica::{AgentShape, TurnInfo};
 
 use super::Exchange;
 use crate::live::wire::{self, Item, Method, WireTask};
@@ -173,6 +173,7 @@ impl Builder {
                         needs_auth: false,
                         reply: None,
                         parts: parts_of(m),
+                        shape: shape_of(m),
                     }
                 }
                 Method::Other => continue,
@@ -529,4 +530,17 @@ fn parts_of(message: &Value) -> Parts {
     } else {
         Parts::Text
     }
+}
+
+/// What a recorded message asked of the agent ([`AgentShape`]): read from its scripted data
+/// part, as the replicas read it; the default shape without one.
+fn shape_of(message: &Value) -> AgentShape {
+    message
+        .get("parts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.get("data"))
+        .find(|d| TurnInfo::from_data(d).is_some())
+        .map_or_else(AgentShape::default, AgentShape::from_data)
 }

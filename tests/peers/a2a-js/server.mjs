@@ -75,6 +75,21 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const now = () => new Date().toISOString();
 const textPart = (text) => ({ content: { $case: 'text', value: text }, mediaType: 'text/plain', filename: '', metadata: {} });
 
+/** The agent's shape a message's scripted data part asks for: {effect, progress}. */
+function shapeOf(message) {
+  for (const part of message?.parts ?? []) {
+    const data = part?.content?.$case === 'data' ? part.content.value : undefined;
+    if (data && typeof data === 'object' && 'turn' in data) {
+      const progress = Math.trunc(Number(data.progress ?? 0));
+      return {
+        effect: data.effect !== false,
+        progress: Number.isFinite(progress) ? Math.max(0, Math.min(progress, 10)) : 0,
+      };
+    }
+  }
+  return { effect: true, progress: 0 };
+}
+
 /** Turn n: working, think, one effect at the ledger, compose, artifact turn-n, then
  *  input-required (or completed on the last turn). */
 class TurnExecutor {
@@ -100,10 +115,18 @@ class TurnExecutor {
       taskId, contextId, status: { state, message: reply, timestamp: now() }, metadata: {},
     });
     eventBus.publish(status(TaskState.TASK_STATE_WORKING, undefined));
-    await sleep(thinkMs);
+    // The agent's shape the data part asks for (src/replica/shape.rs): progress updates
+    // evenly spread over the think, and no effect with `effect: false`.
+    const { effect, progress } = shapeOf(message);
+    for (let k = 0; k < progress; k += 1) {
+      await sleep(thinkMs / (progress + 1));
+      if (this.canceled.has(taskId)) return;
+      eventBus.publish(status(TaskState.TASK_STATE_WORKING, undefined));
+    }
+    await sleep(thinkMs / (progress + 1));
     if (this.canceled.has(taskId)) return;
     // The business effect: reported to the ledger, which is also where it "happens".
-    await this.chaos.reportEffect(requestContext, { conversation, turn });
+    if (effect) await this.chaos.reportEffect(requestContext, { conversation, turn });
     await sleep(composeMs);
     if (this.canceled.has(taskId)) return;
     eventBus.publish(AgentEvent.artifactUpdate({

@@ -120,9 +120,26 @@ LOG = logging.getLogger("a2a-chaos-peer")
 BUILT_IN_STORES = ("plain", "versioned", "memory")
 
 
+def shape_of(message):
+    """The agent's shape the turn's data part asks for (src/replica/shape.rs): whether it
+    performs its effect (``"effect": false`` performs none) and how many progress updates
+    it saves while it thinks (``"progress": N``, at most 10; a protobuf Struct sends
+    numbers as doubles)."""
+    for part in message.parts:
+        if part.HasField("data"):
+            data = MessageToDict(part.data)
+            if isinstance(data, dict) and "turn" in data:
+                progress = data.get("progress", 0)
+                progress = int(progress) if isinstance(progress, (int, float)) else 0
+                return data.get("effect") is not False, max(0, min(progress, 10))
+    return True, 0
+
+
 class TurnExecutor(AgentExecutor):
     """Turn n: working, think, one effect at the ledger, compose, artifact turn-n, then
-    input-required (or completed on the last turn)."""
+    input-required (or completed on the last turn). A turn that asks for progress updates
+    sets its task working again that many times, evenly spread over its think; one that
+    asks for no effect performs none."""
 
     def __init__(self, chaos, think_s, compose_s, turns=DEFAULT_TURNS):
         self.chaos = chaos
@@ -147,9 +164,14 @@ class TurnExecutor(AgentExecutor):
             )
         updater = TaskUpdater(event_queue, task_id, context_id)
         await updater.start_work()
-        await asyncio.sleep(self.think_s)
-        # The business effect: reported to the ledger, which is also where it "happens".
-        await self.chaos.report_effect(context, conversation=conversation, turn=turn)
+        effect, progress = shape_of(message)
+        for _ in range(progress):
+            await asyncio.sleep(self.think_s / (progress + 1))
+            await updater.update_status(TaskState.TASK_STATE_WORKING)
+        await asyncio.sleep(self.think_s / (progress + 1))
+        if effect:
+            # The business effect: reported to the ledger, which is also where it "happens".
+            await self.chaos.report_effect(context, conversation=conversation, turn=turn)
         await asyncio.sleep(self.compose_s)
         await updater.add_artifact(
             [Part(text=f"result of turn {turn}")],

@@ -181,7 +181,11 @@ function asTurn(value) {
   const turn = Math.trunc(Number(value.turn));
   const turns = Math.trunc(Number(value.turns));
   if (!Number.isFinite(turn) || !Number.isFinite(turns)) return null;
-  return { conversation: String(value.conversation), turn, turns, scripted: true };
+  // The agent's shape for the turn (src/replica/shape.rs): `effect: false` performs none.
+  // Progress updates are not saved by Mastra's handler (it saves per step), so this agent
+  // thinks through them as one think.
+  const effect = value.effect !== false;
+  return { conversation: String(value.conversation), turn, turns, scripted: true, effect };
 }
 
 /** `text` parsed as JSON, or undefined when it is not JSON. */
@@ -354,7 +358,7 @@ function scriptedModel({ replica, ledger, thinkMs, composeMs, ledgerTimeoutMs })
     const task = scope.store?.loadWithVersion({ agentId: AGENT_ID, taskId: scope.taskId })?.task;
     await sleep(thinkMs, signal);
     if (signal?.aborted) throw abortError(signal);
-    await postJson(`${ledger}/effect`, {
+    if (info.effect !== false) await postJson(`${ledger}/effect`, {
       task_id: scope.taskId,
       context_id: task?.contextId ?? scope.contextId ?? '',
       conversation: info.conversation,
