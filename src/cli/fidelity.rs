@@ -499,7 +499,15 @@ pub fn cmd_generate(
         let replicas = *crate::strategies::ScenarioConfig::live(model.as_str())
             .replicas
             .end();
-        let mut live = differential::Live::pooled(profile, &options, replicas)?;
+        // The pools' replicas think as the generation's scenarios say (200 ms from
+        // generation 6 on; the peer's default before it).
+        let think_ms =
+            crate::strategies::ScenarioConfig::live_generation(model.as_str(), generation).think_ms;
+        let pooled = live::LiveOptions {
+            think_ms,
+            ..options.clone()
+        };
+        let mut live = differential::Live::pooled(profile, &pooled, replicas)?;
         for seed in args.seed..args.seed + n {
             done += 1;
             let script = differential::generated_by(model, seed, generation);

@@ -439,6 +439,13 @@ mod tests {
         for want in ["progress", "no-effect", "cancel-mid-think", "plain", "race"] {
             assert!(kinds.contains(want), "no {want} in 100 seeds: {kinds:?}");
         }
+        // A cancel mid-think is aimed at the middle of a gap between progress updates.
+        use crate::strategies::cancel_wait_ms;
+        assert_eq!(cancel_wait_ms(0, 0), 75);
+        assert_eq!(
+            (0..=3).map(|g| cancel_wait_ms(3, g)).collect::<Vec<_>>(),
+            [1, 50, 100, 150]
+        );
         // Generation 5 draws no agent shape, and thinks as the model does.
         for seed in 0..64 {
             let s = generated_by("a2a-python-1.3-versioned", seed, Generation::Clients);

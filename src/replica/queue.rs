@@ -2,7 +2,9 @@
 //!
 //! Where the model says so ([`QueuedAnswer::RunningTurn`], a2a-sdk 1.3: one `ActiveTask`
 //! per task per process, every request subscribed to all of its events), the request joins
-//! the running turn: it is answered with the task that turn ends in, and its own turn is
+//! the running turn: it is answered with the task that turn ends in (on a stream: that
+//! turn's end as an update, then its own turn's events, its stream ending with its own
+//! turn), and its own turn is
 //! queued behind it and runs in the background once that turn has ended, unless it failed
 //! ([`Replica::finish`] tells the joined requests how the turn ended). Whether the queued turn still runs once the task is
 //! terminal is [`crate::model::QueuedTerminal`], checked where the turn begins.
@@ -15,6 +17,7 @@ use tokio::sync::mpsc;
 use crate::replica::TurnInfo;
 
 use super::decide::send::{context_refusal, foreign_context, Joined, TurnEnded};
+use super::decide::subscribe::status_update;
 use super::turn::{Begun, Turn};
 use super::{decide, rpc, Refusal};
 use super::{ActiveTask, Caller, Replica};
@@ -27,6 +30,7 @@ impl Replica {
         message: &Message,
         info: &TurnInfo,
         caller: &Caller,
+        sink: Option<&mpsc::Sender<StreamResponse>>,
     ) -> Option<Result<Begun, Refusal>> {
         let task_id = message.task_id.as_ref()?;
         if !decide::send::joins_running_turns(&self.profile) {
@@ -92,6 +96,37 @@ impl Replica {
                     queued_runs,
                     answer,
                 } = decide::send::joined(active.last_end.borrow().clone());
+                if let (true, Some(tx), Ok(task)) = (queued_runs, sink, &answer) {
+                    // On a stream the request hears the running turn's events and then its
+                    // own turn's, and its stream ends with its own turn: a2a-sdk's
+                    // on_message_send_stream subscribes with the request and returns only
+                    // at that request's `_RequestCompleted` (1.1.5 and 1.3.0
+                    // ActiveTask.subscribe), where a blocking send returns at the first
+                    // interrupted or terminal task. The running turn's end stands for its
+                    // remaining events. Seen live: generation 6's seeds 15 and 89 of
+                    // a2a-python-1.3-versioned (a streaming turn raced the next on one
+                    // replica: the stream began with an update and ended after its own
+                    // turn's effect).
+                    let _ = tx.send(status_update(task)).await;
+                    let (me, tx) = (self.clone(), tx.clone());
+                    let (queued_message, queued_caller) = (message.clone(), caller.clone());
+                    crate::activity::spawn(async move {
+                        let begun = me
+                            .clone()
+                            .begin(queued_message, true, Some(&tx), &queued_caller, true)
+                            .await;
+                        match begun {
+                            Ok(Begun::Turn(turn)) => {
+                                let _ = me.finish(turn, Some(&tx)).await;
+                            }
+                            Ok(Begun::Replay(task)) => {
+                                let _ = tx.send(StreamResponse::Task(*task)).await;
+                            }
+                            _ => {}
+                        }
+                    });
+                    return Some(Ok(Begun::Streamed));
+                }
                 if queued_runs {
                     let me = self.clone();
                     let (queued_message, queued_caller) = (message.clone(), caller.clone());

@@ -51,6 +51,7 @@ impl Replica {
             .await?;
         match turn {
             Begun::Replay(task) => Ok(*task),
+            Begun::Streamed => unreachable!("a send without a stream joins no turn on a stream"),
             Begun::Turn(turn) => match decide::send::send_answer(&self.profile, blocking, new_task)
             {
                 SendAnswer::AfterTurn => self.finish(turn, None).await,
@@ -106,6 +107,7 @@ impl Replica {
             Begun::Replay(task) => {
                 let _ = tx.send(StreamResponse::Task(*task)).await;
             }
+            Begun::Streamed => {}
             Begun::Turn(turn) => {
                 self.faults
                     .chaos
@@ -142,7 +144,7 @@ impl Replica {
         if !queued {
             if let Some(joined) = self
                 .clone()
-                .join_running_turn(&message, &info, caller)
+                .join_running_turn(&message, &info, caller, sink)
                 .await
             {
                 return joined;
@@ -748,6 +750,10 @@ pub(super) enum Begun {
     Replay(Box<Task>),
     /// A turn that has saved its working state and still has to run.
     Turn(Box<Turn>),
+    /// A streaming send that joined a turn running here: its stream is fed from elsewhere,
+    /// with the running turn's end and then its own queued turn's events
+    /// ([`Replica::join_running_turn`]).
+    Streamed,
 }
 
 pub(super) struct Turn {

@@ -41,9 +41,15 @@ pub(super) enum Draft {
     Plain(u32, Option<Index>, bool),
     Answers(u32, [Option<Index>; 2]),
     /// A turn of another agent shape: progress updates (0-3), whether it performs its
-    /// effect (never both the default), and a cancel mid-think (ms after the non-blocking
-    /// answer, where to).
-    Agent(u32, Option<Index>, u32, bool, Option<(u64, Option<Index>)>),
+    /// effect (never both the default), and a cancel mid-think (which gap of the think it
+    /// lands in, [`super::cancel_wait_ms`]; where to).
+    Agent(
+        u32,
+        Option<Index>,
+        u32,
+        bool,
+        Option<(Index, Option<Index>)>,
+    ),
 }
 
 /// What races a held turn (see [`StepKind::Held`]); the turn itself goes to a named replica.
@@ -132,7 +138,7 @@ pub(super) fn draft(config: &ScenarioConfig) -> BoxedStrategy<Draft> {
                     to(),
                     0u32..=3,
                     any::<bool>(),
-                    proptest::option::of((50u64..=150, to())),
+                    proptest::option::of((any::<Index>(), to())),
                 )
                     .prop_map(|(c, t, progress, effect, cancel)| {
                         Draft::Agent(c, t, progress, effect, cancel)
@@ -271,12 +277,15 @@ pub(super) fn build(drafts: &[Draft], replicas: usize) -> Vec<Step> {
                 };
                 match cancel {
                     None => Step::Send(shaped),
-                    Some((after_ms, ct)) => Step::Sequence(vec![
+                    Some((gap, ct)) => Step::Sequence(vec![
                         Step::Send(SendStep {
                             blocking: Some(false),
                             ..shaped
                         }),
-                        Step::WaitMs(*after_ms),
+                        Step::WaitMs(super::cancel_wait_ms(
+                            progress,
+                            gap.index(progress as usize + 1),
+                        )),
                         Step::Cancel(task(*c, ct)),
                         Step::WaitMs(SETTLE_MS),
                     ]),

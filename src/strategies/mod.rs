@@ -110,8 +110,9 @@ pub enum StepKind {
     /// The next turn of a conversation from an agent of another shape
     /// ([`crate::replica::AgentShape`]): one that saves 1 to 3 progress updates while it
     /// thinks, performs no effect, or both; half of them sent non-blocking and canceled
-    /// 50-150 ms later, mid-think, on a replica of their own or through the router, then a
-    /// pause of [`SETTLE_MS`].
+    /// mid-think, in the middle of one of the gaps its progress updates leave
+    /// ([`cancel_wait_ms`]), on a replica of their own or through the router, then a pause
+    /// of [`SETTLE_MS`].
     Agent,
 }
 
@@ -233,6 +234,24 @@ pub enum Generation {
 /// cancel drawn 50-150 ms after a non-blocking answer to land inside it, and for three
 /// progress updates to be 50 ms apart.
 pub const AGENT_THINK_MS: u64 = 200;
+
+/// How long after a non-blocking answer a generation-6 cancel is sent: from a request
+/// reaching the executor, its answer and then the cancel's own way to its save take about
+/// this long in both worlds (a live PostgreSQL save, a simulated store round trip), so a
+/// cancel sent `w` ms after the answer lands about `w +` this after the think began.
+pub const CANCEL_LANDS_AFTER_MS: u64 = 25;
+
+/// The wait, after a non-blocking answer, of a cancel meant for gap `gap` (0 to
+/// `progress`) of a generation-6 turn's think: the think ([`AGENT_THINK_MS`]) is cut by its
+/// `progress` updates, evenly spread, into `progress + 1` gaps, and the cancel is aimed at
+/// the middle of one. A cancel drawn anywhere would often land within a few ms of an
+/// update or of the effect, where which comes first is decided by each world's own
+/// timing, not by the model: aimed at a gap, it lands 25 ms or more from either.
+pub fn cancel_wait_ms(progress: u32, gap: usize) -> u64 {
+    let gaps = u64::from(progress) + 1;
+    let middle = AGENT_THINK_MS * (2 * gap as u64 + 1) / (2 * gaps);
+    middle.saturating_sub(CANCEL_LANDS_AFTER_MS).max(1)
+}
 
 impl Generation {
     /// The newest generation: what `fidelity --generate` draws by default.
