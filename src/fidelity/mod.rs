@@ -140,6 +140,25 @@ pub fn closest(orders: &[Observables], real: &Observables) -> (usize, Vec<Differ
         .expect("a scenario has at least one order")
 }
 
+/// `differ` (the closest order's differences from a live run), each simulated `pass`
+/// against a real `fail` marked with the first simulated order that fails that invariant
+/// too (`pass (fails in simulated order 4)`). Such a row is a difference of timing: the
+/// model makes the failure, in an order that differs from the live run elsewhere. One
+/// without the mark is a failure no simulated order made: the false `pass` to read first.
+pub fn reachable(mut differ: Vec<Difference>, orders: &[Observables]) -> Vec<Difference> {
+    for d in &mut differ {
+        let [(_, simulated), (_, real)] = &mut d.sides;
+        if simulated != "pass" || real != "fail" {
+            continue;
+        }
+        let fails = |o: &Observables| o.verdicts.get(&d.what).map(String::as_str) == Some("fail");
+        if let Some(k) = orders.iter().position(fails) {
+            *simulated = format!("pass (fails in simulated order {k})");
+        }
+    }
+    differ
+}
+
 /// Where a model's live runs happen: fresh replicas for every run, or two [`Pool`]s that
 /// serve scenario after scenario (the first live run of each on one, the second on the
 /// other, since a pool serves a seed once).
@@ -233,7 +252,7 @@ pub fn run_case(script: &Script, live: &mut Live, live_runs: usize) -> Result<Ou
         Status::Unstable(unstable)
     } else {
         // No live run is anything the simulation does.
-        Status::Disagree(differ)
+        Status::Disagree(reachable(differ, &orders))
     };
     let variants = orders.len();
     let simulated = orders
@@ -402,6 +421,27 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn a_false_pass_says_whether_another_order_fails_it() {
+        let with = |verdict: &str| Observables {
+            verdicts: [("terminal-is-final".to_string(), verdict.to_string())].into(),
+            ..Observables::default()
+        };
+        let real = with("fail");
+        let orders = [with("pass"), with("pass"), with("fail")];
+        let differ = reachable(orders[0].diff(&real, "simulated", "real"), &orders);
+        assert_eq!(
+            differ[0].to_string(),
+            "terminal-is-final: simulated pass (fails in simulated order 2); real fail"
+        );
+        // No order fails it: the false pass stays unmarked.
+        let differ = reachable(orders[0].diff(&real, "simulated", "real"), &orders[..2]);
+        assert_eq!(
+            differ[0].to_string(),
+            "terminal-is-final: simulated pass; real fail"
+        );
     }
 
     #[test]
