@@ -159,14 +159,16 @@ impl Replica {
     /// (a2a-sdk 1.1.5: the cancel event goes through the ActiveTask's TaskManager). With
     /// `cancel.keeps_task`, the ActiveTask that wrote the cancel stays registered, finished,
     /// with that copy ([`Self::kept_after_cancel`]): one the cancel registered, or one
-    /// running a turn here; one parked here waiting for input is cleaned up instead, and
+    /// running a turn here whose sender waits for it; one parked here waiting for input,
+    /// or running a turn nobody waits on (a non-blocking send's), is cleaned up instead, and
     /// the replica keeps no copy (live runs of a2a-sdk 1.1.5, `cancel.keeps_task`'s source).
     fn cache_cancel(&self, task_id: &str, canceled: &Task, version: u64, was_parked: bool) {
-        match decide::cancel::keeps(&self.profile, was_parked) {
+        let unwatched = self.active(task_id).unwatched.get();
+        match decide::cancel::keeps(&self.profile, was_parked, unwatched) {
             Keeps::Nothing => {}
             Keeps::Forget => {
-                // The parked ActiveTask finishes and is cleaned up: a later request here
-                // starts a fresh one, which reads the store.
+                // The ActiveTask finishes and is cleaned up: a later request here starts a
+                // fresh one, which reads the store.
                 *self.active(task_id).cached.borrow_mut() = None;
             }
             Keeps::KeepFinished => {

@@ -284,6 +284,9 @@ pub(super) struct ActiveTask {
     pub(super) running: Cell<bool>,
     /// True while that turn is a streaming run.
     pub(super) streaming: Cell<bool>,
+    /// The turn running here was answered before it ended (`returnImmediately`): nobody
+    /// waits on it. A cancel of it leaves no ActiveTask behind (`cancel.keeps_task`).
+    pub(super) unwatched: Cell<bool>,
     /// Turns of this task that ended here, and how the last one ended: what a send that
     /// joined a running turn ([`crate::model::QueuedAnswer::RunningTurn`]) is answered with.
     pub(super) ended: Cell<u64>,

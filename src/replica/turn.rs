@@ -62,6 +62,7 @@ impl Replica {
                     if closes_consumer {
                         self.close_consumer(&turn.task.id);
                     }
+                    turn.active.unwatched.set(true);
                     let snapshot = if first_saved {
                         turn.first_saved.clone()
                     } else {
@@ -459,6 +460,7 @@ impl Replica {
         active.context.replace(Some(task.context_id.clone()));
         active.running.set(true);
         active.streaming.set(sink.is_some());
+        active.unwatched.set(false);
         Ok(Begun::Turn(Box::new(Turn {
             began_ms,
             info,

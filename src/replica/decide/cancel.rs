@@ -223,8 +223,8 @@ pub(in crate::replica) fn lost(task_id: &str, reread: Option<Task>) -> Result<Ta
 pub(in crate::replica) enum Keeps {
     /// Nothing changes (the model caches no snapshot).
     Nothing,
-    /// The parked ActiveTask finishes and is cleaned up: its copy is forgotten, and a later
-    /// request here reads the store.
+    /// The ActiveTask finishes and is cleaned up (a parked one, or one whose running turn
+    /// nobody waits on): its copy is forgotten, and a later request here reads the store.
     Forget,
     /// The ActiveTask stays registered, finished, holding the CANCELED copy
     /// (`cancel.keeps_task`): a later cancel here answers it.
@@ -233,11 +233,17 @@ pub(in crate::replica) enum Keeps {
     Replace,
 }
 
-/// [`Keeps`] for a cancel written here; `was_parked`: the task was parked here.
-pub(in crate::replica) fn keeps(profile: &Profile, was_parked: bool) -> Keeps {
+/// [`Keeps`] for a cancel written here; `was_parked`: the task was parked here;
+/// `unwatched`: the turn running here was answered before it ended (a non-blocking send's),
+/// so no request waits on its ActiveTask. a2a-sdk 1.1.5 cleans an ActiveTask up once it is
+/// finished and no subscriber is left (`_run_consumer`, `_maybe_cleanup`): live, a second
+/// cancel 300 ms after the first, on the replica running a non-blocking turn, answered
+/// `-32002` from the store, where after a blocking turn it answered the kept copy
+/// (generation 6's seed 51 of a2a-python-1.1, and two scripts of the same pair).
+pub(in crate::replica) fn keeps(profile: &Profile, was_parked: bool, unwatched: bool) -> Keeps {
     match (profile.handler.cache_snapshot, profile.cancel.keeps_task) {
         (false, _) => Keeps::Nothing,
-        (true, true) if was_parked => Keeps::Forget,
+        (true, true) if was_parked || unwatched => Keeps::Forget,
         (true, true) => Keeps::KeepFinished,
         (true, false) => Keeps::Replace,
     }

@@ -192,10 +192,12 @@ fn a_cancel_that_lost_to_another_cancel_answers_the_canceled_task() {
 fn a_cancel_leaves_a_finished_active_task_or_forgets_the_parked_one() {
     // cancel.keeps_task with handler.cache_snapshot (a2a-sdk 1.1.5).
     let old = model("a2a-python-1.1");
-    assert_eq!(keeps(&old, false), Keeps::KeepFinished);
-    assert_eq!(keeps(&old, true), Keeps::Forget);
+    assert_eq!(keeps(&old, false, false), Keeps::KeepFinished);
+    assert_eq!(keeps(&old, true, false), Keeps::Forget);
+    // A running turn nobody waits on (a non-blocking send's) leaves nothing either.
+    assert_eq!(keeps(&old, false, true), Keeps::Forget);
     let mut cache_only = model("a2a-python-1.1");
     cache_only.cancel.keeps_task = false;
-    assert_eq!(keeps(&cache_only, false), Keeps::Replace);
-    assert_eq!(keeps(&model("reference"), false), Keeps::Nothing);
+    assert_eq!(keeps(&cache_only, false, true), Keeps::Replace);
+    assert_eq!(keeps(&model("reference"), false, true), Keeps::Nothing);
 }
