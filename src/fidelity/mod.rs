@@ -444,15 +444,27 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_clients_generation_draws_plain_messages_and_two_answers() {
+    /// The step kinds of `generation`'s first 100 scenarios of a2a-python-1.3-versioned,
+    /// each named for its generation, valid live, and held to `check`.
+    fn kinds_in_100_seeds(
+        generation: Generation,
+        check: impl Fn(&Script),
+    ) -> std::collections::BTreeSet<String> {
         let mut kinds = std::collections::BTreeSet::new();
         for seed in 0..100 {
-            let s = generated_by("a2a-python-1.3-versioned", seed, Generation::Clients);
-            assert!(s.file.name.starts_with("gen-g5-"), "{}", s.file.name);
+            let s = generated_by("a2a-python-1.3-versioned", seed, generation);
+            let tag = format!("gen-g{}-", generation.number());
+            assert!(s.file.name.starts_with(&tag), "{}", s.file.name);
             live::validate(&s, "generated", false).unwrap();
+            check(&s);
             kinds.extend(patterns::kinds(&s));
         }
+        kinds
+    }
+
+    #[test]
+    fn the_clients_generation_draws_plain_messages_and_two_answers() {
+        let kinds = kinds_in_100_seeds(Generation::Clients, |_| {});
         for want in ["plain", "file", "answers", "task-only", "race"] {
             assert!(kinds.contains(want), "no {want} in 100 seeds: {kinds:?}");
         }
@@ -468,14 +480,9 @@ mod tests {
 
     #[test]
     fn the_agents_generation_draws_progress_no_effect_and_cancels_mid_think() {
-        let mut kinds = std::collections::BTreeSet::new();
-        for seed in 0..100 {
-            let s = generated_by("a2a-python-1.3-versioned", seed, Generation::Agents);
-            assert!(s.file.name.starts_with("gen-g6-"), "{}", s.file.name);
+        let kinds = kinds_in_100_seeds(Generation::Agents, |s| {
             assert_eq!(s.file.think_ms, Some([200, 200]));
-            live::validate(&s, "generated", false).unwrap();
-            kinds.extend(patterns::kinds(&s));
-        }
+        });
         for want in ["progress", "no-effect", "cancel-mid-think", "plain", "race"] {
             assert!(kinds.contains(want), "no {want} in 100 seeds: {kinds:?}");
         }

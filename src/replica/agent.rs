@@ -18,7 +18,7 @@ use super::decide::subscribe::status_update;
 use super::decide::turn::TurnPlan;
 use super::{status, ActiveTask, AgentShape, Refusal, Replica, TurnInfo};
 use crate::faults::KillPoint;
-use crate::ground::ledger::{self, EffectRequest};
+use crate::ground::ledger::{self, EffectError, EffectRequest};
 use crate::trace::event::failure_tone;
 use crate::trace::now_ms;
 
@@ -26,7 +26,8 @@ use crate::trace::now_ms;
 pub(super) type TurnOf<'a> = (&'a TurnInfo, &'a Message);
 
 impl Replica {
-    /// Thinks for `left`, what is left of `think` once the saves before it are done. A turn
+    /// Thinks what is left of `think` once the saves before it are done
+    /// ([`decide::turn::think_left`]). A turn
     /// whose message asks for progress updates ([`AgentShape::progress`]), on a server that
     /// saves every event ([`TurnPlan::artifact_first`]), sets its task working again that
     /// many times, evenly spread over the whole think (begun at `began_ms` where the
@@ -45,11 +46,11 @@ impl Replica {
         (info, message): TurnOf<'_>,
         task: &mut Task,
         (version, began_ms): (&mut u64, u64),
-        (think, left): (Duration, Duration),
+        (think, plan): (Duration, &TurnPlan),
         active: &ActiveTask,
         sink: Option<&mpsc::Sender<StreamResponse>>,
     ) -> Option<Result<Task, Refusal>> {
-        let plan = decide::turn::turn_plan(&self.profile);
+        let left = decide::turn::think_left(plan, think, now_ms().saturating_sub(began_ms));
         let updates = u64::from(AgentShape::of(message).progress);
         if updates == 0 || !plan.artifact_first {
             tokio::time::sleep(left).await;
@@ -107,28 +108,11 @@ impl Replica {
         plan: &TurnPlan,
         active: &ActiveTask,
     ) -> Result<(), Refusal> {
-        let effect = EffectRequest {
-            task_id: task.id.clone(),
-            context_id: task.context_id.clone(),
-            conversation: info.conversation.clone(),
-            turn: info.turn,
-            message_id: message.message_id.clone(),
-            replica: self.name.clone(),
-            key: decide::turn::effect_key(&self.profile, &task.context_id, &message.message_id),
-            sent_ms: now_ms(),
-        };
-        self.faults
-            .chaos
-            .borrow_mut()
-            .reached(&self.name, KillPoint::Effect);
-        if let Err(e) = ledger::perform(&effect, self.timing.ledger_timeout).await {
-            self.record_as(
-                failure_tone(&e.to_string()),
-                format!(
-                    "{}#{}: effect outcome unknown: {e}",
-                    info.conversation, info.turn
-                ),
-            );
+        let (task_id, context_id) = (task.id.clone(), task.context_id.clone());
+        if let Err(e) = self
+            .perform_effect((info, message), task_id, context_id)
+            .await
+        {
             if plan.fails_task {
                 // The executor raised: the task is failed (best effort).
                 task.status = status(TaskState::Failed);
@@ -143,18 +127,54 @@ impl Replica {
             }
             return Err(decide::turn::effect_failed(&self.profile, &e.to_string()));
         }
+        Ok(())
+    }
 
+    /// Sends turn `(info, message)`'s effect on its task (`task_id`, `context_id`) to the
+    /// ledger, between the `effect` and `after-effect` kill points, and records an outcome
+    /// it cannot know (the ledger did not answer in time) as the error it returns. The one
+    /// effect step of a turn and of an executor that outlived its consumer.
+    pub(super) async fn perform_effect(
+        &self,
+        (info, message): TurnOf<'_>,
+        task_id: String,
+        context_id: String,
+    ) -> Result<(), EffectError> {
+        let key = decide::turn::effect_key(&self.profile, &context_id, &message.message_id);
+        let effect = EffectRequest {
+            task_id,
+            context_id,
+            conversation: info.conversation.clone(),
+            turn: info.turn,
+            message_id: message.message_id.clone(),
+            replica: self.name.clone(),
+            key,
+            sent_ms: now_ms(),
+        };
+        self.faults
+            .chaos
+            .borrow_mut()
+            .reached(&self.name, KillPoint::Effect);
+        if let Err(e) = ledger::perform(&effect, self.timing.ledger_timeout).await {
+            self.record_as(
+                failure_tone(&e.to_string()),
+                format!(
+                    "{}#{}: effect outcome unknown: {e}",
+                    info.conversation, info.turn
+                ),
+            );
+            return Err(e);
+        }
         self.faults
             .chaos
             .borrow_mut()
             .reached(&self.name, KillPoint::AfterEffect);
-
         Ok(())
     }
 }
 
 /// Sleeps until simulated time `at_ms` (not at all when it has passed).
-async fn sleep_until(at_ms: u64) {
+pub(super) async fn sleep_until(at_ms: u64) {
     let now = now_ms();
     if at_ms > now {
         tokio::time::sleep(Duration::from_millis(at_ms - now)).await;

@@ -30,15 +30,13 @@ use std::rc::Rc;
 
 use a2a::{Message, Task, TaskState};
 
+use super::agent::sleep_until;
 use super::decide::save::BeforeEffect;
 use super::decide::{self, Saved};
 use super::turn::release_claim;
 use super::{needs_auth, push_user_again, rpc, status, AgentShape, Refusal, Replica, TurnInfo};
-use crate::faults::KillPoint;
-use crate::ground::ledger::{self, EffectRequest};
 use crate::model::ReplyIn;
 use crate::store::TaskStore;
-use crate::trace::event::failure_tone;
 use crate::trace::{now_ms, Tone};
 
 /// What an executor needs to run on once its consumer has failed.
@@ -108,11 +106,7 @@ impl Replica {
 
     async fn run_orphan(&self, orphan: Orphan) {
         let think = self.draw(self.timing.think_ms);
-        let until = orphan.began_ms + think.as_millis() as u64;
-        let now = now_ms();
-        if until > now {
-            tokio::time::sleep(std::time::Duration::from_millis(until - now)).await;
-        }
+        sleep_until(orphan.began_ms + think.as_millis() as u64).await;
         self.orphan_effect(orphan, "the executor runs on after its consumer failed")
             .await;
     }
@@ -166,34 +160,10 @@ impl Replica {
             return;
         }
         self.record(format!("{}#{}: {why}", info.conversation, info.turn));
-        let effect = EffectRequest {
-            task_id,
-            context_id: context_id.clone(),
-            conversation: info.conversation.clone(),
-            turn: info.turn,
-            message_id: message.message_id.clone(),
-            replica: self.name.clone(),
-            key: decide::turn::effect_key(&self.profile, &context_id, &message.message_id),
-            sent_ms: now_ms(),
-        };
-        self.faults
-            .chaos
-            .borrow_mut()
-            .reached(&self.name, KillPoint::Effect);
-        if let Err(e) = ledger::perform(&effect, self.timing.ledger_timeout).await {
-            self.record_as(
-                failure_tone(&e.to_string()),
-                format!(
-                    "{}#{}: effect outcome unknown: {e}",
-                    info.conversation, info.turn
-                ),
-            );
-            return;
-        }
-        self.faults
-            .chaos
-            .borrow_mut()
-            .reached(&self.name, KillPoint::AfterEffect);
+        // Its outcome, unknown or not, is nobody's answer: the client has its error.
+        let _ = self
+            .perform_effect((&info, &message), task_id, context_id)
+            .await;
     }
 
     /// The context of the task's TaskManager here when the consumer of `message`'s turn on

@@ -61,6 +61,7 @@
 //! - `drain`: graceful shutdown after SIGTERM (a `drain` fault): refused connections, streams
 //!   cut after `handler.sse_grace_ms`, the exit once no connection is left.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
@@ -167,13 +168,23 @@ impl TurnInfo {
     /// an integral value (`1`, `1.0`, `1e0`): JSON does not tell them apart, and
     /// protobuf-based clients (a2a-sdk's `Struct`) send every number as a double.
     pub fn from_message(message: &Message) -> Option<TurnInfo> {
+        TurnInfo::scripted(message).map(|(turn, _)| turn)
+    }
+
+    /// The turn [`TurnInfo::from_message`] reads, with the object it read it from (where
+    /// the rest of what the script asks of the turn rides: [`AgentShape`],
+    /// [`NEEDS_AUTH_KEY`]).
+    pub fn scripted(message: &Message) -> Option<(TurnInfo, Cow<'_, Value>)> {
         let data = message.parts.iter().find_map(|p| match &p.content {
-            PartContent::Data(v) => TurnInfo::from_data(v),
+            PartContent::Data(v) => Some((TurnInfo::from_data(v)?, Cow::Borrowed(v))),
             _ => None,
         });
         data.or_else(|| {
             message.parts.iter().find_map(|p| match &p.content {
-                PartContent::Text(t) => TurnInfo::from_data(&turn_in_text(t)?),
+                PartContent::Text(t) => {
+                    let v = turn_in_text(t)?;
+                    Some((TurnInfo::from_data(&v)?, Cow::Owned(v)))
+                }
                 _ => None,
             })
         })

@@ -96,49 +96,45 @@ impl Replica {
                     queued_runs,
                     answer,
                 } = decide::send::joined(active.last_end.borrow().clone());
-                if let (true, Some(tx), Ok(task)) = (queued_runs, sink, &answer) {
-                    // On a stream the request hears the running turn's events and then its
-                    // own turn's, and its stream ends with its own turn: a2a-sdk's
-                    // on_message_send_stream subscribes with the request and returns only
-                    // at that request's `_RequestCompleted` (1.1.5 and 1.3.0
-                    // ActiveTask.subscribe), where a blocking send returns at the first
-                    // interrupted or terminal task. The running turn's end stands for its
-                    // remaining events. Seen live: generation 6's seeds 15 and 89 of
-                    // a2a-python-1.3-versioned (a streaming turn raced the next on one
-                    // replica: the stream began with an update and ended after its own
-                    // turn's effect).
-                    let _ = tx.send(status_update(task)).await;
-                    let (me, tx) = (self.clone(), tx.clone());
+                // On a stream the request hears the running turn's events and then its own
+                // turn's, and its stream ends with its own turn: a2a-sdk's
+                // on_message_send_stream subscribes with the request and returns only at
+                // that request's `_RequestCompleted` (1.1.5 and 1.3.0 ActiveTask.subscribe),
+                // where a blocking send returns at the first interrupted or terminal task.
+                // The running turn's end stands for its remaining events. Seen live:
+                // generation 6's seeds 15 and 89 of a2a-python-1.3-versioned (a streaming
+                // turn raced the next on one replica: the stream began with an update and
+                // ended after its own turn's effect).
+                let stream = match (queued_runs, sink, &answer) {
+                    (true, Some(tx), Ok(task)) => {
+                        let _ = tx.send(status_update(task)).await;
+                        Some(tx.clone())
+                    }
+                    _ => None,
+                };
+                if queued_runs {
+                    let me = self.clone();
                     let (queued_message, queued_caller) = (message.clone(), caller.clone());
+                    let streamed = stream.is_some();
                     crate::activity::spawn(async move {
+                        let sink = stream.as_ref();
                         let begun = me
                             .clone()
-                            .begin(queued_message, true, Some(&tx), &queued_caller, true)
+                            .begin(queued_message, true, sink, &queued_caller, true)
                             .await;
-                        match begun {
-                            Ok(Begun::Turn(turn)) => {
-                                let _ = me.finish(turn, Some(&tx)).await;
+                        match (begun, sink) {
+                            (Ok(Begun::Turn(turn)), _) => {
+                                let _ = me.finish(turn, sink).await;
                             }
-                            Ok(Begun::Replay(task)) => {
+                            (Ok(Begun::Replay(task)), Some(tx)) => {
                                 let _ = tx.send(StreamResponse::Task(*task)).await;
                             }
                             _ => {}
                         }
                     });
-                    return Some(Ok(Begun::Streamed));
-                }
-                if queued_runs {
-                    let me = self.clone();
-                    let (queued_message, queued_caller) = (message.clone(), caller.clone());
-                    crate::activity::spawn(async move {
-                        let begun = me
-                            .clone()
-                            .begin(queued_message, true, None, &queued_caller, true)
-                            .await;
-                        if let Ok(Begun::Turn(turn)) = begun {
-                            let _ = me.finish(turn, None).await;
-                        }
-                    });
+                    if streamed {
+                        return Some(Ok(Begun::Streamed));
+                    }
                 } else {
                     // A turn that failed takes its queue with it (seen live: the queued turn
                     // of tests/fidelity/found/found-a2a-python-1.3-plain-23.toml never ran).

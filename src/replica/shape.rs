@@ -13,7 +13,7 @@
 use a2a::{Message, PartContent};
 use serde_json::Value;
 
-use super::{integral, turn_in_text};
+use super::{integral, TurnInfo};
 
 /// The data-part key by which a turn performs no business effect (`"effect": false`).
 pub const EFFECT_KEY: &str = "effect";
@@ -46,17 +46,13 @@ impl Default for AgentShape {
 }
 
 impl AgentShape {
-    /// The shape `message` asks for, read from its scripted data part (or from a text part
-    /// that is the turn as JSON, as [`super::TurnInfo::from_message`] reads the turn); the
-    /// default for a message without one. `progress` is any JSON number with an integral
-    /// value (protobuf-based clients send `2.0`), at most [`MAX_PROGRESS`].
+    /// The shape `message` asks for, read from the object its turn rides in
+    /// ([`TurnInfo::scripted`]); the default for a message without one. `progress` is any
+    /// JSON number with an integral value (protobuf-based clients send `2.0`), at most
+    /// [`MAX_PROGRESS`].
     pub fn of(message: &Message) -> AgentShape {
-        let scripted = message.parts.iter().find_map(|p| match &p.content {
-            PartContent::Data(v) if v.get("turn").is_some() => Some(v.clone()),
-            PartContent::Text(t) => turn_in_text(t).filter(|v| v.get("turn").is_some()),
-            _ => None,
-        });
-        scripted.map_or_else(AgentShape::default, |v| AgentShape::from_data(&v))
+        TurnInfo::scripted(message)
+            .map_or_else(AgentShape::default, |(_, v)| AgentShape::from_data(&v))
     }
 
     /// The shape the scripted data part's object `v` asks for.
@@ -92,7 +88,6 @@ impl AgentShape {
 mod tests {
     use super::*;
     use crate::client::Client;
-    use crate::replica::TurnInfo;
     use serde_json::json;
 
     fn turn_message() -> Message {

@@ -534,15 +534,13 @@ impl Replica {
         // Think (the model call), or what is left of it after the saves it ran beside,
         // saving the progress updates the turn asks for on the way.
         let think = self.draw(self.timing.think_ms);
-        let saving_ms = now_ms().saturating_sub(began_ms);
-        let left = decide::turn::think_left(&plan, think, saving_ms);
         let turn = (info, message);
         if let Some(stopped) = self
             .think_with_progress(
                 turn,
                 task,
                 (&mut version, began_ms),
-                (think, left),
+                (think, &plan),
                 active,
                 sink,
             )

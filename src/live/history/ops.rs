@@ -514,16 +514,9 @@ fn task_of(v: &TaskView) -> a2a::Task {
 /// part (read as the replicas read it, [`TurnInfo::from_data`]), a file (1.0's `raw` or
 /// `url`, 0.3's `file`), or nothing else.
 fn parts_of(message: &Value) -> Parts {
-    let parts = message
-        .get("parts")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
+    let parts = parts(message);
     let has = |key: &str| parts.iter().any(|p| p.get(key).is_some());
-    if parts
-        .iter()
-        .any(|p| p.get("data").and_then(TurnInfo::from_data).is_some())
-    {
+    if scripted_data(message).is_some() {
         Parts::Data
     } else if has("raw") || has("url") || has("file") {
         Parts::File
@@ -535,12 +528,23 @@ fn parts_of(message: &Value) -> Parts {
 /// What a recorded message asked of the agent ([`AgentShape`]): read from its scripted data
 /// part, as the replicas read it; the default shape without one.
 fn shape_of(message: &Value) -> AgentShape {
+    scripted_data(message).map_or_else(AgentShape::default, AgentShape::from_data)
+}
+
+/// A recorded message's parts, in either wire.
+fn parts(message: &Value) -> &[Value] {
     message
         .get("parts")
         .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+}
+
+/// A recorded message's scripted data part: the first whose data reads as a turn
+/// ([`TurnInfo::from_data`], as the replicas read it).
+fn scripted_data(message: &Value) -> Option<&Value> {
+    parts(message)
+        .iter()
         .filter_map(|p| p.get("data"))
         .find(|d| TurnInfo::from_data(d).is_some())
-        .map_or_else(AgentShape::default, AgentShape::from_data)
 }
