@@ -407,6 +407,15 @@ pub struct HandlerKnobs {
     /// effect, and the think begins once the working status is saved.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub executor_outlives_consumer: bool,
+    /// With `executor_outlives_consumer`, the ActiveTask of a turn whose consumer failed on
+    /// its TaskManager's context (`task_only_context = "generate"`) stays registered,
+    /// finished, holding the FAILED copy the consumer saved, until the executor that runs on
+    /// ends; then it is cleaned up. A cancel there meanwhile answers that copy as success,
+    /// writes nothing and does not stop the executor; a message or subscription there is
+    /// refused as for a terminal task (needs `cache_snapshot`). Unset: the ActiveTask is
+    /// gone as its consumer ends, and a request there reads the store.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub failed_consumer_keeps_task: bool,
     /// A save before the turn's effect that conflicts, and whose re-read finds the task
     /// terminal (another replica canceled or completed it), answers the send with that
     /// terminal task: the consumer hands it to the request's subscription and cancels the
@@ -721,6 +730,14 @@ impl Profile {
             return Err(InputError::new(
                 origin,
                 "push.dispatch_as_anonymous is modelled for per-pod configs only: set push.shared_configs = false",
+            ));
+        }
+        if profile.handler.failed_consumer_keeps_task
+            && !(profile.handler.executor_outlives_consumer && profile.handler.cache_snapshot)
+        {
+            return Err(InputError::new(
+                origin,
+                "handler.failed_consumer_keeps_task needs handler.executor_outlives_consumer and handler.cache_snapshot: the ActiveTask is kept for the executor that runs on, holding its cached copy",
             ));
         }
         if profile.handler.executor_outlives_consumer && profile.cancel.fence_effects {

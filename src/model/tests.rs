@@ -121,6 +121,25 @@ fn keeping_the_task_after_a_cancel_needs_a_cached_snapshot() {
 }
 
 #[test]
+fn keeping_a_failed_consumers_task_needs_an_executor_that_runs_on() {
+    let (_, text) = BUILTIN
+        .iter()
+        .find(|(name, _)| *name == "a2a-python-1.1")
+        .expect("built in");
+    let no_orphan = text.replace(
+        "executor_outlives_consumer = true",
+        "executor_outlives_consumer = false",
+    );
+    let err = Profile::parse(&no_orphan, "x.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("handler.failed_consumer_keeps_task needs handler.executor_outlives_consumer"),
+        "{err}"
+    );
+}
+
+#[test]
 fn anonymous_dispatch_is_refused_with_shared_push_configs() {
     let text = std::fs::read_to_string("tests/models/a2a-python-1.0.1.toml").unwrap();
     let p = Profile::parse(&text, "a2a-python-1.0.1.toml").unwrap_or_else(|e| panic!("{e}"));

@@ -4,6 +4,7 @@
 //! `cancel.parked_task`, `cancel.remote_write`, `cancel.store_write`, `cancel.keeps_task`,
 //! `cancel.writes_nothing`, `cancel.waits_for_consumer`,
 //! `store.placement` and `store.versioned` (how the cancel is written),
+//! `handler.failed_consumer_keeps_task` (a finished ActiveTask answers),
 //! `handler.cache_snapshot` (what the replica keeps of a task it canceled).
 
 use std::rc::Rc;
@@ -38,10 +39,18 @@ impl Replica {
             };
             if let Some(kept) = self.kept_after_cancel(task_id) {
                 // a2a-sdk 1.1.5 `ActiveTask.cancel` on a finished ActiveTask: it waits for
-                // nothing, and answers its cached task, terminal, without a store check.
-                self.record(format!(
-                    "cancel of {task_id}: answered by the ActiveTask an earlier cancel left here"
-                ));
+                // nothing, stops nothing, and answers its cached task, terminal, without a
+                // store check.
+                self.record(if kept.status.state == a2a::TaskState::Canceled {
+                    format!(
+                        "cancel of {task_id}: answered by the ActiveTask an earlier cancel left here"
+                    )
+                } else {
+                    format!(
+                        "cancel of {task_id}: answered {:?} by the finished ActiveTask of a failed consumer",
+                        kept.status.state
+                    )
+                });
                 return Ok(kept);
             }
             // The stored task (read above for the owner check either way), or this
@@ -187,8 +196,10 @@ impl Replica {
         }
     }
 
-    /// The CANCELED copy held by the finished ActiveTask an earlier cancel left on this
-    /// replica (`cancel.keeps_task`), if there is one.
+    /// The copy held by a finished ActiveTask still registered on this replica
+    /// ([`super::state::ActiveTask::finished_kept`]): the CANCELED one an earlier cancel
+    /// left (`cancel.keeps_task`), or the FAILED one of a consumer that failed while its
+    /// executor runs on (`handler.failed_consumer_keeps_task`).
     pub(super) fn kept_after_cancel(&self, task_id: &str) -> Option<Task> {
         let active = self.tasks.active.borrow();
         let active = active.get(task_id)?;

@@ -50,6 +50,9 @@ pub(super) struct Orphan {
     pub context_id: String,
     /// When the request reached the executor (simulated ms): its think began then.
     pub began_ms: u64,
+    /// The copy the finished ActiveTask holds while the executor runs on, and its version
+    /// (`handler.failed_consumer_keeps_task`); `None`: the ActiveTask is gone at once.
+    pub kept: Option<(Task, u64)>,
 }
 
 impl Orphan {
@@ -61,6 +64,7 @@ impl Orphan {
             task_id: task.id.clone(),
             context_id: task.context_id.clone(),
             began_ms,
+            kept: None,
         }
     }
 }
@@ -99,9 +103,25 @@ impl Replica {
     /// (`handler.executor_outlives_consumer`): it runs on in the background, thinks out the
     /// rest of its think time (begun when the request reached it), performs its effect and
     /// stops; nothing it emits is saved. The client has its error already.
-    fn executor_runs_on(self: &Rc<Self>, orphan: Orphan) {
+    /// An ActiveTask that keeps a copy ([`Orphan::kept`]) stays registered, finished, until
+    /// the executor ends ([`Replica::kept_after_cancel`] answers a cancel with it).
+    fn executor_runs_on(self: &Rc<Self>, mut orphan: Orphan) {
+        let kept = orphan.kept.take().map(|copy| {
+            let active = self.active(&orphan.task_id);
+            *active.cached.borrow_mut() = Some(copy);
+            active.finished_kept.set(true);
+            active
+        });
         let me = self.clone();
-        crate::activity::spawn(async move { me.run_orphan(orphan).await });
+        crate::activity::spawn(async move {
+            me.run_orphan(orphan).await;
+            if let Some(active) = kept {
+                // The producer is done: `_run_consumer` stops awaiting it, and with no
+                // subscriber left `_maybe_cleanup` removes the ActiveTask, and its copy.
+                active.finished_kept.set(false);
+                *active.cached.borrow_mut() = None;
+            }
+        });
     }
 
     async fn run_orphan(&self, orphan: Orphan) {
@@ -155,6 +175,7 @@ impl Replica {
             task_id,
             context_id,
             began_ms: _,
+            kept: _,
         } = orphan;
         if needs_auth(&message) || !AgentShape::of(&message).effect {
             return;
@@ -230,7 +251,7 @@ impl Replica {
         let reply_in = self.profile.handler.reply_in.unwrap_or(ReplyIn::History);
         push_user_again(&mut failed, message, reply_in, true);
         failed.status = status(TaskState::Failed);
-        let _ = self
+        let saved = self
             .persist(&mut failed, self.save_mode(version), version)
             .await;
         let refusal = rpc(
@@ -240,21 +261,30 @@ impl Replica {
                 task.context_id
             ),
         );
+        // The FAILED copy is the ActiveTask's cached task, saved or not (the TaskManager
+        // updates it in place before it writes).
+        let kept = self.profile.handler.failed_consumer_keeps_task.then(|| {
+            let version = saved.ok().or(version).unwrap_or_default();
+            (failed, version)
+        });
         let orphan = || {
-            version
-                .is_some()
-                .then(|| Orphan::of(info, message, &task, began_ms))
+            version.is_some().then(|| Orphan {
+                kept,
+                ..Orphan::of(info, message, &task, began_ms)
+            })
         };
         let refusal = self
             .saved_before_effect(Err(refusal.clone()), dedup_store, dedup_key, orphan)
             .await
             .err()
             .unwrap_or(refusal);
-        // The consumer's end finishes the ActiveTask, which leaves the registry with the
-        // copy it cached (a2a-sdk 1.1.5 `_run_consumer`'s `finally`; seen live, 1.1 seed
-        // 176: the next send to that replica read the FAILED task and was refused), and
-        // every request that joined it meanwhile hears the consumer's error (seen live:
-        // the same turn sent twice at once to that replica, both -32602).
+        // The consumer's end finishes the ActiveTask (a2a-sdk 1.1.5 `_run_consumer`'s
+        // `finally`), which leaves the registry with the copy it cached once nothing holds
+        // it (seen live, 1.1 seed 176: the next send to that replica read the FAILED task
+        // and was refused); with `handler.failed_consumer_keeps_task` the executor that runs
+        // on holds it until it ends (generation 5's seed 128: a cancel there answered the
+        // FAILED copy). Every request that joined it meanwhile hears the consumer's error
+        // (seen live: the same turn sent twice at once to that replica, both -32602).
         self.end_turn(&self.active(&task.id), &Err(refusal.clone()));
         refusal
     }

@@ -298,10 +298,12 @@ pub(super) struct ActiveTask {
     /// and no cancel was written here since: a2a-sdk keeps its `ActiveTask` alive, and a
     /// later message goes to it ([`crate::model::QueuedTerminal::Run`]).
     pub(super) parked: Cell<bool>,
-    /// With `cancel.keeps_task`: a cancel written here through an ActiveTask that was not
-    /// parked (one the cancel registered, or one running a turn) left it finished but
-    /// registered, its `cached` copy CANCELED (a2a-sdk 1.1.5: seen live, it is not cleaned
-    /// up, and a later cancel here answers that copy).
+    /// The ActiveTask is finished but still registered, holding its `cached` copy (a2a-sdk
+    /// 1.1.5): with `cancel.keeps_task`, a cancel written here through an ActiveTask that
+    /// was not parked (one the cancel registered, or one running a turn) left it so, its copy
+    /// CANCELED (seen live, it is not cleaned up, and a later cancel here answers that copy);
+    /// with `handler.failed_consumer_keeps_task`, a consumer that failed left it so, its copy
+    /// FAILED, until the executor running on ends.
     pub(super) finished_kept: Cell<bool>,
     /// With `subscribe.registers_task`: a subscription here registered this ActiveTask,
     /// alive until a turn or a cancel of the task here ends it.
