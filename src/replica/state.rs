@@ -232,6 +232,15 @@ impl Replica {
             .is_some_and(|a| a.running.get() || a.parked.get())
     }
 
+    /// Whether a turn of the task is starting here ([`ActiveTask::starting`]).
+    pub(super) fn starts(&self, task_id: &str) -> bool {
+        self.tasks
+            .active
+            .borrow()
+            .get(task_id)
+            .is_some_and(|a| a.starting.get() > 0)
+    }
+
     pub(super) fn active(&self, task_id: &str) -> Rc<ActiveTask> {
         self.tasks
             .active

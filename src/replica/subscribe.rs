@@ -124,7 +124,14 @@ impl Replica {
         }
         let (tx, rx) = mpsc::channel::<StreamResponse>(16);
         let me = self.clone();
-        let plan = decide::subscribe::stream_plan(&self.profile, self.holds(&task_id));
+        // A turn starting here holds the task too: a2a-sdk registers its ActiveTask before
+        // the consumer's first save (`_setup_active_task`'s `get_or_create`), and a
+        // subscription that finds it taps it (1.3.0 `on_subscribe_to_task`: "this replica
+        // runs the agent -> tap it"; generation 4's seed 265 of a2a-python-1.3-versioned:
+        // a subscription that reached replica-1 with a turn there stayed open with that
+        // turn's events, where the model tailed the store and ended on its first save).
+        let held = self.holds(&task_id) || self.starts(&task_id);
+        let plan = decide::subscribe::stream_plan(&self.profile, held);
         let source = plan.source;
         // Attached to this replica's ActiveTask: its idle release waits for the stream's end.
         let attached = plan.attaches.then(|| self.attach(&task_id));
