@@ -278,7 +278,8 @@ fn the_live_faults_agree_with_the_real_a2a_python_sdk() {
 /// refuse as private); with it, the real a2a-sdk 1.3.0 peer (server.py --push) delivers the
 /// task's pushes to the run's webhook, which records them, and the simulation's own
 /// `push-accounted` passes on them. The same flag on h09 (the config registered on the other
-/// pod) shows the real SDK dropping the push as the simulation says it does.
+/// pod) shows the real SDK dropping the push as the simulation says it does, and a partition
+/// of the replica's own link to the webhook holds its pushes until the repair in both worlds.
 #[test]
 fn live_push_reaches_the_runs_webhook_from_the_real_a2a_python_peer() {
     let dir = std::env::temp_dir().join(format!("a2a-chaos-live-push-{}", std::process::id()));
@@ -339,6 +340,24 @@ fn live_push_reaches_the_runs_webhook_from_the_real_a2a_python_peer() {
     let stdout = String::from_utf8_lossy(&h09.stdout);
     assert_eq!(h09.status.code(), Some(0), "h09 live:\n{stdout}");
     assert!(stdout.contains("got: [push-accounted]"), "{stdout}");
+
+    // A partition between the replica and the webhook holds its pushes, on its own link,
+    // until the repair, in both worlds.
+    let cut = Command::new(bin())
+        .args([
+            "fidelity",
+            "tests/scenarios/webhook-partition-holds-a-push-a2a-python-1.3-versioned.toml",
+            "--allow-loopback-push",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&cut.stdout);
+    assert_eq!(cut.status.code(), Some(0), "webhook partition:\n{stdout}");
+    assert!(
+        stdout.contains("0 undocumented disagreements; observables differ in 0 scenarios"),
+        "{stdout}"
+    );
 }
 
 /// The fidelity tests run one at a time: `setup.sh` is not safe to run twice at once, and

@@ -232,9 +232,10 @@ pub fn compare(
         let note = notes.get(&key).cloned();
         let status = if s.verdict == r {
             "agree"
-        } else if s.verdict == Verdict::Fail
-            && r == Verdict::Pass
-            && blind.contains(s.name.as_str())
+        } else if blind.contains(s.name.as_str())
+            && ((s.verdict == Verdict::Fail && r == Verdict::Pass)
+                || (r == Verdict::Unknown
+                    && crate::fidelity::observe::NEVER_JUDGED_LIVE.contains(&s.name.as_str())))
         {
             "unseen"
         } else if note.is_some() {

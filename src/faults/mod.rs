@@ -167,18 +167,19 @@ pub trait ActionKind: Clone + PartialEq + fmt::Debug + fmt::Display + Sized {
 /// Whether a live run carries the link between `a` and `b` through a proxy of its own
 /// (`live::network`), so that `partition`, `partition-oneway`, `repair`, `hold`, `release`
 /// and `latency` can act on it: client↔router, router↔replica, replica↔store (a PostgreSQL
-/// server over TCP) and replica↔ledger. A replica's pushes to the webhook go to the URL
-/// its client set, one address for every replica, so that link is not carried per replica.
+/// server over TCP), replica↔ledger and replica↔webhook (each replica sends its pushes
+/// through its own link, whatever URL its client set).
 pub fn live_link(what: &str, a: &Host, b: &Host) -> Result<(), ActionError> {
     let carried = |x: &Host, y: &Host| {
         (*x == Host::Client && *y == Host::Router)
-            || (y.is_replica() && matches!(x, Host::Router | Host::Store | Host::Ledger))
+            || (y.is_replica()
+                && matches!(x, Host::Router | Host::Store | Host::Ledger | Host::Webhook))
     };
     if carried(a, b) || carried(b, a) {
         Ok(())
     } else {
         Err(ActionError::NotLive(format!(
-            "`{what}` is unsupported in live mode: a live run carries only the links client-router, router-replica, replica-store and replica-ledger through its own proxies"
+            "`{what}` is unsupported in live mode: a live run carries only the links client-router, router-replica, replica-store, replica-ledger and replica-webhook through its own proxies"
         )))
     }
 }

@@ -21,7 +21,8 @@
 //! overwrote differed only in its state) can read as built on the stored version. A simulated run whose
 //! every `versions-monotonic` violation is such a save fails there while the live observer
 //! may say `pass`; that pair is not a difference. Any other pair is, and a stale save that
-//! dropped something is never blind.
+//! dropped something is never blind. Nor is a simulated verdict against a live `unknown` of
+//! an invariant no live run judges ([`NEVER_JUDGED_LIVE`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -137,6 +138,9 @@ impl Observables {
         if stale_saves_are_unseen(&record.saves) {
             observed.blind.insert("versions-monotonic".to_string());
         }
+        for name in NEVER_JUDGED_LIVE {
+            observed.blind.insert(name.to_string());
+        }
         observed
     }
 
@@ -176,9 +180,10 @@ impl Observables {
         for key in union(&self.verdicts, &other.verdicts) {
             let (a, b) = (self.verdicts.get(&key), other.verdicts.get(&key));
             let unseen = |o: &Observables, v: Option<&String>, w: Option<&String>| {
+                let (v, w) = (v.map(String::as_str), w.map(String::as_str));
                 o.blind.contains(&key)
-                    && v.map(String::as_str) == Some("fail")
-                    && w.map(String::as_str) == Some("pass")
+                    && ((v == Some("fail") && w == Some("pass"))
+                        || (NEVER_JUDGED_LIVE.contains(&key.as_str()) && w == Some("unknown")))
             };
             if unseen(self, a, b) || unseen(other, b, a) {
                 continue;
@@ -232,6 +237,12 @@ fn its_effect(record: &RunRecord, op: &crate::client::history::Op) -> Option<&'s
 /// content rule cannot tell from an up-to-date save: a plain-store save (no versions in its
 /// report) built on an older version than the stored one, that still holds every artifact and
 /// message id of the stored one. False when there is none, or one that went back.
+/// Invariants a live run never judges, whatever happened: it records no push connection (a
+/// live run's pushes go to its own webhook on loopback, as `--allow-loopback-push` lets
+/// them), so `push-egress-safe` reads `unknown` live. A simulated verdict against that is
+/// not a difference.
+pub const NEVER_JUDGED_LIVE: &[&str] = &["push-egress-safe"];
+
 fn stale_saves_are_unseen(saves: &[SaveRecord]) -> bool {
     let breaches = crate::check::versions::breaches(saves);
     !breaches.is_empty()
@@ -358,5 +369,25 @@ mod tests {
             .verdicts
             .insert("versions-monotonic".into(), "unknown".into());
         assert_eq!(simulated.diff(&unknown, "simulated", "real").len(), 1);
+    }
+
+    #[test]
+    fn a_verdict_no_live_run_judges_is_no_difference() {
+        let mut simulated = Observables::default();
+        simulated
+            .verdicts
+            .insert("push-egress-safe".into(), "pass".into());
+        let mut real = Observables::default();
+        real.verdicts
+            .insert("push-egress-safe".into(), "unknown".into());
+        assert_eq!(simulated.diff(&real, "simulated", "real").len(), 1);
+        simulated.blind.insert("push-egress-safe".into());
+        assert!(simulated.diff(&real, "simulated", "real").is_empty());
+        assert!(real.diff(&simulated, "real", "simulated").is_empty());
+        // Another invariant's live unknown still is one.
+        simulated.blind.insert("liveness".into());
+        simulated.verdicts.insert("liveness".into(), "pass".into());
+        real.verdicts.insert("liveness".into(), "unknown".into());
+        assert_eq!(simulated.diff(&real, "simulated", "real").len(), 1);
     }
 }

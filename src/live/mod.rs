@@ -35,6 +35,7 @@ pub mod postgres;
 pub mod proxy;
 pub mod recording;
 pub mod reports;
+pub mod run_db;
 pub mod setup;
 pub mod shown;
 pub mod wire;

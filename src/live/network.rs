@@ -8,6 +8,8 @@
 //! - `replica-N → store` and `replica-N → ledger`: each replica is started with the link's
 //!   address in place of the database's and the ledger's (its `{db}` and `{ledger}`), so a
 //!   fault on one replica's link leaves the others' alone;
+//! - `replica-N → webhook`: the replica sends every push through its link (`{webhook}`;
+//!   the a2a-python peer's `--webhook-via`), whatever URL its client set;
 //! - `client → router`: the run's client reaches its router through a link.
 //!
 //! The faults, as the simulation names them: `partition` stops both directions,

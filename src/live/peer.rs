@@ -3,7 +3,8 @@
 //! A peer command is a shell command template (run as `sh -c "exec ..."`, so the process
 //! killed is the replica itself) with these placeholders, each substituted shell-quoted:
 //! `{index}`, `{name}` (`replica-N`), `{port}`, `{ledger}` (the ledger's base URL), `{db}` (the
-//! shared database's SQLAlchemy URL), `{model}`, `{sdk}` and `{store}` (from the model's
+//! shared database's SQLAlchemy URL), `{webhook}` (the `host:port` through which this replica
+//! reaches the run's webhook, where its pushes go whatever URL they name), `{model}`, `{sdk}` and `{store}` (from the model's
 //! `[fidelity]` table), `{venv}` (the peer's virtual environment for `{sdk}`) and `{root}` (the
 //! repository), `{mastra}` (where `tests/peers/mastra/setup.sh` installed Node and Mastra),
 //! `{a2a-js}` (where `tests/peers/a2a-js/setup.sh` installed Node and @a2a-js/sdk), `{dir}`
@@ -26,9 +27,7 @@
 //! killed when the fleet is dropped, so a failing run leaves nothing behind.
 //!
 //! With the preset and a PostgreSQL URL, each run gets a database of its own
-//! ([`RunDatabase`]): created on that server before the replicas start (`server.py
-//! --create-db`, from the peer's virtual environment) and dropped when the run ends, so runs
-//! never see each other's tasks.
+//! ([`RunDatabase`], `src/live/run_db.rs`).
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
@@ -43,6 +42,8 @@ use crate::model::Profile;
 use crate::net::{self, Call};
 
 use super::setup::SetupError;
+
+pub use super::run_db::{database_name, is_postgres, RunDatabase};
 
 /// Makes the replica die when the thread that started it does, so a run that is killed
 /// (Ctrl-C, SIGTERM, SIGKILL) leaves no replica behind (Linux; elsewhere the fleet's
@@ -113,7 +114,7 @@ impl PeerCommand {
     /// The template, with a preset expanded.
     pub fn template(&self) -> String {
         match self.0.as_str() {
-            PRESET_A2A_PYTHON => "{venv}/bin/python {root}/tests/peers/a2a-python/server.py --port {port} --name {name} --ledger {ledger} --db {db} --store {store}".into(),
+            PRESET_A2A_PYTHON => "{venv}/bin/python {root}/tests/peers/a2a-python/server.py --port {port} --name {name} --ledger {ledger} --db {db} --store {store} --webhook-via {webhook}".into(),
             PRESET_MASTRA => "{mastra}/bin/node {root}/tests/peers/mastra/server.mjs --port {port} --name {name} --ledger {ledger} --ledger-timeout-ms 500 --install-dir {mastra}".into(),
             PRESET_A2A_JS => "{a2a-js}/bin/node {root}/tests/peers/a2a-js/server.mjs --port {port} --name {name} --ledger {ledger}".into(),
             _ => self.0.clone(),
@@ -234,108 +235,6 @@ pub fn shell_word(text: &str) -> String {
     }
 }
 
-/// Whether `url` is a SQLAlchemy URL of a PostgreSQL database (`postgresql://`,
-/// `postgresql+asyncpg://`, ...).
-pub fn is_postgres(url: &str) -> bool {
-    url.split_once("://")
-        .is_some_and(|(scheme, _)| scheme == "postgresql" || scheme.starts_with("postgresql+"))
-}
-
-/// The PostgreSQL database name of the run in `dir` (`a2a_chaos_` and the directory's name,
-/// with `_` for `-`).
-pub fn database_name(dir: &Path) -> String {
-    let stem = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let name: String = stem
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    format!("a2a_chaos_{name}")
-}
-
-/// One run's own database on a PostgreSQL server, dropped (with its connections) when this
-/// value is dropped.
-pub struct RunDatabase {
-    python: PathBuf,
-    server: String,
-    name: String,
-    /// The run's database URL: the server's URL with [`database_name`] as its database.
-    pub url: String,
-}
-
-impl RunDatabase {
-    /// Creates database `name` on the PostgreSQL server of `server` (a URL whose role may
-    /// create databases), with the a2a-python peer of SDK `sdk`.
-    pub fn create(sdk: &str, server: &str, name: &str) -> Result<Self, SetupError> {
-        let python = venv_base().join(format!("v{sdk}/bin/python"));
-        let out = db_admin(&python, "--create-db", name, server)
-            .map_err(SetupError::io(format!("cannot run {}", python.display())))?;
-        if !out.status.success() {
-            // The traceback's last line is the reason.
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let why = stderr
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty() && !l.starts_with("(Background"))
-                .unwrap_or("");
-            return Err(SetupError::Process(format!(
-                "cannot create database {name} on the PostgreSQL server of --db (the role needs CREATEDB) ({}): {}",
-                out.status,
-                why.trim()
-            )));
-        }
-        let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        if url.is_empty() {
-            return Err(SetupError::Process(format!(
-                "creating database {name} printed no URL"
-            )));
-        }
-        Ok(RunDatabase {
-            python,
-            server: server.to_string(),
-            name: name.to_string(),
-            url,
-        })
-    }
-
-    /// The database's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-}
-
-/// Runs the peer's database administration (`server.py --create-db` or `--drop-db`) for
-/// database `name` on the PostgreSQL server of `server`.
-fn db_admin(
-    python: &Path,
-    action: &str,
-    name: &str,
-    server: &str,
-) -> std::io::Result<std::process::Output> {
-    Command::new(python)
-        .arg(root().join("tests/peers/a2a-python/server.py"))
-        .args([action, name, "--db", server])
-        .stdin(Stdio::null())
-        .output()
-}
-
-impl Drop for RunDatabase {
-    fn drop(&mut self) {
-        let out = db_admin(&self.python, "--drop-db", &self.name, &self.server);
-        match out {
-            Ok(o) if o.status.success() => {}
-            Ok(o) => eprintln!(
-                "warning: cannot drop database {}: {}",
-                self.name,
-                String::from_utf8_lossy(&o.stderr).trim()
-            ),
-            Err(e) => eprintln!("warning: cannot drop database {}: {e}", self.name),
-        }
-    }
-}
-
 /// The replicas of one live run.
 pub struct Fleet {
     command: PeerCommand,
@@ -371,6 +270,8 @@ pub struct Fleet {
 pub struct Route {
     /// The ledger's base URL.
     pub ledger: String,
+    /// The `host:port` through which the replica reaches the webhook.
+    pub webhook: String,
     /// The database URL, when the database is reached over TCP (else the fleet's).
     pub db: Option<String>,
 }
@@ -446,6 +347,15 @@ impl Fleet {
         }
     }
 
+    /// The `host:port` through which replica `index` reaches the webhook (empty before the
+    /// fleet is routed).
+    fn webhook_of(&self, index: usize) -> String {
+        match self.routes.get(index) {
+            Some(Some(r)) => r.webhook.clone(),
+            _ => String::new(),
+        }
+    }
+
     /// The database URL replica `index` is given.
     fn db_of(&self, index: usize) -> String {
         match self.routes.get(index) {
@@ -478,6 +388,7 @@ impl Fleet {
             // itself, around the link a fault may stop (docs/PEERS.md).
             ("A2A_CHAOS_REPORTS", self.ledger.clone()),
             ("A2A_CHAOS_DB", self.db_of(index)),
+            ("A2A_CHAOS_WEBHOOK", self.webhook_of(index)),
             ("A2A_CHAOS_RUN_DIR", self.dir.display().to_string()),
             ("A2A_CHAOS_THINK_MS", self.think_ms_or_default().to_string()),
         ]
@@ -493,6 +404,7 @@ impl Fleet {
             ("{port}", port.to_string()),
             ("{ledger}", self.ledger_of(index)),
             ("{db}", self.db_of(index)),
+            ("{webhook}", self.webhook_of(index)),
             ("{model}", self.model.clone()),
             ("{sdk}", self.sdk.clone()),
             ("{store}", self.store.clone()),

@@ -173,7 +173,11 @@ impl Pool {
             tokio::task::spawn_local(async move { observer::serve(g, t).await });
             let (w, t) = (pool.webhook.clone(), quiet);
             tokio::task::spawn_local(async move { webhook::serve(w, WebhookMode::Ok, t).await });
-            pool.route_replicas(ledger_addr).await?;
+            let webhook_addr = pool
+                .net
+                .addr("webhook")
+                .ok_or_else(|| InputError::new("live", "the webhook has no address"))?;
+            pool.route_replicas(ledger_addr, webhook_addr).await?;
             pool.start_replicas().await
         });
         net::uninstall_real();
@@ -211,8 +215,13 @@ impl Pool {
         Ok(())
     }
 
-    /// Gives every replica its own links to the ledger and, over TCP, to the database.
-    async fn route_replicas(&self, ledger: SocketAddr) -> Result<(), InputError> {
+    /// Gives every replica its own links to the ledger, the webhook and, over TCP, the
+    /// database.
+    async fn route_replicas(
+        &self,
+        ledger: SocketAddr,
+        webhook: SocketAddr,
+    ) -> Result<(), InputError> {
         let db = self.fleet.borrow().urls().1.to_string();
         let db_addr = network::authority_addr(&db);
         for i in 0..self.replicas {
@@ -222,6 +231,11 @@ impl Pool {
                 .carry(&host, &Host::Ledger, ledger)
                 .await
                 .map_err(|e| io("cannot start a link to the ledger", e))?;
+            let webhook = self
+                .network
+                .carry(&host, &Host::Webhook, webhook)
+                .await
+                .map_err(|e| io("cannot start a link to the webhook", e))?;
             let db = match db_addr {
                 Some(addr) => {
                     let via = self
@@ -237,6 +251,7 @@ impl Pool {
                 i,
                 peer::Route {
                     ledger: format!("http://{ledger}"),
+                    webhook: webhook.to_string(),
                     db,
                 },
             );

@@ -38,6 +38,10 @@ a plain store. Either way its saves are reported (docs/PEERS.md).
 card says ``pushNotifications: true`` and the handler gets the SDK's
 ``InMemoryPushNotificationConfigStore`` (per process) and ``BasePushNotificationSender``
 (httpx, 5 s timeout, no URL validator). ``a2a-chaos live --allow-loopback-push`` passes it.
+With ``--webhook-via HOST:PORT`` every push goes to that address whatever URL it names:
+``a2a-chaos live`` gives each replica its own link to the run's webhook there, so a
+partition, hold or latency between one replica and the webhook acts on that replica's pushes
+alone.
 
 ``--bearer`` puts an auth middleware in front of the SDK, as the profiles assume a
 deployment does: ``POST /`` needs a Bearer token (a2a-chaos's ``simjwt:`` tokens, issuer
@@ -422,10 +426,26 @@ async def build(args):
             InMemoryPushNotificationConfigStore,
         )
 
+        class Via(httpx.AsyncBaseTransport):
+            """Sends every request to one address: this replica's link to the webhook."""
+
+            def __init__(self, via):
+                host, port = via.rsplit(":", 1)
+                self.host, self.port = host, int(port)
+                self.inner = httpx.AsyncHTTPTransport()
+
+            async def handle_async_request(self, request):
+                request.url = request.url.copy_with(host=self.host, port=self.port)
+                return await self.inner.handle_async_request(request)
+
+            async def aclose(self):
+                await self.inner.aclose()
+
+        transport = Via(args.webhook_via) if args.webhook_via else None
         configs = InMemoryPushNotificationConfigStore()
         kwargs["push_config_store"] = configs
         kwargs["push_sender"] = BasePushNotificationSender(
-            httpx.AsyncClient(timeout=5.0), configs
+            httpx.AsyncClient(timeout=5.0, transport=transport), configs
         )
     handler = DefaultRequestHandler(
         agent_executor=executor, task_store=store, agent_card=card, **kwargs
@@ -560,6 +580,13 @@ def main():
         help="push notifications on: the card says pushNotifications, the SDK's in-memory "
         "config store and BasePushNotificationSender are wired (a2a-chaos live "
         "--allow-loopback-push passes it); default off",
+    )
+    parser.add_argument(
+        "--webhook-via",
+        default="",
+        metavar="HOST:PORT",
+        help="send every push to HOST:PORT whatever URL it names (a2a-chaos live: this "
+        "replica's own link to the run's webhook); default: the URL's own address",
     )
     parser.add_argument(
         "--bearer",
