@@ -233,16 +233,16 @@ fn its_effect(record: &RunRecord, op: &crate::client::history::Op) -> Option<&'s
     })
 }
 
-/// Whether every save `versions-monotonic` reports in this run is one the live observer's
-/// content rule cannot tell from an up-to-date save: a plain-store save (no versions in its
-/// report) built on an older version than the stored one, that still holds every artifact and
-/// message id of the stored one. False when there is none, or one that went back.
 /// Invariants a live run never judges, whatever happened: it records no push connection (a
 /// live run's pushes go to its own webhook on loopback, as `--allow-loopback-push` lets
 /// them), so `push-egress-safe` reads `unknown` live. A simulated verdict against that is
 /// not a difference.
 pub const NEVER_JUDGED_LIVE: &[&str] = &["push-egress-safe"];
 
+/// Whether every save `versions-monotonic` reports in this run is one the live observer's
+/// content rule cannot tell from an up-to-date save: a plain-store save (no versions in its
+/// report) built on an older version than the stored one, that still holds every artifact and
+/// message id of the stored one. False when there is none, or one that went back.
 fn stale_saves_are_unseen(saves: &[SaveRecord]) -> bool {
     let breaches = crate::check::versions::breaches(saves);
     !breaches.is_empty()
