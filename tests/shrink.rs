@@ -108,7 +108,7 @@ fn a_double_effect_shrinks_through_the_library() {
             routing: "round-robin".into(),
         },
         seed: 7,
-        invariant: Some("exactly-once-effects".into()),
+        invariant: Some(a2a_chaos::check::Invariant::EXACTLY_ONCE_EFFECTS),
         command: "test".into(),
         name: "double-effect".into(),
     })
@@ -249,7 +249,7 @@ kill = 0.5
             routing: "round-robin".into(),
         },
         seed: 2,
-        invariant: Some("versions-monotonic".into()),
+        invariant: Some(a2a_chaos::check::Invariant::VERSIONS_MONOTONIC),
         command: "test".into(),
         name: "duplicates".into(),
     })

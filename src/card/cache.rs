@@ -156,7 +156,7 @@ impl CardClient {
         label: &str,
         method: &str,
         needs_streaming: bool,
-    ) -> Result<Route, String> {
+    ) -> Result<Route, NotSent> {
         let result = match self.card(principal).await {
             Ok(c) if needs_streaming && !c.route.streaming => Err((
                 Some(c.etag),
@@ -190,7 +190,7 @@ impl CardClient {
             }
         }
         self.authority.record_use(u);
-        result.map_err(|(_, why)| why)
+        result.map_err(|(_, why)| NotSent(why))
     }
 
     /// The card to use now: the cached one while the policy keeps it, else fetched.
@@ -395,3 +395,10 @@ impl CardClient {
         ))
     }
 }
+
+/// Why the card client sent no call ([`CardClient::route`]): no card passes its checks, or
+/// the card says the agent cannot do what the call needs. The reason is the card layer's
+/// own sentence, as the trace and the call's `fail` show it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotSent(pub String);

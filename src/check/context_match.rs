@@ -18,7 +18,9 @@
 //! Exercised: messages with a foreign contextId a replica answered, and messages without
 //! one that the final task holds.
 
-use crate::check::{turn_label, Checker, Finding, Invariant, Violation, ViolationKind};
+use crate::check::{
+    turn_label, Checker, Finding, Invariant, LiveNeeds, Report, Violation, ViolationKind, Without,
+};
 use crate::client::history::{OpKind, Outcome};
 use crate::world::RunRecord;
 
@@ -43,6 +45,10 @@ pub struct ContextMatch;
 impl Checker for ContextMatch {
     fn name(&self) -> Invariant {
         Invariant::CONTEXT_MATCH
+    }
+
+    fn live(&self) -> LiveNeeds {
+        LiveNeeds::Reports(Report::Effects, Without::FailOnly)
     }
 
     fn describe(&self) -> &'static str {

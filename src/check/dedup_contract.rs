@@ -14,7 +14,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::check::{turn_label, Checker, Finding, Invariant, Violation, ViolationKind};
+use crate::check::{
+    turn_label, Checker, Finding, Invariant, LiveNeeds, Report, Violation, ViolationKind, Without,
+};
 use crate::client::history::{Op, OpKind, Outcome};
 use crate::model::DedupScope;
 use crate::world::RunRecord;
@@ -41,6 +43,10 @@ pub struct DedupContract;
 impl Checker for DedupContract {
     fn name(&self) -> Invariant {
         Invariant::DEDUP_CONTRACT
+    }
+
+    fn live(&self) -> LiveNeeds {
+        LiveNeeds::Reports(Report::Effects, Without::FailOnly)
     }
 
     fn describe(&self) -> &'static str {

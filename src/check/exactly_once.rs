@@ -16,7 +16,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::check::{turn_label, Checker, Finding, Invariant, Violation, ViolationKind};
+use crate::check::{
+    turn_label, Checker, Finding, Invariant, LiveNeeds, Report, Violation, ViolationKind, Without,
+};
 use crate::client::history::{OpKind, Outcome};
 use crate::world::RunRecord;
 
@@ -63,6 +65,10 @@ impl Operation {
 impl Checker for ExactlyOnce {
     fn name(&self) -> Invariant {
         Invariant::EXACTLY_ONCE_EFFECTS
+    }
+
+    fn live(&self) -> LiveNeeds {
+        LiveNeeds::Reports(Report::Effects, Without::Unknown)
     }
 
     fn describe(&self) -> &'static str {

@@ -17,7 +17,10 @@ use std::collections::BTreeMap;
 
 use a2a::TaskState;
 
-use crate::check::{turn_label, Checker, Class, Finding, Invariant, Violation, ViolationKind};
+use crate::check::{
+    turn_label, Checker, Class, Finding, Invariant, LiveNeeds, Report, Violation, ViolationKind,
+    Without,
+};
 use crate::client::history::{OpKind, Outcome};
 use crate::faults::{kill, Action};
 use crate::model::Artifacts;
@@ -45,6 +48,10 @@ use crate::protocol::at_rest as settled;
 impl Checker for Liveness {
     fn name(&self) -> Invariant {
         Invariant::LIVENESS
+    }
+
+    fn live(&self) -> LiveNeeds {
+        LiveNeeds::Reports(Report::Saves, Without::Partial)
     }
 
     fn class(&self) -> Class {

@@ -277,6 +277,40 @@ impl Class {
     }
 }
 
+/// What an invariant needs from a live run's peer beyond what every live run observes (the
+/// answers, the final tasks, the webhook's deliveries): [`Checker::live`], read where a live
+/// run weakens the verdicts of invariants whose reports did not come
+/// (`crate::live::reports`) and where `fidelity` compares the two worlds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiveNeeds {
+    /// Nothing more: judged on what every live run observes.
+    Nothing,
+    /// The peer's reports of one kind, and how the verdict reads without them.
+    Reports(Report, Without),
+    /// No live run judges it: it reads what only the simulation sees.
+    Never,
+}
+
+/// A kind of report a live peer sends to the ledger (docs/PEERS.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Report {
+    /// `POST {ledger}/effect`: each business effect.
+    Effects,
+    /// `POST {ledger}/save`: each save of the task store.
+    Saves,
+}
+
+/// How an invariant reads a kind of report its peer did not send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Without {
+    /// Nothing it says holds: `unknown`.
+    Unknown,
+    /// A violation it found on the answers holds; a pass does not: `unknown`.
+    FailOnly,
+    /// Its verdict stands, judged on the rest; say so.
+    Partial,
+}
+
 /// An invariant checker. Implement it to check an invariant of your own
 /// ([`crate::sim::Builder::checker`]); the built-in ones are registered in [`CHECKERS`].
 pub trait Checker: Sync {
@@ -291,6 +325,21 @@ pub trait Checker: Sync {
     /// Checks one run: the violations, in sentences, and how often the run reached the case
     /// the invariant is about (zero makes the verdict `unknown`).
     fn check(&self, run: &RunRecord) -> Finding;
+    /// What it needs from a live run's peer: say so if it reads effects or saves, or a live
+    /// run without them reports a `pass` it cannot know.
+    fn live(&self) -> LiveNeeds {
+        LiveNeeds::Nothing
+    }
+}
+
+/// The built-in checker of `invariant`, if it is one.
+pub fn checker_of(invariant: Invariant) -> Option<&'static dyn Checker> {
+    CHECKERS.iter().copied().find(|c| c.name() == invariant)
+}
+
+/// Whether no live run judges `invariant` ([`LiveNeeds::Never`]).
+pub fn never_judged_live(invariant: Invariant) -> bool {
+    checker_of(invariant).is_some_and(|c| c.live() == LiveNeeds::Never)
 }
 
 /// The built-in checkers, in the order of reports and CSV columns.

@@ -13,7 +13,9 @@
 
 use a2a::TaskState;
 
-use crate::check::{turn_label, Checker, Finding, Invariant, Violation, ViolationKind};
+use crate::check::{
+    turn_label, Checker, Finding, Invariant, LiveNeeds, Report, Violation, ViolationKind, Without,
+};
 use crate::client::history::{OpKind, Outcome};
 use crate::world::RunRecord;
 
@@ -34,6 +36,10 @@ pub struct NoEffectAfterCancel;
 impl Checker for NoEffectAfterCancel {
     fn name(&self) -> Invariant {
         Invariant::NO_EFFECT_AFTER_CANCEL
+    }
+
+    fn live(&self) -> LiveNeeds {
+        LiveNeeds::Reports(Report::Effects, Without::FailOnly)
     }
 
     fn describe(&self) -> &'static str {

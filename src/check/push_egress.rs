@@ -6,7 +6,7 @@
 //! connected to after it resolved private (DNS rebinding, §6.6). Exercised: push
 //! connections opened.
 
-use crate::check::{Checker, Finding, Invariant, Violation, ViolationKind};
+use crate::check::{Checker, Finding, Invariant, LiveNeeds, Violation, ViolationKind};
 use crate::world::RunRecord;
 
 impl Invariant {
@@ -26,6 +26,12 @@ pub struct PushEgressSafe;
 impl Checker for PushEgressSafe {
     fn name(&self) -> Invariant {
         Invariant::PUSH_EGRESS_SAFE
+    }
+
+    /// A live run records no push connection: its pushes go to its own webhook on
+    /// loopback, as `--allow-loopback-push` lets them.
+    fn live(&self) -> LiveNeeds {
+        LiveNeeds::Never
     }
 
     fn describe(&self) -> &'static str {

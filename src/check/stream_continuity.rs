@@ -21,7 +21,9 @@
 //! the owner's subscriptions count (another principal's belong to `owner-isolation`). Exercised: subscriptions to tasks that exist (all rules; the
 //! `closed-early` rule bites on those among them that ended cleanly before a final state).
 
-use crate::check::{owners, Checker, Finding, Invariant, Violation, ViolationKind};
+use crate::check::{
+    owners, Checker, Finding, Invariant, LiveNeeds, Report, Violation, ViolationKind, Without,
+};
 use crate::client::history::{OpKind, Outcome};
 use crate::faults::kill::Kill;
 use crate::faults::partition::{Partition, PartitionOneway};
@@ -150,6 +152,10 @@ const SLACK_MS: u64 = 700;
 impl Checker for StreamContinuity {
     fn name(&self) -> Invariant {
         Invariant::STREAM_CONTINUITY
+    }
+
+    fn live(&self) -> LiveNeeds {
+        LiveNeeds::Reports(Report::Saves, Without::FailOnly)
     }
 
     fn describe(&self) -> &'static str {

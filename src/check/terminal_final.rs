@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 
 use a2a::TaskState;
 
-use crate::check::{Checker, Finding, Invariant, Violation, ViolationKind};
+use crate::check::{
+    Checker, Finding, Invariant, LiveNeeds, Report, Violation, ViolationKind, Without,
+};
 use crate::client::history::Outcome;
 use crate::world::RunRecord;
 
@@ -31,6 +33,10 @@ pub struct TerminalIsFinal;
 impl Checker for TerminalIsFinal {
     fn name(&self) -> Invariant {
         Invariant::TERMINAL_IS_FINAL
+    }
+
+    fn live(&self) -> LiveNeeds {
+        LiveNeeds::Reports(Report::Saves, Without::Partial)
     }
 
     fn describe(&self) -> &'static str {

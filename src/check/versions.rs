@@ -10,7 +10,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::check::{Checker, Finding, Invariant, Violation, ViolationKind};
+use crate::check::{
+    Checker, Finding, Invariant, LiveNeeds, Report, Violation, ViolationKind, Without,
+};
 use crate::store::SaveRecord;
 use crate::world::RunRecord;
 
@@ -33,6 +35,10 @@ pub struct VersionsMonotonic;
 impl Checker for VersionsMonotonic {
     fn name(&self) -> Invariant {
         Invariant::VERSIONS_MONOTONIC
+    }
+
+    fn live(&self) -> LiveNeeds {
+        LiveNeeds::Reports(Report::Saves, Without::FailOnly)
     }
 
     fn describe(&self) -> &'static str {

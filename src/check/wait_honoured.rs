@@ -23,7 +23,9 @@ use std::collections::BTreeMap;
 
 use a2a::TaskState;
 
-use crate::check::{Checker, Finding, Invariant, Violation, ViolationKind};
+use crate::check::{
+    Checker, Finding, Invariant, LiveNeeds, Report, Violation, ViolationKind, Without,
+};
 use crate::client::history::OpKind;
 use crate::store::SaveRecord;
 use crate::world::RunRecord;
@@ -49,6 +51,10 @@ fn waiting(state: &TaskState) -> bool {
 impl Checker for WaitHonoured {
     fn name(&self) -> Invariant {
         Invariant::WAIT_HONOURED
+    }
+
+    fn live(&self) -> LiveNeeds {
+        LiveNeeds::Reports(Report::Saves, Without::FailOnly)
     }
 
     fn describe(&self) -> &'static str {

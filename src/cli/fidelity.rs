@@ -211,7 +211,7 @@ pub fn compare(
     profile: &Profile,
     sim: &RunSummary,
     real: &RunSummary,
-    blind: &std::collections::BTreeSet<String>,
+    blind: &std::collections::BTreeSet<crate::check::Invariant>,
 ) -> Vec<Row> {
     let notes = profile
         .fidelity
@@ -232,10 +232,8 @@ pub fn compare(
         let note = notes.get(&key).cloned();
         let status = if s.verdict == r {
             "agree"
-        } else if blind.contains(s.name.as_str())
-            && ((s.verdict == Verdict::Fail && r == Verdict::Pass)
-                || (r == Verdict::Unknown
-                    && crate::fidelity::observe::NEVER_JUDGED_LIVE.contains(&s.name.as_str())))
+        } else if blind.contains(&s.name)
+            && crate::fidelity::observe::unseen_pair(s.name, Some(s.verdict), Some(r))
         {
             "unseen"
         } else if note.is_some() {

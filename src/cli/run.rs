@@ -31,7 +31,7 @@ use crate::files::OutLock;
 use crate::output::{report, terminal};
 use crate::sim::RunSummary;
 use crate::sweep::batch;
-use crate::sweep::journal::Journal;
+use crate::sweep::journal::{Journal, NotThisSweep};
 use crate::sweep::runner::{self, Progress, SweepOptions, WorkItem, WorkList};
 use crate::sweep::shard::{self, Manifest, Shard};
 use crate::workload::WorkloadSpec;
@@ -149,22 +149,25 @@ pub fn cmd_run(args: RunArgs) -> Result<i32, InputError> {
     let mut done_items = BTreeSet::new();
     // Every journaled run must be one of this sweep's runs, once: anything else means the
     // journal was written by another run or edited, and is refused rather than merged.
-    let mut accept = |run: &RunSummary| -> Result<(), String> {
-        let item = runner::check_row(&exp, run).map_err(|e| e.to_string())?;
+    let mut accept = |run: &RunSummary| -> Result<(), NotThisSweep> {
+        let item = runner::check_row(&exp, run)?;
         let position = all.position(&item).expect("check_row found it in the list");
         if let Some(s) = &shard {
             if !s.owns(position as usize) {
-                return Err(format!(
-                    "seed {} of {} / {} belongs to another shard than {s}",
-                    run.seed, run.model, run.routing
-                ));
+                return Err(NotThisSweep::OtherShard {
+                    seed: run.seed,
+                    model: run.model.clone(),
+                    routing: run.routing.clone(),
+                    shard: s.to_string(),
+                });
             }
         }
         if !done_items.insert(item) {
-            return Err(format!(
-                "seed {} of {} / {} is in the journal twice",
-                run.seed, run.model, run.routing
-            ));
+            return Err(NotThisSweep::Twice {
+                seed: run.seed,
+                model: run.model.clone(),
+                routing: run.routing.clone(),
+            });
         }
         Ok(())
     };

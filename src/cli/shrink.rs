@@ -72,6 +72,8 @@ pub fn cmd_shrink(args: ShrinkArgs) -> Result<i32, InputError> {
     if let Some(i) = &invariant {
         crate::check::validate_names(std::slice::from_ref(i), "--invariant")?;
     }
+    // Validated: the name is a built-in invariant's.
+    let asked = invariant.as_deref().and_then(crate::check::invariant);
     let loaded = match &file {
         Some(p) => load(p)?,
         None => Loaded::Experiment(Box::new(Experiment::default_experiment())),
@@ -146,7 +148,7 @@ pub fn cmd_shrink(args: ShrinkArgs) -> Result<i32, InputError> {
     let result = shrink::shrink(&Request {
         source,
         seed,
-        invariant,
+        invariant: asked,
         command: command.clone(),
         name,
     });

@@ -57,16 +57,19 @@ impl Engine {
     }
 }
 
+/// A name that is no engine ([`Engine`]'s `FromStr`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown engine `{0}`: expected `turmoil` or `events`")]
+pub struct UnknownEngine(pub String);
+
 impl std::str::FromStr for Engine {
-    type Err = String;
+    type Err = UnknownEngine;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "turmoil" => Ok(Engine::Turmoil),
             "events" => Ok(Engine::Events),
-            other => Err(format!(
-                "unknown engine `{other}`: expected `turmoil` or `events`"
-            )),
+            other => Err(UnknownEngine(other.to_string())),
         }
     }
 }

@@ -22,6 +22,7 @@ pub mod shrink;
 
 use std::time::Instant;
 
+use crate::check::Verdict;
 use crate::error::InputError;
 use crate::live::{self, LiveOptions, Pool};
 use crate::model::Profile;
@@ -151,7 +152,10 @@ pub fn reachable(mut differ: Vec<Difference>, orders: &[Observables]) -> Vec<Dif
         if simulated != "pass" || real != "fail" {
             continue;
         }
-        let fails = |o: &Observables| o.verdicts.get(&d.what).map(String::as_str) == Some("fail");
+        let Some(invariant) = d.invariant else {
+            continue;
+        };
+        let fails = |o: &Observables| o.verdicts.get(&invariant) == Some(&Verdict::Fail);
         if let Some(k) = orders.iter().position(fails) {
             *simulated = format!("pass (fails in simulated order {k})");
         }
@@ -332,6 +336,7 @@ pub fn model_slug(model: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::Invariant;
 
     /// A fault on the store link is drawn only for a model whose live peer has one: the
     /// Mastra peer keeps its tasks in the process, and a live run refuses such a step.
@@ -425,12 +430,16 @@ mod tests {
 
     #[test]
     fn a_false_pass_says_whether_another_order_fails_it() {
-        let with = |verdict: &str| Observables {
-            verdicts: [("terminal-is-final".to_string(), verdict.to_string())].into(),
+        let with = |verdict| Observables {
+            verdicts: [(Invariant::TERMINAL_IS_FINAL, verdict)].into(),
             ..Observables::default()
         };
-        let real = with("fail");
-        let orders = [with("pass"), with("pass"), with("fail")];
+        let real = with(Verdict::Fail);
+        let orders = [
+            with(Verdict::Pass),
+            with(Verdict::Pass),
+            with(Verdict::Fail),
+        ];
         let differ = reachable(orders[0].diff(&real, "simulated", "real"), &orders);
         assert_eq!(
             differ[0].to_string(),

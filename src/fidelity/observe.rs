@@ -22,7 +22,7 @@
 //! every `versions-monotonic` violation is such a save fails there while the live observer
 //! may say `pass`; that pair is not a difference. Any other pair is, and a stale save that
 //! dropped something is never blind. Nor is a simulated verdict against a live `unknown` of
-//! an invariant no live run judges ([`NEVER_JUDGED_LIVE`]).
+//! an invariant no live run judges ([`unseen_pair`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -30,6 +30,7 @@ use std::fmt;
 use a2a::Role;
 
 use crate::check::versions::Breach;
+use crate::check::{self, Invariant, Verdict};
 use crate::client::history::Outcome;
 use crate::sim::RunSummary;
 use crate::store::{SaveMode, SaveRecord};
@@ -44,11 +45,11 @@ pub struct Observables {
     pub effects: BTreeMap<String, (usize, usize)>,
     /// Conversation → its final task, in words (`absent` when no task was stored).
     pub tasks: BTreeMap<String, String>,
-    /// Invariant → verdict (`pass`, `fail`, `unknown`).
-    pub verdicts: BTreeMap<String, String>,
+    /// Invariant → verdict.
+    pub verdicts: BTreeMap<Invariant, Verdict>,
     /// Invariants that fail here only on what the live observer cannot see: their `fail`
     /// against the other side's `pass` is not a difference (see the module's docs).
-    pub blind: BTreeSet<String>,
+    pub blind: BTreeSet<Invariant>,
     /// Why the run did not finish, when it did not.
     pub error: Option<String>,
 }
@@ -115,10 +116,10 @@ impl Observables {
             };
             tasks.insert(conversation.clone(), words);
         }
-        let verdicts: BTreeMap<String, String> = summary
+        let verdicts: BTreeMap<Invariant, Verdict> = summary
             .invariants
             .iter()
-            .map(|i| (i.name.to_string(), i.verdict.word().to_string()))
+            .map(|i| (i.name, i.verdict))
             .collect();
         Observables {
             ops,
@@ -136,21 +137,25 @@ impl Observables {
     pub fn of_simulated(record: &RunRecord, summary: &RunSummary) -> Observables {
         let mut observed = Observables::of(record, summary);
         if stale_saves_are_unseen(&record.saves) {
-            observed.blind.insert("versions-monotonic".to_string());
+            observed.blind.insert(Invariant::VERSIONS_MONOTONIC);
         }
-        for name in NEVER_JUDGED_LIVE {
-            observed.blind.insert(name.to_string());
-        }
+        let never = observed
+            .verdicts
+            .keys()
+            .copied()
+            .filter(|i| check::never_judged_live(*i));
+        observed.blind.extend(never.collect::<Vec<_>>());
         observed
     }
 
     /// Every difference between `self` (one side) and `other`, in words; empty when none.
     pub fn diff(&self, other: &Observables, mine: &str, theirs: &str) -> Vec<Difference> {
         let mut out = Vec::new();
-        let mut compare = |what: &str, a: Option<String>, b: Option<String>| {
+        let mut compare_as = |what: &str, invariant, a: Option<String>, b: Option<String>| {
             if a != b {
                 out.push(Difference {
                     what: what.to_string(),
+                    invariant,
                     sides: [
                         (mine.to_string(), a.unwrap_or_else(|| "none".into())),
                         (theirs.to_string(), b.unwrap_or_else(|| "none".into())),
@@ -158,6 +163,7 @@ impl Observables {
                 });
             }
         };
+        let mut compare = |what: &str, a, b| compare_as(what, None, a, b);
         for key in union(&self.ops, &other.ops) {
             let words = |o: &Observables| o.ops.get(&key).map(|v| v.join(", "));
             compare(&format!("`{key}`"), words(self), words(other));
@@ -179,18 +185,16 @@ impl Observables {
         }
         for key in union(&self.verdicts, &other.verdicts) {
             let (a, b) = (self.verdicts.get(&key), other.verdicts.get(&key));
-            let unseen = |o: &Observables, v: Option<&String>, w: Option<&String>| {
-                let (v, w) = (v.map(String::as_str), w.map(String::as_str));
-                o.blind.contains(&key)
-                    && ((v == Some("fail") && w == Some("pass"))
-                        || (NEVER_JUDGED_LIVE.contains(&key.as_str()) && w == Some("unknown")))
+            let unseen = |o: &Observables, v: Option<&Verdict>, w: Option<&Verdict>| {
+                o.blind.contains(&key) && unseen_pair(key, v.copied(), w.copied())
             };
             if unseen(self, a, b) || unseen(other, b, a) {
                 continue;
             }
-            compare(&key, a.cloned(), b.cloned());
+            let word = |v: Option<&Verdict>| v.map(|v| v.word().to_string());
+            compare_as(key.as_str(), Some(key), word(a), word(b));
         }
-        compare("run error", self.error.clone(), other.error.clone());
+        compare_as("run error", None, self.error.clone(), other.error.clone());
         out
     }
 }
@@ -233,11 +237,13 @@ fn its_effect(record: &RunRecord, op: &crate::client::history::Op) -> Option<&'s
     })
 }
 
-/// Invariants a live run never judges, whatever happened: it records no push connection (a
-/// live run's pushes go to its own webhook on loopback, as `--allow-loopback-push` lets
-/// them), so `push-egress-safe` reads `unknown` live. A simulated verdict against that is
-/// not a difference.
-pub const NEVER_JUDGED_LIVE: &[&str] = &["push-egress-safe"];
+/// Whether a blind side's verdict `mine` of `invariant` against the other side's `theirs`
+/// is what the live observer cannot see: a `fail` against a `pass`, or any verdict of an
+/// invariant no live run judges ([`check::never_judged_live`]) against a live `unknown`.
+pub fn unseen_pair(invariant: Invariant, mine: Option<Verdict>, theirs: Option<Verdict>) -> bool {
+    (mine == Some(Verdict::Fail) && theirs == Some(Verdict::Pass))
+        || (check::never_judged_live(invariant) && theirs == Some(Verdict::Unknown))
+}
 
 /// Whether every save `versions-monotonic` reports in this run is one the live observer's
 /// content rule cannot tell from an up-to-date save: a plain-store save (no versions in its
@@ -262,8 +268,8 @@ fn stale_saves_are_unseen(saves: &[SaveRecord]) -> bool {
         })
 }
 
-fn union<V>(a: &BTreeMap<String, V>, b: &BTreeMap<String, V>) -> Vec<String> {
-    let mut keys: Vec<String> = a.keys().chain(b.keys()).cloned().collect();
+fn union<K: Ord + Clone, V>(a: &BTreeMap<K, V>, b: &BTreeMap<K, V>) -> Vec<K> {
+    let mut keys: Vec<K> = a.keys().chain(b.keys()).cloned().collect();
     keys.sort();
     keys.dedup();
     keys
@@ -274,6 +280,8 @@ fn union<V>(a: &BTreeMap<String, V>, b: &BTreeMap<String, V>) -> Vec<String> {
 pub struct Difference {
     /// What differs (`\`send c1#2\``, `effects of c1#2`, `exactly-once-effects`).
     pub what: String,
+    /// The invariant, when what differs is its verdict.
+    pub invariant: Option<Invariant>,
     /// Each side's name and value.
     pub sides: [(String, String); 2],
 }
@@ -294,9 +302,9 @@ mod tests {
         let mut a = Observables::default();
         let mut b = Observables::default();
         a.verdicts
-            .insert("exactly-once-effects".into(), "pass".into());
+            .insert(Invariant::EXACTLY_ONCE_EFFECTS, Verdict::Pass);
         b.verdicts
-            .insert("exactly-once-effects".into(), "fail".into());
+            .insert(Invariant::EXACTLY_ONCE_EFFECTS, Verdict::Fail);
         b.effects.insert("c1#1".into(), (2, 2));
         let d = a.diff(&b, "simulated", "real");
         let words: Vec<String> = d.iter().map(ToString::to_string).collect();
@@ -355,19 +363,19 @@ mod tests {
         let mut simulated = Observables::default();
         simulated
             .verdicts
-            .insert("versions-monotonic".into(), "fail".into());
+            .insert(Invariant::VERSIONS_MONOTONIC, Verdict::Fail);
         let mut real = Observables::default();
         real.verdicts
-            .insert("versions-monotonic".into(), "pass".into());
+            .insert(Invariant::VERSIONS_MONOTONIC, Verdict::Pass);
         assert_eq!(simulated.diff(&real, "simulated", "real").len(), 1);
-        simulated.blind.insert("versions-monotonic".into());
+        simulated.blind.insert(Invariant::VERSIONS_MONOTONIC);
         assert!(simulated.diff(&real, "simulated", "real").is_empty());
         // The pair is the same whichever side diff is called on.
         assert!(real.diff(&simulated, "real", "simulated").is_empty());
         let mut unknown = real.clone();
         unknown
             .verdicts
-            .insert("versions-monotonic".into(), "unknown".into());
+            .insert(Invariant::VERSIONS_MONOTONIC, Verdict::Unknown);
         assert_eq!(simulated.diff(&unknown, "simulated", "real").len(), 1);
     }
 
@@ -376,18 +384,20 @@ mod tests {
         let mut simulated = Observables::default();
         simulated
             .verdicts
-            .insert("push-egress-safe".into(), "pass".into());
+            .insert(Invariant::PUSH_EGRESS_SAFE, Verdict::Pass);
         let mut real = Observables::default();
         real.verdicts
-            .insert("push-egress-safe".into(), "unknown".into());
+            .insert(Invariant::PUSH_EGRESS_SAFE, Verdict::Unknown);
         assert_eq!(simulated.diff(&real, "simulated", "real").len(), 1);
-        simulated.blind.insert("push-egress-safe".into());
+        simulated.blind.insert(Invariant::PUSH_EGRESS_SAFE);
         assert!(simulated.diff(&real, "simulated", "real").is_empty());
         assert!(real.diff(&simulated, "real", "simulated").is_empty());
         // Another invariant's live unknown still is one.
-        simulated.blind.insert("liveness".into());
-        simulated.verdicts.insert("liveness".into(), "pass".into());
-        real.verdicts.insert("liveness".into(), "unknown".into());
+        simulated.blind.insert(Invariant::LIVENESS);
+        simulated
+            .verdicts
+            .insert(Invariant::LIVENESS, Verdict::Pass);
+        real.verdicts.insert(Invariant::LIVENESS, Verdict::Unknown);
         assert_eq!(simulated.diff(&real, "simulated", "real").len(), 1);
     }
 }

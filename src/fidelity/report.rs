@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::check::Verdict;
 use crate::error::InputError;
 use crate::scenario::Script;
 use crate::strategies::Generation;
@@ -403,14 +404,14 @@ pub fn write_found(
         .real
         .verdicts
         .iter()
-        .filter(|(_, v)| v.as_str() == "fail")
-        .map(|(k, _)| k.clone())
+        .filter(|(_, v)| **v == Verdict::Fail)
+        .map(|(k, _)| k.to_string())
         .collect();
     // A difference in what the worlds observe can come from a run that exercised no
     // invariant; `check` would call that vacuous, so the file says it is meant.
     let exercised_any = [&outcome.simulated, &outcome.real]
         .iter()
-        .any(|o| o.verdicts.values().any(|v| v.as_str() != "unknown"));
+        .any(|o| o.verdicts.values().any(|v| *v != Verdict::Unknown));
     file.expect.allow_unexercised = !exercised_any;
     let mut text = String::new();
     for (side, obs) in [("simulated", &outcome.simulated), ("real", &outcome.real)] {
@@ -429,7 +430,7 @@ pub fn write_found(
         let failed: Vec<&str> = obs
             .verdicts
             .iter()
-            .filter(|(_, v)| v.as_str() == "fail")
+            .filter(|(_, v)| **v == Verdict::Fail)
             .map(|(k, _)| k.as_str())
             .collect();
         text.push_str(&format!("#   violated: [{}]\n", failed.join(", ")));

@@ -15,6 +15,8 @@
 //! | saves | `versions-monotonic`, `stream-continuity`, `wait-honoured` | a `fail` stays; otherwise `unknown` |
 //! | saves | `terminal-is-final`, `liveness` | as checked, noted as judged on answers and final tasks alone |
 //!
+//! Each checker declares what it needs ([`crate::check::Checker::live`]), beside its check.
+//!
 //! Which reports a peer sends ([`Reports`], `live --reports`): the repository's presets
 //! send both; `auto` (the default) takes a user's command to send a kind when the run
 //! received at least one report of it; `effects`, `saves`, `effects,saves` or `none`
@@ -24,7 +26,7 @@
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
-use crate::check::{Finding, Invariant};
+use crate::check::{Finding, Invariant, LiveNeeds, Report, Without};
 use crate::world::RunRecord;
 
 /// Which reports a peer sends.
@@ -37,10 +39,15 @@ pub enum Reports {
     Declared { effects: bool, saves: bool },
 }
 
-impl FromStr for Reports {
-    type Err = String;
+/// A `--reports` word that names no report kind ([`Reports`]'s `FromStr`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown report kind `{0}`; expected auto, none, or a list of effects and saves (effects,saves)")]
+pub struct UnknownReportKind(pub String);
 
-    fn from_str(text: &str) -> Result<Reports, String> {
+impl FromStr for Reports {
+    type Err = UnknownReportKind;
+
+    fn from_str(text: &str) -> Result<Reports, UnknownReportKind> {
         if text == "auto" {
             return Ok(Reports::Auto);
         }
@@ -50,11 +57,7 @@ impl FromStr for Reports {
                 match kind {
                     "effects" => effects = true,
                     "saves" => saves = true,
-                    other => {
-                        return Err(format!(
-                            "unknown report kind `{other}`; expected auto, none, or a list of effects and saves (effects,saves)"
-                        ))
-                    }
+                    other => return Err(UnknownReportKind(other.to_string())),
                 }
             }
         }
@@ -89,29 +92,6 @@ fn sent(reports: Reports, preset: bool, record: &RunRecord) -> (bool, bool) {
     }
 }
 
-/// How an invariant reads a kind of report its peer did not send.
-enum Without {
-    /// Nothing it says holds: `unknown`.
-    Unknown,
-    /// A violation it found on the answers holds; a pass does not: `unknown`.
-    FailOnly,
-    /// Its verdict stands, judged on the rest; say so.
-    Partial,
-}
-
-/// What each invariant loses without effect reports, and without save reports.
-const NEEDS: &[(Invariant, bool, Without)] = &[
-    (Invariant::EXACTLY_ONCE_EFFECTS, true, Without::Unknown),
-    (Invariant::NO_EFFECT_AFTER_CANCEL, true, Without::FailOnly),
-    (Invariant::DEDUP_CONTRACT, true, Without::FailOnly),
-    (Invariant::CONTEXT_MATCH, true, Without::FailOnly),
-    (Invariant::VERSIONS_MONOTONIC, false, Without::FailOnly),
-    (Invariant::STREAM_CONTINUITY, false, Without::FailOnly),
-    (Invariant::WAIT_HONOURED, false, Without::FailOnly),
-    (Invariant::TERMINAL_IS_FINAL, false, Without::Partial),
-    (Invariant::LIVENESS, false, Without::Partial),
-];
-
 /// Weakens the findings of invariants whose reports `record`'s peer did not send (see the
 /// module docs) and returns, per invariant whose verdict this changes or qualifies, the note
 /// that says why.
@@ -128,14 +108,13 @@ pub fn apply(
     };
     let mut notes = BTreeMap::new();
     for finding in findings.iter_mut() {
-        let Some((_, needs_effects, without)) =
-            NEEDS.iter().find(|(name, ..)| *name == finding.invariant)
-        else {
+        let needs = crate::check::checker_of(finding.invariant).map(|c| c.live());
+        let Some(LiveNeeds::Reports(report, without)) = needs else {
             continue;
         };
-        let kind = match (*needs_effects, effects, saves) {
-            (true, false, _) => "effect",
-            (false, _, false) => "save",
+        let kind = match (report, effects, saves) {
+            (Report::Effects, false, _) => "effect",
+            (Report::Saves, _, false) => "save",
             _ => continue,
         };
         // An invariant nothing reached is `unknown` already: nothing to say.

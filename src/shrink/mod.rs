@@ -149,7 +149,7 @@ pub struct Request {
     /// The failing seed.
     pub seed: u64,
     /// The invariant to keep failing; default: the first one the seed violates.
-    pub invariant: Option<String>,
+    pub invariant: Option<Invariant>,
     /// The command that asked, for the file's description.
     pub command: String,
     /// A name for the scenario written.
@@ -212,7 +212,7 @@ pub struct Shrunk {
 /// The target invariant of a run and its violations.
 fn target(
     record: &RunRecord,
-    asked: Option<&str>,
+    asked: Option<Invariant>,
 ) -> Result<(Invariant, Vec<Violation>), ShrinkError> {
     let findings = check::check_all(record);
     let failed: Vec<_> = findings
@@ -313,7 +313,7 @@ pub fn shrink(request: &Request) -> Result<Shrunk, ShrinkError> {
             "seed {seed} did not finish ({e}); shrink needs a run that ends with a violation"
         )));
     }
-    let (invariant, violations) = target(&record, request.invariant.as_deref())?;
+    let (invariant, violations) = target(&record, request.invariant)?;
     let original_detail = violations
         .first()
         .map(|v| v.detail.clone())

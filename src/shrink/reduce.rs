@@ -154,7 +154,8 @@ mod tests {
         );
         assert!(!notes.is_empty());
         let record = run_experiment(&reduced, &profile, "round-robin", 15);
-        let (invariant, _) = target(&record, Some("no-lost-writes")).unwrap();
+        let (invariant, _) =
+            target(&record, Some(crate::check::Invariant::NO_LOST_WRITES)).unwrap();
         assert_eq!(invariant, "no-lost-writes");
         // Its conversion is much smaller than the original run's.
         assert!(convert(&record).events.len() < 20, "{notes:?}");

@@ -29,6 +29,30 @@ pub const FILE_NAME: &str = "journal.jsonl";
 /// Format version in the journal's first line.
 const FORMAT: u64 = 1;
 
+/// Why a journaled run is not one of the sweep being resumed (the `accept` of
+/// [`Journal::resume`]).
+#[derive(Debug, thiserror::Error)]
+pub enum NotThisSweep {
+    /// Another experiment's run: its model, routing or seed is not this sweep's.
+    #[error(transparent)]
+    Foreign(#[from] crate::sweep::runner::ForeignRun),
+    /// The run belongs to another shard of the sweep.
+    #[error("seed {seed} of {model} / {routing} belongs to another shard than {shard}")]
+    OtherShard {
+        seed: u64,
+        model: String,
+        routing: String,
+        shard: String,
+    },
+    /// The run is in the journal twice.
+    #[error("seed {seed} of {model} / {routing} is in the journal twice")]
+    Twice {
+        seed: u64,
+        model: String,
+        routing: String,
+    },
+}
+
 /// An open journal, appending.
 #[derive(Debug)]
 pub struct Journal {
@@ -78,7 +102,7 @@ impl Journal {
         dir: &Path,
         experiment: &str,
         fingerprint: &str,
-        accept: &mut dyn FnMut(&RunSummary) -> Result<(), String>,
+        accept: &mut dyn FnMut(&RunSummary) -> Result<(), NotThisSweep>,
     ) -> Result<Option<(Journal, Resumed)>, InputError> {
         let path = Journal::path_in(dir);
         let origin = path.display().to_string();
@@ -467,12 +491,16 @@ mod tests {
             if r.seed < 5 {
                 Ok(())
             } else {
-                Err(format!("seed {} is outside", r.seed))
+                Err(NotThisSweep::Twice {
+                    seed: r.seed,
+                    model: r.model.clone(),
+                    routing: r.routing.clone(),
+                })
             }
         })
         .unwrap_err();
         assert!(err.origin.ends_with("journal.jsonl:3"), "{err}");
-        assert!(err.message.starts_with("seed 7 is outside"), "{err}");
+        assert!(err.message.starts_with("seed 7 of "), "{err}");
         let _ = std::fs::remove_dir_all(&d);
     }
 
