@@ -144,14 +144,6 @@ impl From<&Host> for Host {
     }
 }
 
-/// The seam with `crate::replica`, which names itself in text (`Replica::name`): the
-/// name becomes a host here, once, as it enters the trace, the fault points and the store.
-impl From<&String> for Host {
-    fn from(name: &String) -> Host {
-        Host::parse(name)
-    }
-}
-
 impl Ord for Host {
     fn cmp(&self, other: &Host) -> Ordering {
         self.name().cmp(&other.name())
@@ -164,7 +156,8 @@ impl PartialOrd for Host {
     }
 }
 
-/// A host is the name a record gives in text (a save's writer, an answer's replica).
+/// A host is the name a record gives in text (a save's writer, an effect's replica, a
+/// violation's anchor): the checkers compare the two.
 impl PartialEq<str> for Host {
     fn eq(&self, name: &str) -> bool {
         self.name() == name

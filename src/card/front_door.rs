@@ -25,21 +25,20 @@ pub struct Ingress {
 }
 
 /// Serves one extra host until it is crashed.
-pub async fn serve(host: String, authority: CardAuthority, trace: Trace) -> turmoil::Result {
-    // The name the card gives it (checked by `crate::faults::card::valid_host`: never one
-    // of the run's own hosts) is its host in the trace.
-    let id = std::rc::Rc::new(Host::parse(&host));
-    let host: std::rc::Rc<str> = host.into();
+/// `host` is the name the card gives it (checked by `crate::faults::card::valid_host`:
+/// never one of the run's own hosts), its host in the trace.
+pub async fn serve(host: Host, authority: CardAuthority, trace: Trace) -> turmoil::Result {
+    let host = std::rc::Rc::new(host);
     net::serve(FRONT_DOOR_PORT, move |req| {
-        let (host, id) = (host.clone(), id.clone());
+        let host = host.clone();
         let (authority, trace) = (authority.clone(), trace.clone());
-        async move { forward((&host, &id), &authority, &trace, req).await }
+        async move { forward(&host, &authority, &trace, req).await }
     })
     .await
 }
 
 async fn forward(
-    (host, id): (&str, &Host),
+    host: &Host,
     authority: &CardAuthority,
     trace: &Trace,
     req: http::Request<hyper::body::Incoming>,
@@ -61,7 +60,7 @@ async fn forward(
         credential_audience: audience.clone(),
     });
     trace.record(
-        id,
+        host,
         Event::plain(format!(
             "{} {} with {}",
             parts.method,

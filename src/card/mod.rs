@@ -224,11 +224,12 @@ impl CardRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::Host;
 
     #[test]
     fn changes_read_back_from_their_words() {
         for c in [
-            CardChange::MoveTo(MOVE_HOST.into()),
+            CardChange::MoveTo(Host::parse(MOVE_HOST)),
             CardChange::Streaming(false),
             CardChange::Streaming(true),
             CardChange::RevokeKey,

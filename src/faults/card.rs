@@ -35,8 +35,9 @@ pub const TAMPER_HOST: &str = "mitm.example";
 /// One change the publisher (or an attacker) makes to the card.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CardChange {
-    /// A new signed version naming `http://HOST:8080/` as the execution URL.
-    MoveTo(String),
+    /// A new signed version naming `http://HOST:8080/` as the execution URL (HOST one the
+    /// run does not have: [`valid_host`]).
+    MoveTo(Host),
     /// A new signed version with the streaming capability set.
     Streaming(bool),
     /// The signing key is revoked and the card re-signed with a new key.
@@ -70,15 +71,15 @@ impl CardChange {
             _ => text
                 .strip_prefix("move-to ")
                 .filter(|h| valid_host(h))
-                .map(|h| CardChange::MoveTo(h.to_string())),
+                .map(|h| CardChange::MoveTo(Host::parse(h))),
         }
     }
 
     /// The extra host this change makes the card name, if any.
-    pub fn names_host(&self) -> Option<&str> {
+    pub fn names_host(&self) -> Option<Host> {
         match self {
-            CardChange::MoveTo(h) => Some(h),
-            CardChange::Tamper => Some(TAMPER_HOST),
+            CardChange::MoveTo(h) => Some(h.clone()),
+            CardChange::Tamper => Some(Host::parse(TAMPER_HOST)),
             _ => None,
         }
     }
@@ -125,7 +126,7 @@ impl CardStep {
                     "card move-to = \"{h}\": a host name of lower-case letters, digits, `-` and `.`, not one of the simulation's hosts"
                 )));
             }
-            found.push(CardChange::MoveTo(h.clone()));
+            found.push(CardChange::MoveTo(Host::parse(h)));
         }
         if let Some(on) = self.streaming {
             found.push(CardChange::Streaming(on));
@@ -152,7 +153,7 @@ impl CardStep {
     pub fn of(change: &CardChange) -> CardStep {
         let mut s = CardStep::default();
         match change {
-            CardChange::MoveTo(h) => s.move_to = Some(h.clone()),
+            CardChange::MoveTo(h) => s.move_to = Some(h.to_string()),
             CardChange::Streaming(on) => s.streaming = Some(*on),
             CardChange::RevokeKey => s.revoke_key = Some(true),
             CardChange::Tamper => s.tamper = Some(true),
@@ -231,7 +232,7 @@ impl FaultKind for CardMove {
 
     fn plan(&self, rate: f64, input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
         let at = some_time(input, rng);
-        once(rate, at, CardChange::MoveTo(MOVE_HOST.into()), rng)
+        once(rate, at, CardChange::MoveTo(Host::parse(MOVE_HOST)), rng)
     }
 }
 
@@ -318,6 +319,6 @@ impl FaultKind for CardForeignOrigin {
     }
 
     fn plan(&self, rate: f64, _input: &PlanInput, rng: &mut ChaCha8Rng) -> Vec<Scheduled> {
-        once(rate, 0, CardChange::MoveTo(FOREIGN_HOST.into()), rng)
+        once(rate, 0, CardChange::MoveTo(Host::parse(FOREIGN_HOST)), rng)
     }
 }

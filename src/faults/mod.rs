@@ -722,7 +722,7 @@ mod tests {
             hold::Release(h("client"), h("router")).into(),
             buggify::Buggify(Point::ConflictOnSave, 0.25).into(),
             kill_point::KillAt(KillPoint::AfterEffect, 0.5).into(),
-            card::Card(CardChange::MoveTo("agent-v2.example".into())).into(),
+            card::Card(CardChange::MoveTo(h("agent-v2.example"))).into(),
             card::Card(CardChange::RevokeKey).into(),
         ]
     }

@@ -23,6 +23,8 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use crate::host::Host;
+
 /// One resolved address.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Address {
@@ -79,7 +81,7 @@ pub fn literal_address(text: &str) -> Option<Address> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PushReport {
     pub at_ms: u64,
-    pub replica: String,
+    pub replica: Host,
     pub task_id: String,
     pub state: a2a::TaskState,
     pub url: String,
@@ -92,7 +94,7 @@ pub struct PushReport {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Egress {
     pub at_ms: u64,
-    pub replica: String,
+    pub replica: Host,
     pub task_id: String,
     pub url: String,
     pub address: Address,

@@ -147,14 +147,14 @@ impl Replica {
             conversation: info.conversation.clone(),
             turn: info.turn,
             message_id: message.message_id.clone(),
-            replica: self.name.clone(),
+            replica: self.host.to_string(),
             key,
             sent_ms: now_ms(),
         };
         self.faults
             .chaos
             .borrow_mut()
-            .reached(&self.name, KillPoint::Effect);
+            .reached(&self.host, KillPoint::Effect);
         if let Err(e) = ledger::perform(&effect, self.timing.ledger_timeout).await {
             self.record_as(
                 failure_tone(&e.to_string()),
@@ -168,7 +168,7 @@ impl Replica {
         self.faults
             .chaos
             .borrow_mut()
-            .reached(&self.name, KillPoint::AfterEffect);
+            .reached(&self.host, KillPoint::AfterEffect);
         Ok(())
     }
 }

@@ -294,12 +294,12 @@ impl Replica {
 
     /// Records a plain note in the replica's lane.
     fn record(&self, what: impl Into<String>) {
-        self.links.trace.record(&self.name, Event::plain(what));
+        self.links.trace.record(&self.host, Event::plain(what));
     }
 
     /// Records a note with a tone (a refusal, a duplicate, a failure's cause).
     fn record_as(&self, tone: Tone, what: impl Into<String>) {
-        self.links.trace.record(&self.name, Event::note(tone, what));
+        self.links.trace.record(&self.host, Event::note(tone, what));
     }
 
     /// Serves this replica until the host is crashed.

@@ -203,7 +203,7 @@ impl Replica {
         if delivered || self.profile.push.log_failures {
             self.pushes.world.borrow_mut().reports.push(PushReport {
                 at_ms: now_ms(),
-                replica: self.name.clone(),
+                replica: self.host.clone(),
                 task_id: entry.task.id.clone(),
                 state: entry.task.status.state.clone(),
                 url: entry.url.clone(),
@@ -246,7 +246,7 @@ impl Replica {
                 if delivered || self.profile.push.log_failures {
                     self.pushes.world.borrow_mut().reports.push(PushReport {
                         at_ms: now_ms(),
-                        replica: self.name.clone(),
+                        replica: self.host.clone(),
                         task_id: task.id.clone(),
                         state: state.clone(),
                         url: url.clone(),
@@ -301,7 +301,7 @@ impl Replica {
             };
             self.pushes.world.borrow_mut().egress.push(Egress {
                 at_ms: now_ms(),
-                replica: self.name.clone(),
+                replica: self.host.clone(),
                 task_id: task.id.clone(),
                 url: url.to_string(),
                 address: address.clone(),

@@ -77,7 +77,7 @@ impl Replica {
                         &task,
                         SaveMode::Cas(Some(version)),
                         Some(version),
-                        &self.name,
+                        &self.host,
                     )
                     .await
                 {

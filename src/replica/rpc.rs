@@ -75,21 +75,23 @@ impl Replica {
         h.insert("a2a-version", http::HeaderValue::from_static("1.0"));
         h.insert(
             REPLICA_HEADER,
-            http::HeaderValue::from_str(&self.name).expect("replica names are ASCII"),
+            http::HeaderValue::from_str(&self.host.name()).expect("replica names are ASCII"),
         );
         resp
     }
 
     pub(super) fn card(&self) -> Value {
         // On a real socket (`a2a-chaos serve`) the card names the address it answers on.
-        let url = net::real().and_then(|n| n.addr(&self.name)).map_or_else(
-            || "http://router:8080/".to_string(),
-            |a| format!("http://{a}/"),
-        );
+        let url = net::real()
+            .and_then(|n| n.addr(&self.host.name()))
+            .map_or_else(
+                || "http://router:8080/".to_string(),
+                |a| format!("http://{a}/"),
+            );
         let mut card = crate::protocol::agent_card(
             &format!(
                 "Scripted agent on {} (model {})",
-                self.name, self.profile.name
+                self.host, self.profile.name
             ),
             env!("CARGO_PKG_VERSION"),
             &url,
@@ -526,14 +528,14 @@ impl Replica {
     ) -> Response<BoxBody> {
         let (tx, body) = ChannelBody::channel(16);
         let cut = self.stream_cut();
-        let (trace, name) = (self.links.trace.clone(), self.name.clone());
+        let (trace, host) = (self.links.trace.clone(), self.host.clone());
         crate::activity::spawn(async move {
             tokio::pin!(cut);
             loop {
                 let event = tokio::select! {
                     biased;
                     () = &mut cut => {
-                        trace.record(&name, Event::note(Tone::Bad, "drain: stream cut"));
+                        trace.record(&host, Event::note(Tone::Bad, "drain: stream cut"));
                         return;
                     }
                     event = rx.recv() => event,

@@ -74,7 +74,7 @@ impl Replica {
             let result = self
                 .links
                 .store
-                .save_and_enqueue(task, mode, based_on, &self.name, enqueue)
+                .save_and_enqueue(task, mode, based_on, &self.host, enqueue)
                 .await;
             if let Ok(v) = &result {
                 self.tasks

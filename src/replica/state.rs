@@ -19,14 +19,16 @@ use rand_chacha::ChaCha8Rng;
 use super::{push, tap, DrainSignal, Refusal, Timing, Wiring};
 use crate::buggify::SharedChaos;
 use crate::ground::push::SharedPush;
+use crate::host::Host;
 use crate::model::Profile;
 use crate::store::{SharedState, TaskStore};
 use crate::trace::Trace;
 
 /// One replica process.
 pub struct Replica {
-    /// Its host's name.
-    pub name: String,
+    /// Its host (`replica-N`): what it records as, in the trace, at its fault points and in
+    /// the store.
+    pub host: Host,
     /// Its behaviour model.
     pub(super) profile: Rc<Profile>,
     /// The simulated-time settings of the run.
@@ -148,7 +150,7 @@ impl Replica {
             ((index as u64) << 32) | u64::from(boot),
         );
         Replica {
-            name: format!("replica-{index}"),
+            host: Host::Replica(index),
             profile,
             timing,
             links: Links {

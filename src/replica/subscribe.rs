@@ -150,7 +150,7 @@ impl Replica {
             me.faults
                 .chaos
                 .borrow_mut()
-                .reached(&me.name, KillPoint::Stream);
+                .reached(&me.host, KillPoint::Stream);
             let mut seen = version;
             let mut last = task;
             if let Some(ms) = me.profile.subscribe.tap_after_snapshot_ms {

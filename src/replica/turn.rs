@@ -113,7 +113,7 @@ impl Replica {
                 self.faults
                     .chaos
                     .borrow_mut()
-                    .reached(&self.name, KillPoint::Stream);
+                    .reached(&self.host, KillPoint::Stream);
                 let me = self.clone();
                 let tx2 = tx.clone();
                 crate::activity::spawn(async move {

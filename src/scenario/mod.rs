@@ -281,7 +281,7 @@ impl Script {
     }
 
     /// The extra hosts the script's card changes name (`agent-v2.example`, ...).
-    pub fn card_hosts(&self) -> BTreeSet<String> {
+    pub fn card_hosts(&self) -> BTreeSet<Host> {
         let mut hosts = BTreeSet::new();
         card_changes(&self.steps, &mut hosts);
         hosts
@@ -401,14 +401,14 @@ impl Script {
 
 /// Whether any step (nested ones included) changes the card; collects the hosts the
 /// changes name.
-fn card_changes(steps: &[Step], hosts: &mut BTreeSet<String>) -> bool {
+fn card_changes(steps: &[Step], hosts: &mut BTreeSet<Host>) -> bool {
     let mut any = false;
     for s in steps {
         match s {
             Step::Fault(Action::Card(c)) => {
                 any = true;
                 if let Some(h) = c.0.names_host() {
-                    hosts.insert(h.to_string());
+                    hosts.insert(h);
                 }
             }
             Step::Concurrent(v) | Step::Sequence(v) => any |= card_changes(v, hosts),
@@ -449,7 +449,7 @@ fn check_host(host: &Host, replicas: usize, origin: &str) -> Result<(), InputErr
 
 fn check_to(to: &Option<Host>, replicas: usize, origin: &str) -> Result<(), InputError> {
     match to {
-        Some(t) if !t.to_string().starts_with(crate::host::REPLICA_PREFIX) => Err(InputError::new(
+        Some(t) if !t.is_replica() => Err(InputError::new(
             origin,
             format!("`to = \"{t}\"` must name a replica"),
         )),

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use a2a::Task;
 
+use crate::host::Host;
 use crate::net::{self, Call};
 
 use super::wire::{apply, StoreRequest, StoreResponse};
@@ -162,7 +163,7 @@ impl TaskStore {
         task: &Task,
         mode: SaveMode,
         based_on: Option<u64>,
-        replica: &str,
+        replica: &Host,
     ) -> Result<u64, SaveError> {
         self.save_and_enqueue(task, mode, based_on, replica, false)
             .await
@@ -175,14 +176,14 @@ impl TaskStore {
         task: &Task,
         mode: SaveMode,
         based_on: Option<u64>,
-        replica: &str,
+        replica: &Host,
         enqueue_push: bool,
     ) -> Result<u64, SaveError> {
         let req = StoreRequest::Save {
             task: task.clone(),
             mode,
             based_on,
-            replica: replica.to_string(),
+            replica: replica.clone(),
             enqueue_push,
         };
         match self.call(req).await {

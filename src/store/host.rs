@@ -121,6 +121,7 @@ async fn handle(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::Host;
 
     fn save(mode: SaveMode) -> StoreRequest {
         StoreRequest::Save {
@@ -138,7 +139,7 @@ mod tests {
             },
             mode,
             based_on: None,
-            replica: "replica-0".into(),
+            replica: Host::Replica(0),
             enqueue_push: false,
         }
     }

@@ -24,7 +24,7 @@ tag_first_enum! {
             task: Task,
             mode: SaveMode,
             based_on: Option<u64>,
-            replica: String,
+            replica: Host,
             /// Queue the task's push in the outbox in the same transaction.
             #[serde(default)]
             enqueue_push: bool,
@@ -140,21 +140,21 @@ pub(crate) fn apply(
                 buggify_conflict(state, h.chaos, h.trace, &id, mode);
             }
             let pushed = enqueue_push.then(|| task.clone());
-            let result = state.borrow_mut().save(task, mode, based_on, &replica);
+            let result = state
+                .borrow_mut()
+                .save(task, mode, based_on, &replica.name());
             if let (Ok(_), Some(task)) = (&result, pushed) {
                 state.borrow_mut().enqueue_push(&task);
             }
             match result {
                 Ok(version) => {
                     if let Some(h) = &host {
-                        // The writer's name, as the request carries it: it becomes a
-                        // host here.
                         h.trace.record(
                             Host::Store,
                             Event::Save {
                                 task: id.clone(),
                                 version,
-                                replica: Host::parse(&replica),
+                                replica: replica.clone(),
                                 mode: mode.to_string(),
                             },
                         );
@@ -167,7 +167,7 @@ pub(crate) fn apply(
                             Host::Store,
                             Event::SaveRefused {
                                 task: id,
-                                replica: Host::parse(&replica),
+                                replica,
                                 mode: mode.to_string(),
                                 error: error.to_string(),
                             },

@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 
 use crate::card::CardSetup;
 use crate::faults::{Action, FaultSpec, Scheduled};
+use crate::host::Host;
 
 use super::{RunSpec, Workload};
 
@@ -26,7 +27,7 @@ pub fn card_setup(
     workload: &Workload,
     faults: &FaultSpec,
     plan: &[Scheduled],
-) -> Option<(CardSetup, BTreeSet<String>)> {
+) -> Option<(CardSetup, BTreeSet<Host>)> {
     match workload {
         Workload::Scripted(script) => {
             let setup = script.card_setup()?;
@@ -42,7 +43,6 @@ pub fn card_setup(
                     Action::Card(c) => c.0.names_host(),
                     _ => None,
                 })
-                .map(str::to_string)
                 .collect();
             Some((CardSetup::default(), hosts))
         }

@@ -222,7 +222,7 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         *control.cards.borrow_mut() = Some(authority.clone());
         for host in card_hosts {
             let (authority, trace, name) = (authority.clone(), trace.clone(), host.clone());
-            hosts.add(host, move || {
+            hosts.add(host.to_string(), move || {
                 Box::pin(crate::card::front_door::serve(
                     name.clone(),
                     authority.clone(),
