@@ -18,6 +18,7 @@ use crate::check::{
     turn_label, Checker, Finding, Invariant, LiveNeeds, Report, Violation, ViolationKind, Without,
 };
 use crate::client::history::{Op, OpKind, Outcome};
+use crate::host::Host;
 use crate::model::DedupScope;
 use crate::world::RunRecord;
 
@@ -78,11 +79,11 @@ impl Checker for DedupContract {
                 continue;
             };
             let what = format!("{} (message {mid})", turn_label(conversation, *turn));
-            let mut runs: Vec<(u64, &str)> = run
+            let mut runs: Vec<(u64, &Host)> = run
                 .effects
                 .iter()
                 .filter(|e| e.request.message_id == mid)
-                .map(|e| (e.request.sent_ms, e.request.replica.as_str()))
+                .map(|e| (e.request.sent_ms, &e.request.replica))
                 .collect();
             runs.sort();
             let artifact = format!("turn-{turn}");

@@ -20,6 +20,7 @@ use crate::check::{
     turn_label, Checker, Finding, Invariant, LiveNeeds, Report, Violation, ViolationKind, Without,
 };
 use crate::client::history::{OpKind, Outcome};
+use crate::host::Host;
 use crate::world::RunRecord;
 
 impl Invariant {
@@ -152,7 +153,7 @@ impl Checker for ExactlyOnce {
                 attempts.entry(this).or_default().push(outcome);
             }
         }
-        let mut effects: BTreeMap<Operation, Vec<(&str, u64)>> = BTreeMap::new();
+        let mut effects: BTreeMap<Operation, Vec<(&Host, u64)>> = BTreeMap::new();
         for e in run.effects.iter().filter(|e| e.applied) {
             let r = &e.request;
             let own = operation(&r.conversation, r.turn, &r.message_id);
@@ -168,16 +169,16 @@ impl Checker for ExactlyOnce {
             effects
                 .entry(carried)
                 .or_default()
-                .push((e.request.replica.as_str(), e.at_ms));
+                .push((&e.request.replica, e.at_ms));
         }
         // `replica-0 at 12 ms, replica-1 at 40 ms`, and the violation's anchors for them.
-        let listed = |list: &[(&str, u64)]| {
+        let listed = |list: &[(&Host, u64)]| {
             list.iter()
                 .map(|(r, at)| format!("{r} at {at} ms"))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let anchored = |mut v: Violation, list: &[(&str, u64)]| {
+        let anchored = |mut v: Violation, list: &[(&Host, u64)]| {
             for (r, at) in list {
                 v = v.host(r).at(*at);
             }
@@ -195,7 +196,7 @@ impl Checker for ExactlyOnce {
             if outcomes.len() > 1 || !ok {
                 exercised += 1;
             }
-            let done: &[(&str, u64)] = done.map_or(&[], Vec::as_slice);
+            let done: &[(&Host, u64)] = done.map_or(&[], Vec::as_slice);
             if n > 1 {
                 let v = Violation::new(
                     ViolationKind::DOUBLE_EFFECT,

@@ -102,7 +102,7 @@ impl Checker for Liveness {
                     ..
                 }) => {
                     times.push(*at);
-                    hosts.push(replica.as_str());
+                    hosts.push(replica);
                     let killed = run
                         .faults
                         .iter()

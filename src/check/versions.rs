@@ -73,12 +73,12 @@ impl Checker for VersionsMonotonic {
             violations.push(violation.task(&s.task_id).host(&s.replica));
         }
         // Exercised: saves whose previous save on the same task came from another replica.
-        let mut writer: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut writer: BTreeMap<&str, &crate::host::Host> = BTreeMap::new();
         let mut exercised = 0;
         for s in &run.saves {
             if writer
                 .insert(&s.task_id, &s.replica)
-                .is_some_and(|w| w != s.replica)
+                .is_some_and(|w| *w != s.replica)
             {
                 exercised += 1;
             }

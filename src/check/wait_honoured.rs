@@ -180,7 +180,7 @@ mod tests {
             based_on: None,
             version: at_ms,
             state,
-            replica: "replica-0".into(),
+            replica: crate::host::Host::Replica(0),
             artifacts: artifacts.iter().map(|a| a.to_string()).collect(),
             history: history.iter().map(|m| m.to_string()).collect(),
         }

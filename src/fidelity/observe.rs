@@ -328,7 +328,7 @@ mod tests {
             based_on: (based_on > 0).then_some(based_on),
             version,
             state: a2a::TaskState::Working,
-            replica: "replica-0".into(),
+            replica: crate::host::Host::Replica(0),
             artifacts: artifacts.iter().map(ToString::to_string).collect(),
             history: vec!["m1".into()],
         }

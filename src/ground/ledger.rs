@@ -39,7 +39,7 @@ pub struct EffectRequest {
     pub conversation: String,
     pub turn: u32,
     pub message_id: String,
-    pub replica: String,
+    pub replica: Host,
     /// Idempotency key, when the model sends one.
     pub key: Option<String>,
     /// Simulated time the replica started the effect (sent the request).
@@ -166,8 +166,7 @@ pub fn arrive(
         conversation: request.conversation.clone(),
         turn: request.turn,
         task: request.task_id.clone(),
-        // The replica's name, as the request carries it: it becomes a host here.
-        replica: Host::parse(&request.replica),
+        replica: request.replica.clone(),
         key: request.key.clone(),
         applied: false,
     };
@@ -245,7 +244,7 @@ mod tests {
             conversation: "c1".into(),
             turn,
             message_id: format!("m{turn}"),
-            replica: "replica-0".into(),
+            replica: crate::host::Host::Replica(0),
             key: None,
             sent_ms: 0,
         }

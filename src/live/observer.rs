@@ -213,7 +213,8 @@ impl Ground {
             based_on,
             version,
             state,
-            replica: report.replica,
+            // The peer's own report: its replica's name becomes a host here.
+            replica: Host::parse(&report.replica),
             artifacts: report.artifacts,
             history: report.history,
         });
@@ -329,7 +330,7 @@ pub async fn serve(ground: Ground, trace: Trace) -> turmoil::Result {
                         }
                         // `kill-at` points: killed with its effect on the wire, it never
                         // lands; killed after it, the effect stands and no answer goes back.
-                        let replica = Host::parse(&request.replica);
+                        let replica = request.replica.clone();
                         let reached =
                             |point| Points::reached(&ground.points, &replica, point, now_ms());
                         if reached(KillPoint::Effect) {
@@ -427,7 +428,7 @@ mod tests {
             conversation: "c1".into(),
             turn: 3,
             message_id: "m3".into(),
-            replica: "replica-0".into(),
+            replica: crate::host::Host::Replica(0),
             key: None,
             sent_ms: 0,
         };

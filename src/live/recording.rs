@@ -152,7 +152,7 @@ impl SaveLine {
             based_on,
             version: s.version,
             state: state_word(&s.state),
-            replica: s.replica.clone(),
+            replica: s.replica.to_string(),
             artifacts: s.artifacts.clone(),
         }
     }
@@ -175,7 +175,7 @@ impl SaveLine {
             based_on: self.based_on,
             version: self.version,
             state: super::observer::parse_state(&self.state)?,
-            replica: self.replica.clone(),
+            replica: crate::host::Host::parse(&self.replica),
             artifacts: self.artifacts.clone(),
             // A history file's save lines carry no message ids: nothing reads them back.
             history: Vec::new(),

@@ -147,7 +147,7 @@ impl Replica {
             conversation: info.conversation.clone(),
             turn: info.turn,
             message_id: message.message_id.clone(),
-            replica: self.host.to_string(),
+            replica: self.host.clone(),
             key,
             sent_ms: now_ms(),
         };

@@ -169,7 +169,12 @@ mod tests {
         };
         state
             .borrow_mut()
-            .save(task, SaveMode::Cas(None), None, "replica-0")
+            .save(
+                task,
+                SaveMode::Cas(None),
+                None,
+                &crate::host::Host::Replica(0),
+            )
             .unwrap();
         assert_eq!(
             times.of(&save(SaveMode::Cas(Some(1))), &state.borrow()),

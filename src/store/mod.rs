@@ -124,7 +124,7 @@ pub struct SaveRecord {
     /// The version this save created.
     pub version: u64,
     pub state: a2a::TaskState,
-    pub replica: String,
+    pub replica: crate::host::Host,
     /// Artifact names in the task after this save.
     pub artifacts: Vec<String>,
     /// The message ids in the task's history after this save: with the artifact names,
@@ -330,31 +330,76 @@ mod tests {
     #[test]
     fn cas_refuses_a_stale_version_and_overwrite_does_not() {
         let mut s = StoreState::default();
-        assert_eq!(s.save(task("t"), SaveMode::Cas(None), None, "r0"), Ok(1));
         assert_eq!(
-            s.save(task("t"), SaveMode::Cas(None), None, "r1"),
+            s.save(
+                task("t"),
+                SaveMode::Cas(None),
+                None,
+                &crate::host::Host::Replica(0)
+            ),
+            Ok(1)
+        );
+        assert_eq!(
+            s.save(
+                task("t"),
+                SaveMode::Cas(None),
+                None,
+                &crate::host::Host::Replica(1)
+            ),
             Err(SaveError::Conflict { current: Some(1) })
         );
         assert_eq!(
-            s.save(task("t"), SaveMode::Cas(Some(1)), Some(1), "r0"),
+            s.save(
+                task("t"),
+                SaveMode::Cas(Some(1)),
+                Some(1),
+                &crate::host::Host::Replica(0)
+            ),
             Ok(2)
         );
         assert_eq!(
-            s.save(task("t"), SaveMode::Cas(Some(1)), Some(1), "r1"),
+            s.save(
+                task("t"),
+                SaveMode::Cas(Some(1)),
+                Some(1),
+                &crate::host::Host::Replica(1)
+            ),
             Err(SaveError::Conflict { current: Some(2) })
         );
-        assert_eq!(s.save(task("t"), SaveMode::Overwrite, Some(1), "r1"), Ok(3));
+        assert_eq!(
+            s.save(
+                task("t"),
+                SaveMode::Overwrite,
+                Some(1),
+                &crate::host::Host::Replica(1)
+            ),
+            Ok(3)
+        );
     }
 
     #[test]
     fn cancel_skips_the_version_but_not_terminal_states() {
         let mut s = StoreState::default();
-        s.save(task("t"), SaveMode::Cas(None), None, "r0").unwrap();
+        s.save(
+            task("t"),
+            SaveMode::Cas(None),
+            None,
+            &crate::host::Host::Replica(0),
+        )
+        .unwrap();
         let mut c = task("t");
         c.status.state = a2a::TaskState::Canceled;
-        assert_eq!(s.save(c.clone(), SaveMode::Cancel, Some(1), "r1"), Ok(2));
         assert_eq!(
-            s.save(c, SaveMode::Cancel, Some(1), "r1"),
+            s.save(
+                c.clone(),
+                SaveMode::Cancel,
+                Some(1),
+                &crate::host::Host::Replica(1)
+            ),
+            Ok(2)
+        );
+        assert_eq!(
+            s.save(c, SaveMode::Cancel, Some(1), &crate::host::Host::Replica(1)),
             Err(SaveError::NotCancelable)
         );
     }

@@ -144,7 +144,7 @@ impl StoreState {
         task: Task,
         mode: SaveMode,
         based_on: Option<u64>,
-        replica: &str,
+        replica: &crate::host::Host,
     ) -> Result<u64, SaveError> {
         let Stored {
             task,
@@ -160,7 +160,7 @@ impl StoreState {
             based_on,
             version,
             state: task.status.state.clone(),
-            replica: replica.to_string(),
+            replica: replica.clone(),
             artifacts: artifact_names(&task),
             history: task
                 .history
@@ -181,7 +181,7 @@ impl StoreState {
             task,
             SaveMode::Cas(Some(version)),
             Some(version),
-            PHANTOM_WRITER,
+            &crate::host::Host::parse(PHANTOM_WRITER),
         )
         .ok()
     }

@@ -140,9 +140,7 @@ pub(crate) fn apply(
                 buggify_conflict(state, h.chaos, h.trace, &id, mode);
             }
             let pushed = enqueue_push.then(|| task.clone());
-            let result = state
-                .borrow_mut()
-                .save(task, mode, based_on, &replica.name());
+            let result = state.borrow_mut().save(task, mode, based_on, &replica);
             if let (Ok(_), Some(task)) = (&result, pushed) {
                 state.borrow_mut().enqueue_push(&task);
             }

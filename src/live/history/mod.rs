@@ -363,7 +363,7 @@ fn trace_of(exchanges: &[Exchange], effects: &[Effect], saves: &[SaveRecord]) ->
                 conversation: e.request.conversation.clone(),
                 turn: e.request.turn,
                 task: e.request.task_id.clone(),
-                replica: Host::parse(&e.request.replica),
+                replica: e.request.replica.clone(),
                 key: e.request.key.clone(),
                 applied: e.applied,
             },
@@ -376,7 +376,7 @@ fn trace_of(exchanges: &[Exchange], effects: &[Effect], saves: &[SaveRecord]) ->
             Event::Save {
                 task: s.task_id.clone(),
                 version: s.version,
-                replica: Host::parse(&s.replica),
+                replica: s.replica.clone(),
                 mode: s.mode.to_string(),
             },
         ));
