@@ -350,11 +350,7 @@ pub fn budget_for(w: &WorkloadSpec, faults: &FaultSpec) -> Duration {
     let per_turn = (u64::from(w.retries) + 1)
         .saturating_mul(w.request_timeout_ms.saturating_add(w.retry_backoff_ms))
         .saturating_add(w.gap_ms[1])
-        .saturating_add(if w.poll_rate > 0.0 {
-            w.poll_timeout_ms.saturating_add(w.poll_interval_ms)
-        } else {
-            0
-        });
+        .saturating_add(w.turn_extra_ms());
     let workload_ms = w
         .start_spread_ms
         .saturating_add(u64::from(w.turns).saturating_mul(per_turn));
@@ -393,7 +389,7 @@ mod tests {
         assert!(d.defaulted.is_empty());
         assert_eq!(e.file.faults, d.file.faults);
         assert_eq!(e.file.workload, d.file.workload);
-        assert!(e.file.faults.rates["kill"] > 0.0 && e.file.workload.cancel_rate > 0.0);
+        assert!(e.file.faults.rates["kill"] > 0.0 && e.file.workload.rate("cancel-rate") > 0.0);
     }
 
     #[test]

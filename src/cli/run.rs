@@ -414,7 +414,8 @@ pub(super) fn describe_workload(w: &WorkloadSpec) -> String {
         for (key, value) in fields {
             let rate = value.as_f64().filter(|r| *r > 0.0);
             if let (Some(name), Some(rate)) = (key.strip_suffix("-rate"), rate) {
-                if matches!(name, "double-cancel" | "cancel-resend") && w.cancel_rate == 0.0 {
+                if matches!(name, "double-cancel" | "cancel-resend") && w.rate("cancel-rate") == 0.0
+                {
                     continue;
                 }
                 parts.push(format!("{name} {rate}"));

@@ -15,18 +15,38 @@
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{Answered, Behaviour, Conversation, Hook, Plan, Shape, Turn, WorkloadSpec};
+use super::{
+    Answered, Behaviour, Conversation, Hook, Knob, Plan, Shape, Swarm, Turn, WorkloadSpec,
+};
 
 /// The `auth-required` behaviour.
 pub struct AuthRequired;
+
+/// The knobs it reads.
+const KNOBS: &[Knob] = &[Knob::rate(
+    "auth-required-rate",
+    0.0,
+    // Printed with the drawn shape only when drawn: shapes without it print as
+    // they did before it.
+    Swarm::Drawn {
+        name: "auth-required",
+        always: false,
+    },
+    "Probability that a conversation, at one blocking turn, asks for an action that needs the user's authorisation. When the agent answers `auth-required`, the client calls again with a message saying \"yes\" (the seed on Cognigy: the parent may call the tool again); only if the task still waits does the user authorise it out of band (`Client::authorize`), and the client answers once more.",
+)];
 
 impl Behaviour for AuthRequired {
     fn name(&self) -> &'static str {
         "auth-required"
     }
 
+    fn knobs(&self) -> &'static [Knob] {
+        KNOBS
+    }
+
     fn draw(&self, spec: &WorkloadSpec, rng: &mut ChaCha8Rng) -> Option<Box<dyn Plan>> {
-        let at = (spec.auth_required_rate > 0.0 && rng.random_bool(spec.auth_required_rate))
+        let rate = spec.rate("auth-required-rate");
+        let at = (rate > 0.0 && rng.random_bool(rate))
             .then(|| rng.random_range(1..=spec.turns))?;
         Some(Box::new(AuthAt(at)))
     }

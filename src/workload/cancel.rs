@@ -24,19 +24,54 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
-use super::{Behaviour, Conversation, Flow, Hook, Plan, Shape, WorkloadSpec};
+use super::{Behaviour, Conversation, Flow, Hook, Knob, Plan, Shape, Swarm, WorkloadSpec};
 use crate::client::history::{OpKind, Outcome};
 
 /// The `cancel` behaviour.
 pub struct Cancel;
+
+/// The knobs it reads.
+const KNOBS: &[Knob] = &[
+    Knob::rate(
+        "cancel-rate",
+        0.0,
+        Swarm::Drawn {
+            name: "cancel",
+            always: true,
+        },
+        "Probability that a conversation is canceled: at a random turn the client sends the turn non-blocking, then cancels it while it runs.",
+    ),
+    Knob::ms_range(
+        "cancel-delay-ms",
+        [0, 80],
+        "The cancel follows the non-blocking send after a delay drawn from [min, max] ms.",
+    ),
+    Knob::rate(
+        "double-cancel-rate",
+        0.5,
+        Swarm::Fixed,
+        "Probability that a canceled conversation's cancel is sent a second time.",
+    ),
+    Knob::rate(
+        "cancel-resend-rate",
+        0.0,
+        Swarm::Fixed,
+        "Probability that the turn a conversation cancels was sent twice at once (same messageId): the user who cancels is the impatient one, who clicked twice or whose proxy retried. 0 by default (files without it draw as before).",
+    ),
+];
 
 impl Behaviour for Cancel {
     fn name(&self) -> &'static str {
         "cancel"
     }
 
+    fn knobs(&self) -> &'static [Knob] {
+        KNOBS
+    }
+
     fn draw(&self, spec: &WorkloadSpec, rng: &mut ChaCha8Rng) -> Option<Box<dyn Plan>> {
-        let at = (spec.cancel_rate > 0.0 && rng.random_bool(spec.cancel_rate))
+        let rate = spec.rate("cancel-rate");
+        let at = (rate > 0.0 && rng.random_bool(rate))
             .then(|| rng.random_range(1..=spec.turns))?;
         // The cancel's delay and whether it is sent twice come from the same stream.
         Some(Box::new(CancelAt(at, RefCell::new(rng.clone()))))
@@ -55,7 +90,7 @@ impl Plan for CancelAt {
     }
 
     fn before_send<'a>(&'a self, conv: &'a mut Conversation, turn: u32) -> Option<Hook<'a>> {
-        let rate = conv.spec.cancel_resend_rate;
+        let rate = conv.spec.rate("cancel-resend-rate");
         if turn != self.0 || rate == 0.0 || !self.1.borrow_mut().random_bool(rate) {
             return None;
         }
@@ -76,12 +111,10 @@ impl Plan for CancelAt {
         Some(Box::pin(async move {
             if let Some(id) = &conv.task_id {
                 let spec = &conv.spec;
-                let delay = self
-                    .1
-                    .borrow_mut()
-                    .random_range(spec.cancel_delay_ms[0]..=spec.cancel_delay_ms[1]);
+                let [min, max] = spec.ms_range("cancel-delay-ms");
+                let delay = self.1.borrow_mut().random_range(min..=max);
                 tokio::time::sleep(Duration::from_millis(delay)).await;
-                let twice = self.1.borrow_mut().random_bool(spec.double_cancel_rate);
+                let twice = self.1.borrow_mut().random_bool(spec.rate("double-cancel-rate"));
                 let times = if twice { 2 } else { 1 };
                 for _ in 0..times {
                     cancel(conv, id).await;

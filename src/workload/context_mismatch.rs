@@ -15,7 +15,9 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
-use super::{context_id, message_id, Behaviour, Conversation, Hook, Plan, WorkloadSpec};
+use super::{
+    context_id, message_id, Behaviour, Conversation, Hook, Knob, Plan, Swarm, WorkloadSpec,
+};
 use crate::client::history::OpKind;
 use crate::client::{Client, Parts};
 use crate::replica::TurnInfo;
@@ -23,16 +25,30 @@ use crate::replica::TurnInfo;
 /// The `context-mismatch` behaviour.
 pub struct ContextMismatch;
 
+/// The knobs it reads.
+const KNOBS: &[Knob] = &[Knob::rate(
+    "context-mismatch-rate",
+    0.0,
+    Swarm::Drawn {
+        name: "context-mismatch",
+        always: true,
+    },
+    "Probability that a conversation, at one turn after the first, first sends that turn with another conversation's contextId on its own taskId (a confused or malicious client), once, then the turn itself (A2A-BEHAVIOURS.md §6.10).",
+)];
+
 impl Behaviour for ContextMismatch {
     fn name(&self) -> &'static str {
         "context-mismatch"
     }
 
+    fn knobs(&self) -> &'static [Knob] {
+        KNOBS
+    }
+
     fn draw(&self, spec: &WorkloadSpec, rng: &mut ChaCha8Rng) -> Option<Box<dyn Plan>> {
-        let at = (spec.context_mismatch_rate > 0.0
-            && spec.turns >= 2
-            && rng.random_bool(spec.context_mismatch_rate))
-        .then(|| rng.random_range(2..=spec.turns))?;
+        let rate = spec.rate("context-mismatch-rate");
+        let at = (rate > 0.0 && spec.turns >= 2 && rng.random_bool(rate))
+            .then(|| rng.random_range(2..=spec.turns))?;
         Some(Box::new(MismatchAt(at)))
     }
 }

@@ -14,20 +14,35 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{Behaviour, Conversation, Flow, Hook, Plan, Shape, Turn, WorkloadSpec};
+use super::{Behaviour, Conversation, Flow, Hook, Knob, Plan, Shape, Swarm, Turn, WorkloadSpec};
 
 /// The `follow-up` behaviour.
 pub struct FollowUp;
+
+/// The knobs it reads.
+const KNOBS: &[Knob] = &[Knob::rate(
+    "follow-up-rate",
+    0.0,
+    Swarm::Drawn {
+        name: "follow-up",
+        always: true,
+    },
+    "Probability that a conversation sends two follow-ups at once (turns n and n+1).",
+)];
 
 impl Behaviour for FollowUp {
     fn name(&self) -> &'static str {
         "follow-up"
     }
 
+    fn knobs(&self) -> &'static [Knob] {
+        KNOBS
+    }
+
     fn draw(&self, spec: &WorkloadSpec, rng: &mut ChaCha8Rng) -> Option<Box<dyn Plan>> {
-        let at =
-            (spec.follow_up_rate > 0.0 && spec.turns >= 3 && rng.random_bool(spec.follow_up_rate))
-                .then(|| rng.random_range(2..=spec.turns - 1))?;
+        let rate = spec.rate("follow-up-rate");
+        let at = (rate > 0.0 && spec.turns >= 3 && rng.random_bool(rate))
+            .then(|| rng.random_range(2..=spec.turns - 1))?;
         Some(Box::new(FollowUpAt(at)))
     }
 }

@@ -15,7 +15,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
-use super::{Behaviour, Conversation, Hook, Plan, WorkloadSpec};
+use super::{Behaviour, Conversation, Hook, Knob, Plan, Swarm, WorkloadSpec};
 use crate::client::history::OpKind;
 
 /// The second principal of a workload: every conversation belongs to
@@ -25,15 +25,30 @@ pub const FOREIGN_PRINCIPAL: &str = "bob";
 /// The `foreign-reader` behaviour.
 pub struct ForeignReader;
 
+/// The knobs it reads.
+const KNOBS: &[Knob] = &[Knob::rate(
+    "foreign-reader-rate",
+    0.0,
+    Swarm::Drawn {
+        name: "foreign-reader",
+        always: true,
+    },
+    "Probability that a conversation's task id reaches a second principal, who tries it once after the first turn: a GetTask, SubscribeToTask, push config or CancelTask, drawn at random, as `FOREIGN_PRINCIPAL` (or with no token at all, one time in four).",
+)];
+
 impl Behaviour for ForeignReader {
     fn name(&self) -> &'static str {
         "foreign-reader"
     }
 
+    fn knobs(&self) -> &'static [Knob] {
+        KNOBS
+    }
+
     fn draw(&self, spec: &WorkloadSpec, rng: &mut ChaCha8Rng) -> Option<Box<dyn Plan>> {
-        let (what, anonymous) = (spec.foreign_reader_rate > 0.0
-            && rng.random_bool(spec.foreign_reader_rate))
-        .then(|| (rng.random_range(0..4u32), rng.random_bool(0.25)))?;
+        let rate = spec.rate("foreign-reader-rate");
+        let (what, anonymous) = (rate > 0.0 && rng.random_bool(rate))
+            .then(|| (rng.random_range(0..4u32), rng.random_bool(0.25)))?;
         Some(Box::new(ForeignTry { what, anonymous }))
     }
 }

@@ -16,19 +16,57 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
-use super::{Behaviour, Conversation, Flow, Hook, Plan, Shape, WorkloadSpec};
+use super::{Behaviour, Conversation, Flow, Hook, Knob, Plan, Shape, Swarm, WorkloadSpec};
 use crate::client::history::{OpKind, Outcome};
 
 /// The `poll` behaviour.
 pub struct Poll;
+
+/// The knobs it reads.
+const KNOBS: &[Knob] = &[
+    Knob::rate(
+        "poll-rate",
+        0.0,
+        Swarm::Drawn {
+            name: "poll",
+            always: true,
+        },
+        "Probability that a conversation is a polling client: each turn is sent with `returnImmediately`, then GetTask is polled until the task waits for input or ends.",
+    ),
+    Knob::ms(
+        "poll-interval-ms",
+        200,
+        true,
+        "Wait between two polls, simulated ms.",
+    ),
+    Knob::ms(
+        "poll-timeout-ms",
+        6000,
+        false,
+        "A polling client gives up on a turn after this many simulated ms (Cognigy's task timeout, scaled down like every time here).",
+    ),
+];
 
 impl Behaviour for Poll {
     fn name(&self) -> &'static str {
         "poll"
     }
 
+    fn knobs(&self) -> &'static [Knob] {
+        KNOBS
+    }
+
+    fn turn_extra_ms(&self, spec: &WorkloadSpec) -> u64 {
+        if spec.rate("poll-rate") > 0.0 {
+            spec.ms("poll-timeout-ms").saturating_add(spec.ms("poll-interval-ms"))
+        } else {
+            0
+        }
+    }
+
     fn draw(&self, spec: &WorkloadSpec, rng: &mut ChaCha8Rng) -> Option<Box<dyn Plan>> {
-        let polling = spec.poll_rate > 0.0 && rng.random_bool(spec.poll_rate);
+        let rate = spec.rate("poll-rate");
+        let polling = rate > 0.0 && rng.random_bool(rate);
         polling.then(|| Box::new(Polling) as Box<dyn Plan>)
     }
 }
@@ -68,9 +106,9 @@ impl Plan for Polling {
 /// (the poll timeout passed) or the task ended in a state that stops the conversation.
 async fn poll(conv: &Conversation, id: &str) -> bool {
     let spec = &conv.spec;
-    let deadline = crate::trace::now_ms() + spec.poll_timeout_ms;
+    let deadline = crate::trace::now_ms() + spec.ms("poll-timeout-ms");
     loop {
-        tokio::time::sleep(Duration::from_millis(spec.poll_interval_ms)).await;
+        tokio::time::sleep(Duration::from_millis(spec.ms("poll-interval-ms"))).await;
         let answer = conv
             .client
             .unary(

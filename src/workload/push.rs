@@ -12,7 +12,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
-use super::{Behaviour, Conversation, Hook, Plan, WorkloadSpec};
+use super::{Behaviour, Conversation, Hook, Knob, Plan, Swarm, WorkloadSpec};
 use crate::client::history::OpKind;
 
 /// Push receivers a conversation may register, with their weights: a healthy one, one that
@@ -47,13 +47,29 @@ pub fn pick_push_url(rng: &mut ChaCha8Rng) -> &'static str {
 /// The `push` behaviour.
 pub struct Push;
 
+/// The knobs it reads.
+const KNOBS: &[Knob] = &[Knob::rate(
+    "push-rate",
+    0.0,
+    Swarm::Drawn {
+        name: "push",
+        always: true,
+    },
+    "Probability that a conversation registers a push config after its first turn, on whichever replica the router picks. The URL is drawn from `PUSH_URLS`.",
+)];
+
 impl Behaviour for Push {
     fn name(&self) -> &'static str {
         "push"
     }
 
+    fn knobs(&self) -> &'static [Knob] {
+        KNOBS
+    }
+
     fn draw(&self, spec: &WorkloadSpec, rng: &mut ChaCha8Rng) -> Option<Box<dyn Plan>> {
-        let url = (spec.push_rate > 0.0 && rng.random_bool(spec.push_rate))
+        let rate = spec.rate("push-rate");
+        let url = (rate > 0.0 && rng.random_bool(rate))
             .then(|| pick_push_url(rng))?;
         Some(Box::new(PushTo(url)))
     }

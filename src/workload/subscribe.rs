@@ -19,15 +19,41 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
-use super::{Behaviour, Conversation, Flow, Hook, Plan, Shape, WorkloadSpec};
+use super::{Behaviour, Conversation, Flow, Hook, Knob, Plan, Shape, Swarm, WorkloadSpec};
 use crate::client::history::{OpKind, Outcome};
 
 /// The `subscribe` behaviour.
 pub struct Subscribe;
 
+/// The knobs it reads.
+const KNOBS: &[Knob] = &[
+    Knob::rate(
+        "subscribe-rate",
+        0.0,
+        Swarm::Drawn {
+            name: "subscribe",
+            always: true,
+        },
+        "Probability that a conversation sends one turn non-blocking and follows it with SubscribeToTask through the router (which may pick a replica that does not run it).",
+    ),
+    Knob::rate(
+        "resubscribe-rate",
+        0.0,
+        Swarm::Drawn {
+            name: "resubscribe",
+            always: true,
+        },
+        "Probability that a subscriber whose stream was cut (an `info` outcome) subscribes again, up to `retries` times.",
+    ),
+];
+
 impl Behaviour for Subscribe {
     fn name(&self) -> &'static str {
         "subscribe"
+    }
+
+    fn knobs(&self) -> &'static [Knob] {
+        KNOBS
     }
 
     fn draw(&self, spec: &WorkloadSpec, rng: &mut ChaCha8Rng) -> Option<Box<dyn Plan>> {
@@ -36,7 +62,8 @@ impl Behaviour for Subscribe {
         // seed's shape has 2 turns) subscribed to nothing, and a watched turn, which hazard
         // 8 on the a2a-python 1.3 shared stores needs, came in 115 of seeds 0-299 instead of
         // 152 (issue 20).
-        let drawn = spec.subscribe_rate > 0.0 && rng.random_bool(spec.subscribe_rate);
+        let rate = spec.rate("subscribe-rate");
+        let drawn = rate > 0.0 && rng.random_bool(rate);
         let at = (drawn && spec.turns >= 2).then(|| rng.random_range(2..=spec.turns))?;
         // Whether a cut stream is resubscribed comes from the same stream.
         Some(Box::new(SubscribeAt(at, RefCell::new(rng.clone()))))
@@ -92,8 +119,8 @@ async fn subscribe(conv: &mut Conversation, task_id: &str, rng: &RefCell<ChaCha8
         let cut = matches!(answer.outcome, Outcome::Info { .. });
         if !cut
             || attempt >= spec.retries
-            || spec.resubscribe_rate <= 0.0
-            || !rng.borrow_mut().random_bool(spec.resubscribe_rate)
+            || spec.rate("resubscribe-rate") <= 0.0
+            || !rng.borrow_mut().random_bool(spec.rate("resubscribe-rate"))
         {
             return;
         }
@@ -112,11 +139,9 @@ mod tests {
     #[test]
     fn a_subscription_is_drawn_on_a_turn_it_can_watch() {
         for turns in 1..=4 {
-            let spec = WorkloadSpec {
-                subscribe_rate: 1.0,
-                turns,
-                ..WorkloadSpec::default()
-            };
+            let mut spec = WorkloadSpec::default();
+            spec.turns = turns;
+            spec.set("subscribe-rate", crate::workload::Setting::Rate(1.0));
             for seed in 0..200 {
                 let mut rng = ChaCha8Rng::seed_from_u64(seed);
                 let Some(plan) = Subscribe.draw(&spec, &mut rng) else {
