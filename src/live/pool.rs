@@ -420,8 +420,9 @@ impl Pool {
         self.net.map("router", via);
         let control = RouterControl::new(replicas);
         let router_task = {
-            let (routing, c, t) = (script.file.routing.clone(), control.clone(), trace.clone());
-            tokio::task::spawn_local(async move { router::serve(routing, seed, c, t).await })
+            let make = router::maker(&script.file.routing).expect("the routing was validated");
+            let (c, t) = (control.clone(), trace.clone());
+            tokio::task::spawn_local(async move { router::serve(make, seed, c, t).await })
         };
         trace.record_at(
             crate::trace::now_ms(),

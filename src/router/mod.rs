@@ -63,10 +63,13 @@ pub const STRATEGIES: &[(&str, MakeStrategy)] = &[
 
 /// A strategy by name.
 pub fn strategy(name: &str) -> Option<Box<dyn Strategy>> {
-    STRATEGIES
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, f)| f())
+    maker(name).map(|make| make())
+}
+
+/// The constructor of the built-in strategy named `name`: where a name read from outside
+/// becomes a strategy.
+pub fn maker(name: &str) -> Option<MakeStrategy> {
+    STRATEGIES.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
 }
 
 /// Names of the strategies.
@@ -114,12 +117,12 @@ struct Router {
 
 /// The `router` host.
 pub async fn serve(
-    strategy_name: String,
+    make: MakeStrategy,
     seed: u64,
     control: RouterControl,
     trace: Trace,
 ) -> turmoil::Result {
-    let strategy = strategy(&strategy_name).expect("the routing strategy was validated");
+    let strategy = make();
     let router = Rc::new(Router {
         strategy: RefCell::new(strategy),
         rng: RefCell::new(ChaCha8Rng::seed_from_u64(crate::trace::derive_seed(

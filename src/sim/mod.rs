@@ -123,6 +123,9 @@ enum Drive {
 pub struct Builder {
     model: Model,
     routing: String,
+    /// A strategy of the user's ([`Builder::routing_strategy`]); `None`: the built-in one
+    /// `routing` names.
+    strategy: Option<crate::router::MakeStrategy>,
     replicas: Option<usize>,
     drive: Option<Drive>,
     faults: Option<FaultSpec>,
@@ -146,6 +149,7 @@ impl Default for Builder {
         Builder {
             model: Model::Named("reference".into()),
             routing: "round-robin".into(),
+            strategy: None,
             replicas: None,
             drive: None,
             faults: None,
@@ -176,6 +180,16 @@ impl Builder {
     /// The routing strategy for requests that name no replica (`a2a-chaos list`).
     pub fn routing(&mut self, routing: &str) -> &mut Self {
         self.routing = routing.to_string();
+        self.strategy = None;
+        self
+    }
+
+    /// A routing strategy of your own, named `name` in the run's record and report, made
+    /// fresh by `make` for each router (each restart of it too): see
+    /// `examples/sticky_routing.rs`.
+    pub fn routing_strategy(&mut self, name: &str, make: crate::router::MakeStrategy) -> &mut Self {
+        self.routing = name.to_string();
+        self.strategy = Some(make);
         self
     }
 
@@ -298,7 +312,10 @@ impl Builder {
     /// Validates everything and returns the run.
     pub fn build(&self) -> Result<Sim, InputError> {
         let profile = self.model.load()?;
-        if crate::router::strategy(&self.routing).is_none() {
+        let Some(strategy) = self
+            .strategy
+            .or_else(|| crate::router::maker(&self.routing))
+        else {
             return Err(InputError::new(
                 "routing",
                 format!(
@@ -307,7 +324,7 @@ impl Builder {
                     crate::router::names().join(", ")
                 ),
             ));
-        }
+        };
         let extra: Vec<check::Invariant> = self.checkers.iter().map(|c| c.name()).collect();
         for (i, name) in extra.iter().enumerate() {
             if check::names().contains(name) || extra[..i].contains(name) {
@@ -373,6 +390,7 @@ impl Builder {
             seed: self.seed,
             profile: Rc::new(profile),
             routing: self.routing.clone(),
+            strategy,
             replicas,
             workload,
             faults,

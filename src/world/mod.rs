@@ -207,14 +207,9 @@ pub fn run(spec: &RunSpec) -> RunRecord {
         });
     }
     {
-        let (routing, control, trace) = (spec.routing.clone(), control.clone(), trace.clone());
+        let (make, control, trace) = (spec.strategy, control.clone(), trace.clone());
         hosts.add("router", move || {
-            Box::pin(router::serve(
-                routing.clone(),
-                seed,
-                control.clone(),
-                trace.clone(),
-            ))
+            Box::pin(router::serve(make, seed, control.clone(), trace.clone()))
         });
     }
 

@@ -31,7 +31,11 @@ pub enum Workload {
 pub struct RunSpec {
     pub seed: u64,
     pub profile: Rc<Profile>,
+    /// The routing strategy's name, as records and reports print it.
     pub routing: String,
+    /// Its constructor: a built-in one ([`crate::router::STRATEGIES`]) or the user's
+    /// ([`crate::sim::Builder::routing_strategy`]).
+    pub strategy: crate::router::MakeStrategy,
     pub replicas: usize,
     pub workload: Workload,
     pub faults: FaultSpec,
