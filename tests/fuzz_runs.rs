@@ -292,7 +292,10 @@ liveness-ms = 500
 fn panicking_spec(exp: &Experiment, seed: u64) -> a2a_chaos::world::RunSpec {
     let sim = Sim::from_experiment(exp, &exp.profiles[0], "round-robin", seed).unwrap();
     let mut spec = sim.spec().clone();
-    spec.routing = "no-such-routing".into();
+    // A router whose strategy cannot be made: it panics inside its simulated host.
+    spec.strategy = || -> Box<dyn a2a_chaos::router::Strategy> {
+        panic!("the routing strategy cannot be made")
+    };
     spec
 }
 
@@ -327,7 +330,7 @@ fn a_panicking_run_is_contained() {
         .expect_err("the panic is contained")
         .to_string();
     assert!(
-        error.contains("the routing strategy was validated"),
+        error.contains("the routing strategy cannot be made"),
         "{error}"
     );
 }
@@ -412,7 +415,7 @@ fn a_scenario_that_waits_forever_is_cut_at_its_budget() {
 
 // ------------------------------------------------------------------ fixed bugs, pinned
 
-/// Postmortem (fixed): a panic inside a simulated host (here the router's `expect`) was
+/// Postmortem (fixed): a panic inside a simulated host (here the router's strategy) was
 /// reported as tokio's own follow-up panic, "a spawned task panicked and the LocalSet is
 /// configured to shutdown on unhandled panic", so the report said that a run panicked but
 /// not where or why. Fixed in src/sim/summary.rs, `contain`: a panic hook installed once
@@ -427,7 +430,7 @@ fn bug_a_contained_panic_loses_its_message() {
         .map(|p| p.to_string())
         .unwrap_or_default();
     assert!(
-        error.contains("the routing strategy was validated"),
+        error.contains("the routing strategy cannot be made"),
         "{error}"
     );
 }
