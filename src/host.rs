@@ -156,8 +156,8 @@ impl PartialOrd for Host {
     }
 }
 
-/// A host is the name a record gives in text (a save's writer, an effect's replica, a
-/// violation's anchor): the checkers compare the two.
+/// A host is the name a record gives in text (a violation's anchor, the replica a
+/// checker's message names): the checkers compare the two.
 impl PartialEq<str> for Host {
     fn eq(&self, name: &str) -> bool {
         self.name() == name

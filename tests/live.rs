@@ -472,6 +472,28 @@ fn assert_all_agree(out: &std::process::Output) {
     }
 }
 
+/// Runs `fidelity --no-shrink` with `args` (words) into a scratch directory (on the
+/// command's own PostgreSQL, whatever $A2A_CHAOS_LIVE_DB says), asserts it exits 0 (no
+/// undocumented disagreement), and returns its stdout and its `runs.csv`.
+fn generated_batch(tag: &str, args: &str) -> (String, String) {
+    let out_dir = std::env::temp_dir().join(format!("a2a-chaos-{tag}-{}", std::process::id()));
+    let out = Command::new(bin())
+        .args(["fidelity", "--no-shrink"])
+        .args(args.split_whitespace())
+        .arg("--out")
+        .arg(&out_dir)
+        .env_remove("A2A_CHAOS_LIVE_DB")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let runs = std::fs::read_to_string(out_dir.join("runs.csv")).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&out_dir);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    (stdout, runs)
+}
+
 /// `fidelity --generate` on a small batch per real a2a-python configuration: scenarios
 /// nobody chose, compared on every observable (see `results/fidelity-generated/` for the
 /// large batches). Exit 0: no undocumented disagreement.
@@ -481,27 +503,16 @@ fn a_small_generated_batch_agrees_with_the_real_a2a_python_sdk() {
     if !install_peer() {
         return;
     }
-    let out_dir = std::env::temp_dir().join(format!("a2a-chaos-gen-{}", std::process::id()));
     // Generation 1 (no races): in CI a race's real order is left to a loaded machine;
     // experiments/ and results/fidelity-concurrent/ hold the batches with races.
-    let out = Command::new(bin())
-        .args(["fidelity", "--generate", "3", "--seed", "0", "--no-shrink"])
-        .args(["--generator", "1"])
-        .args(["--model", "a2a-python-1.3-plain"])
-        .args(["--model", "a2a-python-1.3-versioned"])
-        .args(["--model", "a2a-python-1.3-memory"])
-        .args(["--model", "a2a-python-1.1"])
-        .arg("--out")
-        .arg(&out_dir)
-        .env_remove("A2A_CHAOS_LIVE_DB")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let runs = std::fs::read_to_string(out_dir.join("runs.csv")).unwrap_or_default();
-    let _ = std::fs::remove_dir_all(&out_dir);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let (stdout, runs) = generated_batch(
+        "gen",
+        concat!(
+            "--generate 3 --seed 0 --generator 1",
+            " --model a2a-python-1.3-plain --model a2a-python-1.3-versioned",
+            " --model a2a-python-1.3-memory --model a2a-python-1.1",
+        ),
+    );
     // 4 models x 3 scenarios, each a row.
     assert_eq!(runs.lines().count(), 1 + 12, "{runs}");
     assert!(stdout.contains("| a2a-python-1.3-memory | 3 |"), "{stdout}");
@@ -518,21 +529,10 @@ fn a_small_generated_batch_with_faults_agrees_with_the_real_a2a_python_sdk() {
     if !install_peer() {
         return;
     }
-    let out_dir = std::env::temp_dir().join(format!("a2a-chaos-gen3-{}", std::process::id()));
-    let out = Command::new(bin())
-        .args(["fidelity", "--generate", "3", "--seed", "15", "--no-shrink"])
-        .args(["--generator", "3", "--model", "a2a-python-1.3-versioned"])
-        .arg("--out")
-        .arg(&out_dir)
-        .env_remove("A2A_CHAOS_LIVE_DB")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let runs = std::fs::read_to_string(out_dir.join("runs.csv")).unwrap_or_default();
-    let _ = std::fs::remove_dir_all(&out_dir);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let (_, runs) = generated_batch(
+        "gen3",
+        "--generate 3 --seed 15 --generator 3 --model a2a-python-1.3-versioned",
+    );
     assert_eq!(runs.lines().count(), 1 + 3, "{runs}");
     for fault in ["partition", "kill-at", "drop-reply"] {
         assert!(runs.contains(fault), "no {fault} drawn:\n{runs}");
@@ -613,21 +613,10 @@ fn a_small_generated_batch_agrees_with_real_mastra() {
     if !install_mastra() {
         return;
     }
-    let out_dir = std::env::temp_dir().join(format!("a2a-chaos-gen-mastra-{}", std::process::id()));
-    let out = Command::new(bin())
-        .args(["fidelity", "--generate", "4", "--seed", "0", "--no-shrink"])
-        .args(["--generator", "1"])
-        .args(["--model", "mastra"])
-        .arg("--out")
-        .arg(&out_dir)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let runs = std::fs::read_to_string(out_dir.join("runs.csv")).unwrap_or_default();
-    let _ = std::fs::remove_dir_all(&out_dir);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let (stdout, runs) = generated_batch(
+        "gen-mastra",
+        "--generate 4 --seed 0 --generator 1 --model mastra",
+    );
     assert_eq!(runs.lines().count(), 1 + 4, "{runs}");
     assert!(stdout.contains("| mastra | 4 |"), "{stdout}");
 }

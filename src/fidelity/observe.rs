@@ -30,7 +30,7 @@ use std::fmt;
 use a2a::Role;
 
 use crate::check::versions::Breach;
-use crate::check::{self, Invariant, Verdict};
+use crate::check::{self, Invariant, LiveNeeds, Verdict};
 use crate::client::history::Outcome;
 use crate::sim::RunSummary;
 use crate::store::{SaveMode, SaveRecord};
@@ -139,12 +139,10 @@ impl Observables {
         if stale_saves_are_unseen(&record.saves) {
             observed.blind.insert(Invariant::VERSIONS_MONOTONIC);
         }
-        let never = observed
-            .verdicts
-            .keys()
-            .copied()
-            .filter(|i| check::never_judged_live(*i));
-        observed.blind.extend(never.collect::<Vec<_>>());
+        let never = check::CHECKERS
+            .iter()
+            .filter(|c| c.live() == LiveNeeds::Never);
+        observed.blind.extend(never.map(|c| c.name()));
         observed
     }
 

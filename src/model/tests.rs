@@ -86,12 +86,18 @@ fn a_missing_source_is_refused() {
     assert!(err.contains("dedup.ttl_ms"), "{err}");
 }
 
+/// The text of the built-in profile `name`.
+fn builtin(name: &str) -> &'static str {
+    BUILTIN
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, text)| *text)
+        .expect("built in")
+}
+
 #[test]
 fn keeping_the_task_after_a_subscription_needs_a_cached_snapshot() {
-    let (_, text) = BUILTIN
-        .iter()
-        .find(|(name, _)| *name == "a2a-python-1.1")
-        .expect("built in");
+    let text = builtin("a2a-python-1.1");
     assert!(Profile::parse(text, "x.toml").is_ok());
     let uncached = text.replace("cache_snapshot = true", "cache_snapshot = false");
     let err = Profile::parse(&uncached, "x.toml").unwrap_err().to_string();
@@ -103,10 +109,7 @@ fn keeping_the_task_after_a_subscription_needs_a_cached_snapshot() {
 
 #[test]
 fn keeping_the_task_after_a_cancel_needs_a_cached_snapshot() {
-    let (_, text) = BUILTIN
-        .iter()
-        .find(|(name, _)| *name == "a2a-python-1.1")
-        .expect("built in");
+    let text = builtin("a2a-python-1.1");
     // Without the subscription's keeps_task, only the cancel's needs the cache.
     let cancel_only = text
         .replace("cache_snapshot = true", "cache_snapshot = false")
@@ -122,10 +125,7 @@ fn keeping_the_task_after_a_cancel_needs_a_cached_snapshot() {
 
 #[test]
 fn keeping_a_failed_consumers_task_needs_an_executor_that_runs_on() {
-    let (_, text) = BUILTIN
-        .iter()
-        .find(|(name, _)| *name == "a2a-python-1.1")
-        .expect("built in");
+    let text = builtin("a2a-python-1.1");
     let no_orphan = text.replace(
         "executor_outlives_consumer = true",
         "executor_outlives_consumer = false",

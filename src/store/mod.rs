@@ -330,51 +330,24 @@ mod tests {
     #[test]
     fn cas_refuses_a_stale_version_and_overwrite_does_not() {
         let mut s = StoreState::default();
-        assert_eq!(
-            s.save(
-                task("t"),
-                SaveMode::Cas(None),
-                None,
-                &crate::host::Host::Replica(0)
-            ),
-            Ok(1)
+        let (r0, r1) = (
+            &crate::host::Host::Replica(0),
+            &crate::host::Host::Replica(1),
         );
+        assert_eq!(s.save(task("t"), SaveMode::Cas(None), None, r0), Ok(1));
         assert_eq!(
-            s.save(
-                task("t"),
-                SaveMode::Cas(None),
-                None,
-                &crate::host::Host::Replica(1)
-            ),
+            s.save(task("t"), SaveMode::Cas(None), None, r1),
             Err(SaveError::Conflict { current: Some(1) })
         );
         assert_eq!(
-            s.save(
-                task("t"),
-                SaveMode::Cas(Some(1)),
-                Some(1),
-                &crate::host::Host::Replica(0)
-            ),
+            s.save(task("t"), SaveMode::Cas(Some(1)), Some(1), r0),
             Ok(2)
         );
         assert_eq!(
-            s.save(
-                task("t"),
-                SaveMode::Cas(Some(1)),
-                Some(1),
-                &crate::host::Host::Replica(1)
-            ),
+            s.save(task("t"), SaveMode::Cas(Some(1)), Some(1), r1),
             Err(SaveError::Conflict { current: Some(2) })
         );
-        assert_eq!(
-            s.save(
-                task("t"),
-                SaveMode::Overwrite,
-                Some(1),
-                &crate::host::Host::Replica(1)
-            ),
-            Ok(3)
-        );
+        assert_eq!(s.save(task("t"), SaveMode::Overwrite, Some(1), r1), Ok(3));
     }
 
     #[test]
